@@ -1,0 +1,83 @@
+"""The one interface every sandbox backend implements."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel
+
+TAIL_CHARS = 8000
+
+# Provider credentials never reach experiment code.
+_SECRET = re.compile(r"(API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIALS)$|^(AWS_|AZURE_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_|HF_TOKEN)")
+
+
+class RunResult(BaseModel):
+    """What a command list did. `returncodes` has one entry per command that ran;
+    the list stops at the first failure."""
+
+    commands: list[str]
+    returncodes: list[int]
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    duration_s: float
+    timed_out: bool = False
+    backend: str
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and len(self.returncodes) == len(self.commands) and all(rc == 0 for rc in self.returncodes)
+
+    def failure(self) -> str | None:
+        """A short reason when the run did not succeed."""
+        if self.timed_out:
+            return f"timed out running: {self.commands[len(self.returncodes) - 1]}"
+        for command, rc in zip(self.commands, self.returncodes):
+            if rc != 0:
+                last = self.stderr_tail.strip().splitlines()[-1:] or [""]
+                return f"command exited {rc}: {command}" + (f" ({last[0][:200]})" if last[0] else "")
+        return None
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def run(
+        self,
+        commands: Sequence[str],
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        writable: Sequence[Path] = (),
+        readonly: Sequence[Path] = (),
+        hidden: Sequence[Path] = (),
+    ) -> RunResult:
+        """Run `commands` in order through bash in `cwd`, each with `timeout` seconds.
+
+        `writable`: folders the commands may write (everything else read-only where
+        the backend can enforce it). `readonly`: files or folders inside writable
+        ones that must stay read-only (protected files). `hidden`: paths made
+        invisible (e.g. the original task repository holding hidden test data).
+        """
+        ...
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The current environment without provider keys, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+    env.update(extra or {})
+    return env
+
+
+def tail(path: Path, limit: int = TAIL_CHARS) -> str:
+    """The last `limit` characters of a text file."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - limit * 4))
+        text = handle.read().decode("utf-8", errors="replace")
+    return text[-limit:]
