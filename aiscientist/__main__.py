@@ -1,0 +1,5 @@
+import sys
+
+from aiscientist.cli import main
+
+sys.exit(main())

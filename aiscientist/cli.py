@@ -1,0 +1,51 @@
+"""`python -m aiscientist <command>`: one program, one module per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from rich.console import Console
+
+from aiscientist.task import TaskError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "solve": ("aiscientist.orchestrator.command", "run the AiScientist research loop on a task"),
+    "baseline": ("aiscientist.commands.baseline", "run a task's baseline once and record it"),
+    "verify": ("aiscientist.workspace.command", "check a run folder's logs and protected files"),
+    "bench": ("bench.command", "benchmark agents on tasks and report FML-bench metrics"),
+    "grade": ("bench.grade_command", "grade a paper-reproduction submission against a rubric"),
+}
+
+err_console = Console(stderr=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aiscientist", description="Autonomous ML research engineering and its benchmark.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(command)
+        command.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.handler(args) or 0)
+    except TaskError as err:
+        err_console.print(f"[red]error:[/red] {err}")
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/yellow]")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
