@@ -148,6 +148,16 @@ class Task(BaseModel):
     def is_editable(self, rel_path: str) -> bool:
         return any(_glob_match(rel_path, p) for p in self.editable) and not self.is_protected(rel_path)
 
+    def copy_repository(self, dest: Path) -> None:
+        """Copy the repository to `dest` without its git history and hidden files."""
+        import shutil
+
+        def ignore(folder: str, names: list[str]) -> set[str]:
+            rel_folder = Path(folder).relative_to(self.repository)
+            return {n for n in names if n == ".git" or self.is_hidden((rel_folder / n).as_posix())}
+
+        shutil.copytree(self.repository, dest, ignore=ignore, symlinks=True)
+
     def summary(self) -> str:
         """One-screen summary for an agent's prompt."""
         lines = [f"# Task: {self.name} ({self.kind})"]

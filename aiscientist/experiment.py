@@ -1,0 +1,353 @@
+"""One experiment step: restore protected files → run → parse metrics → record.
+
+The engine owns everything that makes a step trustworthy: protected files are
+restored from pristine copies and verified by sha256 before every run and
+checked again after it (a change is recorded as tampering and the step marked
+invalid), commands run in the sandbox, and every attempt leaves a step folder
+with `step.json`, output tails, the diff against the baseline and a snapshot of
+the editable files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from aiscientist.metrics_file import MetricsError, flatten, load_means, pick
+from aiscientist.paths import RunPaths
+from aiscientist.sandbox import RunResult, Sandbox
+from aiscientist.sandbox.base import TAIL_CHARS
+from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
+
+EventSink = Callable[[str, dict], None]
+
+
+class StepRecord(BaseModel):
+    """`experiments/step_NNNN/step.json` (DESIGN.md, "Step record")."""
+
+    step: int
+    agent: str
+    hypothesis: str
+    started_at: str
+    commands: list[str]
+    returncodes: list[int]
+    duration_s: float
+    timed_out: bool = False
+    backend: str
+    metric: float | None = None
+    metrics: dict[str, float] = {}
+    success: bool
+    valid: bool = True
+    constraint_violated: bool = False
+    error: str | None = None
+    diff_path: str
+    code_path: str
+    tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def eligible(self) -> bool:
+        """Whether this step may count as the run's best."""
+        return self.success and self.valid and not self.constraint_violated
+
+
+class TestResult(BaseModel):
+    """The hidden test, run once on one step's code."""
+
+    step: int
+    metric: float | None = None
+    metrics: dict[str, float] = {}
+    success: bool
+    error: str | None = None
+    duration_s: float
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` with a fixed identity; raise with git's message on failure."""
+    command = ["git", "-c", "user.name=aiscientist", "-c", "user.email=aiscientist@localhost", "-c", "commit.gpgsign=false", *args]
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def load_steps(paths: RunPaths) -> list[StepRecord]:
+    """Every recorded step of a run, in order."""
+    records = []
+    for step_json in sorted(paths.experiments.glob("step_*/step.json")):
+        records.append(StepRecord.model_validate_json(step_json.read_text()))
+    return records
+
+
+def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
+    """The eligible step with the best target metric (earliest on ties)."""
+    assert task.metric is not None
+    best: StepRecord | None = None
+    for record in steps:
+        if record.eligible and record.metric is not None and (best is None or task.metric.better(record.metric, best.metric)):  # type: ignore[arg-type]
+            best = record
+    return best
+
+
+class ExperimentEngine:
+    """Runs the task's command list on `paths.submission`, one counted step at a time."""
+
+    BASELINE_TAG = "baseline"
+
+    def __init__(self, task: Task, paths: RunPaths, sandbox: Sandbox, on_event: EventSink | None = None, env: Mapping[str, str] | None = None):
+        self.task, self.paths, self.sandbox = task, paths, sandbox
+        self.on_event: EventSink = on_event or (lambda kind, payload: None)
+        self.env = dict(env or {})
+        self._lock = threading.Lock()
+
+    # ---- setup and protected files ---------------------------------------------------
+
+    @property
+    def workdir(self) -> Path:
+        return self.paths.submission / self.task.working_dir
+
+    @property
+    def _manifest_path(self) -> Path:
+        return self.paths.pristine / "manifest.json"
+
+    @property
+    def setup_done(self) -> bool:
+        return (self.paths.state / "setup.json").is_file()
+
+    def ensure_setup(self) -> None:
+        """Once per workspace: run setup, commit the baseline, keep pristine copies.
+
+        Raises TaskError when setup fails or a protected file is still missing."""
+        if self.setup_done:
+            return
+        submission = self.paths.submission
+        if not (submission / ".git").exists():
+            git(submission, "init", "-q", "-b", "main")
+        result = self._run(self.task.setup_commands, hidden=False) if self.task.setup_commands else None
+        source = self.task.source or self.task.repository
+        if result is not None and not result.ok:
+            raise TaskError(source, "setup_commands", result.failure() or "setup failed")
+        check_after_setup(self.task, submission)
+        manifest = {}
+        for rel in expand_globs(submission, self.task.protected):
+            target = self.paths.pristine / "files" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(submission / rel, target)
+            manifest[rel] = sha256_file(target)
+        self.paths.pristine.mkdir(parents=True, exist_ok=True)
+        self._manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        git(submission, "add", "-A")
+        git(submission, "commit", "-q", "--allow-empty", "-m", "baseline")
+        git(submission, "tag", "-f", self.BASELINE_TAG)
+        self.paths.state.mkdir(parents=True, exist_ok=True)
+        (self.paths.state / "setup.json").write_text(json.dumps({"done_at": _now(), "setup": result.model_dump() if result else None}, indent=1))
+
+    def protected_manifest(self) -> dict[str, str]:
+        return json.loads(self._manifest_path.read_text()) if self._manifest_path.is_file() else {}
+
+    def tampered_files(self) -> list[str]:
+        """Protected files whose content differs from the pristine hash (or are gone)."""
+        bad = []
+        for rel, digest in self.protected_manifest().items():
+            current = self.paths.submission / rel
+            if not current.is_file() or sha256_file(current) != digest:
+                bad.append(rel)
+        return bad
+
+    def restore_protected(self) -> list[str]:
+        """Copy pristine protected files back; return those that needed it."""
+        restored = []
+        for rel, digest in self.protected_manifest().items():
+            current = self.paths.submission / rel
+            if current.is_file() and not current.is_symlink() and sha256_file(current) == digest:
+                continue
+            if current.is_symlink() or current.is_dir():
+                shutil.rmtree(current) if current.is_dir() and not current.is_symlink() else current.unlink()
+            current.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.paths.pristine / "files" / rel, current)
+            if sha256_file(current) != digest:
+                raise RuntimeError(f"pristine copy of {rel} does not match its recorded hash; the run folder is corrupt")
+            restored.append(rel)
+        if restored:
+            self.on_event("protected.restored", {"files": restored})
+        return restored
+
+    # ---- steps -----------------------------------------------------------------------
+
+    def next_step(self) -> int:
+        done = [int(p.parent.name.split("_")[1]) for p in self.paths.experiments.glob("step_*/step.json")]
+        return max(done, default=0) + 1
+
+    def run_step(self, agent: str, hypothesis: str, tokens: int = 0, cost: float = 0.0) -> StepRecord:
+        """Run the experiment command list once on the current code and record it."""
+        with self._lock:
+            self.ensure_setup()
+            step = self.next_step()
+            step_dir = self.paths.step_dir(step)
+            if step_dir.exists():  # an attempt that crashed before recording
+                shutil.rmtree(step_dir)
+            step_dir.mkdir(parents=True)
+            started = _now()
+            tampered_before = self.restore_protected()
+            if tampered_before:
+                self.on_event("protected.tampered", {"step": step, "files": tampered_before, "found": "before run"})
+            metrics_path = self.task.metrics_path(self.paths.submission)
+            metrics_path.unlink(missing_ok=True)
+            self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
+            result = self._run(self.task.commands, hidden=True)
+            if result.ok and self.task.postprocess_commands:
+                post = self._run(self.task.postprocess_commands, hidden=True)
+                result = _combine(result, post)
+            tampered = self.tampered_files()
+            record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost)
+            if tampered:
+                self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
+                self.restore_protected()
+            (step_dir / "stdout.txt").write_text(result.stdout_tail)
+            (step_dir / "stderr.txt").write_text(result.stderr_tail)
+            self._write_code_evidence(step_dir)
+            (step_dir / "step.json").write_text(record.model_dump_json(indent=1))
+            self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error})
+            return record
+
+    def _run(self, commands: list[str], hidden: bool, cwd: Path | None = None) -> RunResult:
+        submission = self.paths.submission if cwd is None else cwd
+        readonly = [submission / rel for rel in self.protected_manifest()]
+        hide = [self.task.repository] if hidden and self.task.hidden else []
+        return self.sandbox.run(
+            commands,
+            cwd=submission / self.task.working_dir,
+            timeout=self.task.command_timeout_s,
+            env={"MPLBACKEND": "Agg", **self.env},
+            writable=[submission],
+            readonly=readonly,
+            hidden=hide,
+        )
+
+    def _record(self, step: int, agent: str, hypothesis: str, started: str, result: RunResult, metrics_path: Path, tampered: list[str], tokens: int, cost: float) -> StepRecord:
+        metric, metrics, error, violated = None, {}, result.failure(), False
+        if error is None:
+            metric, metrics, error, violated = self.read_metrics(metrics_path)
+        if tampered:
+            error = f"tampering: protected file(s) changed during the run: {', '.join(tampered)}"
+        rel = self.paths.step_dir(step).relative_to(self.paths.root)
+        return StepRecord(
+            step=step,
+            agent=agent,
+            hypothesis=hypothesis,
+            started_at=started,
+            commands=result.commands,
+            returncodes=result.returncodes,
+            duration_s=round(result.duration_s, 3),
+            timed_out=result.timed_out,
+            backend=result.backend,
+            metric=metric,
+            metrics=metrics,
+            success=error is None,
+            valid=not tampered,
+            constraint_violated=violated,
+            error=error,
+            diff_path=str(rel / "diff.patch"),
+            code_path=str(rel / "code"),
+            tokens=tokens,
+            cost=cost,
+        )
+
+    def read_metrics(self, metrics_path: Path) -> tuple[float | None, dict[str, float], str | None, bool]:
+        """(target metric, all metrics, error, constraint violated) from a metrics file."""
+        assert self.task.metric is not None
+        try:
+            means = load_means(metrics_path)
+            metric = pick(means, self.task.metric.dataset, self.task.metric.key)
+        except MetricsError as err:
+            return None, {}, str(err), False
+        violated = False
+        for constraint in self.task.constraints:
+            try:
+                violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
+            except MetricsError:
+                violated = True
+        return metric, flatten(means), None, violated
+
+    def _write_code_evidence(self, step_dir: Path) -> None:
+        """Snapshot of the editable files and their diff against the baseline commit."""
+        submission = self.paths.submission
+        current = set(expand_globs(submission, self.task.editable))
+        baseline = {p for p in git(submission, "ls-tree", "-r", "--name-only", self.BASELINE_TAG).splitlines() if self.task.is_editable(p)}
+        chunks = []
+        for rel in sorted(current | baseline):
+            before = git(submission, "show", f"{self.BASELINE_TAG}:{rel}") if rel in baseline else ""
+            after = (submission / rel).read_text(errors="replace") if rel in current else ""
+            chunks += difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{rel}", f"b/{rel}")
+            if rel in current:
+                target = step_dir / "code" / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(submission / rel, target)
+        (step_dir / "code").mkdir(exist_ok=True)
+        (step_dir / "diff.patch").write_text("".join(chunks))
+
+    # ---- hidden test -----------------------------------------------------------------
+
+    def run_test(self, step: int) -> TestResult:
+        """Run the hidden test commands once on `step`'s code, in a fresh copy of
+        the original repository (hidden files included) with that step's editable
+        files laid over it and protected files restored."""
+        start = time.monotonic()
+        if not self.task.test_commands:
+            return TestResult(step=step, success=False, error="task has no hidden test commands", duration_s=0.0)
+        code = self.paths.step_dir(step) / "code"
+        if not code.is_dir():
+            return TestResult(step=step, success=False, error=f"step {step} has no code snapshot", duration_s=0.0)
+        with tempfile.TemporaryDirectory(prefix="aisci-test-") as tmp:
+            copy = Path(tmp) / "repo"
+            shutil.copytree(self.task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+            for rel in expand_globs(code, ["**/*"]):
+                if not self.task.is_protected(rel):
+                    (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(code / rel, copy / rel)
+            result = self._run_in(copy, self.task.setup_commands) if self.task.setup_commands else None
+            for rel in self.protected_manifest():
+                shutil.copy2(self.paths.pristine / "files" / rel, copy / rel)
+            if result is None or result.ok:
+                result = self._run_in(copy, self.task.test_commands + self.task.postprocess_commands)
+            error = result.failure()
+            metric, metrics = None, {}
+            if error is None:
+                metric, metrics, error, _ = self.read_metrics(self.task.metrics_path(copy, test=True))
+        test = TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
+        self.on_event("experiment.test", test.model_dump())
+        return test
+
+    def _run_in(self, repo: Path, commands: list[str]) -> RunResult:
+        return self.sandbox.run(commands, cwd=repo / self.task.working_dir, timeout=self.task.command_timeout_s, env={"MPLBACKEND": "Agg", **self.env}, writable=[repo])
+
+
+def _combine(first: RunResult, second: RunResult) -> RunResult:
+    return RunResult(
+        commands=first.commands + second.commands,
+        returncodes=first.returncodes + second.returncodes,
+        stdout_tail=(first.stdout_tail + second.stdout_tail)[-TAIL_CHARS:],
+        stderr_tail=(first.stderr_tail + second.stderr_tail)[-TAIL_CHARS:],
+        duration_s=first.duration_s + second.duration_s,
+        timed_out=second.timed_out,
+        backend=first.backend,
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
