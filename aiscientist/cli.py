@@ -27,11 +27,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if not module_name.startswith(str(err.name)):
+                raise
+            missing = sub.add_parser(name, help=f"{help_text} (not available in this build)")
+            missing.set_defaults(handler=lambda args, name=name: _unavailable(name))
+            continue
         command = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)
     return parser
+
+
+def _unavailable(name: str) -> int:
+    err_console.print(f"[red]error:[/red] the {name!r} command is not available in this build")
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:

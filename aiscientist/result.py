@@ -1,0 +1,59 @@
+"""`result.json`: the outcome of one run (DESIGN.md, "Run result")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from aiscientist.experiment import StepRecord, TestResult, best_step
+from aiscientist.task import Task
+
+
+class RunResult(BaseModel):
+    task: str
+    agent: str
+    config: dict[str, Any] = {}
+    metric: str | None = None
+    direction: str | None = None
+    baseline: float | None = None
+    best_step: int | None = None
+    best_metric: float | None = None
+    best_metrics: dict[str, float] = {}
+    test: TestResult | None = None
+    steps_total: int = 0
+    steps_completed: int = 0
+    steps_successful: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    wall_time_s: float = 0.0
+    stop_reason: str = ""
+
+
+def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
+    """Counts and the best eligible step from a run's step records.
+
+    A step is *completed* when its commands all ran to the end (FML-bench's step
+    completion), *successful* when it also produced a valid finite metric."""
+    best = best_step(task, steps) if task.metric else None
+    return RunResult(
+        task=task.name,
+        agent=agent,
+        metric=task.metric.label if task.metric else None,
+        direction=task.metric.direction if task.metric else None,
+        baseline=task.baseline,
+        best_step=best.step if best else None,
+        best_metric=best.metric if best else None,
+        best_metrics=best.metrics if best else {},
+        steps_total=len(steps),
+        steps_completed=sum(1 for s in steps if not s.timed_out and len(s.returncodes) == len(s.commands) and all(rc == 0 for rc in s.returncodes)),
+        steps_successful=sum(1 for s in steps if s.success),
+        tokens=sum(s.tokens for s in steps),
+        cost=sum(s.cost for s in steps),
+        **extra,
+    )
+
+
+def write_result(path: Path, result: RunResult) -> None:
+    path.write_text(result.model_dump_json(indent=1))
