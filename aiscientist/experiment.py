@@ -203,13 +203,14 @@ class ExperimentEngine:
                 shutil.rmtree(step_dir)
             step_dir.mkdir(parents=True)
             started = _now()
+            preprocess = self._run(self.task.preprocess_commands, hidden=True, protect=False) if self.task.preprocess_commands else None
             tampered_before = self.restore_protected()
             if tampered_before:
                 self.on_event("protected.tampered", {"step": step, "files": tampered_before, "found": "before run"})
             metrics_path = self.task.metrics_path(self.paths.submission)
             metrics_path.unlink(missing_ok=True)
             self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
-            result = self._run(self.task.commands, hidden=True)
+            result = self._run(self.task.commands, hidden=True) if preprocess is None or preprocess.ok else preprocess
             if result.ok and self.task.postprocess_commands:
                 post = self._run(self.task.postprocess_commands, hidden=True)
                 result = _combine(result, post)
@@ -225,9 +226,9 @@ class ExperimentEngine:
             self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error})
             return record
 
-    def _run(self, commands: list[str], hidden: bool, cwd: Path | None = None) -> RunResult:
-        submission = self.paths.submission if cwd is None else cwd
-        readonly = [submission / rel for rel in self.protected_manifest()]
+    def _run(self, commands: list[str], hidden: bool, protect: bool = True) -> RunResult:
+        submission = self.paths.submission
+        readonly = [submission / rel for rel in self.protected_manifest()] if protect else []
         hide = [self.task.repository] if hidden and self.task.hidden else []
         return self.sandbox.run(
             commands,

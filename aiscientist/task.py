@@ -85,6 +85,8 @@ class Task(BaseModel):
 
     `commands` is the command list of one experiment step (validation); they run
     through a shell, in order, inside `working_dir` of the copied repository.
+    `preprocess_commands` are the task author's, run before every step with
+    protected files writable (FML-bench re-copies its evaluation files there).
     `test_commands` is the hidden final test, run once on the chosen code with
     the `hidden` files present (they are never copied into an agent's workspace).
     """
@@ -102,6 +104,7 @@ class Task(BaseModel):
     protected: list[str] = Field(default_factory=list)
     hidden: list[str] = Field(default_factory=list)
     setup_commands: list[str] = Field(default_factory=list)
+    preprocess_commands: list[str] = Field(default_factory=list)
     commands: list[str] = Field(default_factory=list)
     postprocess_commands: list[str] = Field(default_factory=list)
     working_dir: str = "."
@@ -124,7 +127,7 @@ class Task(BaseModel):
                 raise ValueError("commands: an improve task needs a non-empty command list")
             if self.metric is None:
                 raise ValueError("metric: an improve task must name the metric to optimise")
-        for name in ("commands", "setup_commands", "postprocess_commands", "test_commands"):
+        for name in ("commands", "setup_commands", "preprocess_commands", "postprocess_commands", "test_commands"):
             if any(not c.strip() for c in getattr(self, name)):
                 raise ValueError(f"{name}: empty command in the list")
         for number, name in ((self.baseline, "baseline"), (self.target, "target")):
@@ -346,7 +349,8 @@ def load_fml_folder(folder: Path, metric: MetricSpec | None = None) -> Task:
         "related": _str_list(config_file, config, "related_files"),
         "protected": _str_list(config_file, config, "read_only_files"),
         "setup_commands": commands("setup_commands"),
-        "commands": commands("preprocess_commands", "do_preprocess") + commands("execute_commands"),
+        "preprocess_commands": commands("preprocess_commands", "do_preprocess"),
+        "commands": commands("execute_commands"),
         "postprocess_commands": commands("postprocess_commands", "do_postprocess"),
         "working_dir": ".",
         "metrics_file": str(Path(config.get("exp_running_dir") or ".") / "final_info.json"),

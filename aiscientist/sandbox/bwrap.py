@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -27,16 +28,18 @@ def bwrap_works() -> bool:
 class BwrapSandbox:
     name = "bwrap"
 
-    def argv(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], cwd: Path) -> list[str]:
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    def argv(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], cwd: Path, private_tmp: Path) -> list[str]:
+        """The host's /tmp stays visible read-only (task folders may live there);
+        TMPDIR and HOME point at a private writable folder instead."""
+        args = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in hidden:
             args += ["--tmpfs", str(Path(path).resolve())]
-        for path in writable:
+        for path in [private_tmp, *writable]:
             args += ["--bind", str(Path(path).resolve()), str(Path(path).resolve())]
         for path in readonly:
             if Path(path).exists():
                 args += ["--ro-bind", str(Path(path).resolve()), str(Path(path).resolve())]
-        return args + ["--chdir", str(Path(cwd).resolve()), "--setenv", "HOME", "/tmp", "--", "bash", "-c"]
+        return args + ["--chdir", str(Path(cwd).resolve()), "--setenv", "HOME", str(private_tmp), "--setenv", "TMPDIR", str(private_tmp), "--", "bash", "-c"]
 
     def run(
         self,
@@ -48,5 +51,6 @@ class BwrapSandbox:
         readonly: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
     ) -> RunResult:
-        prefix = self.argv(writable or [cwd], readonly, hidden, cwd)
-        return run_commands(lambda c: [*prefix, c], commands, cwd, timeout, scrubbed_env(env), self.name)
+        with tempfile.TemporaryDirectory(prefix="aisci-sandbox-") as private_tmp:
+            prefix = self.argv(writable or [cwd], readonly, hidden, cwd, Path(private_tmp))
+            return run_commands(lambda c: [*prefix, c], commands, cwd, timeout, scrubbed_env(env), self.name)
