@@ -1,0 +1,54 @@
+"""Model access: one client over litellm with retries, budgets, accounting,
+record/replay, and two offline models (`scripted:PATH`, `offline`).
+
+See docs/contracts.md, "Model client". A typical agent loop:
+
+    client = make_client(model, run_dir, role="implementation")
+    c = client.complete(messages, tools)
+    messages.append(c.message)
+    for call in c.tool_calls:
+        result = tool_error_message(call) if call.error else run_tool(call)
+"""
+
+from aiscientist.llm.budget import BudgetTracker, append_record, read_records, tracker_for_run
+from aiscientist.llm.client import LLMClient, make_client
+from aiscientist.llm.config import BudgetLimits, LLMConfig, load_llm_config
+from aiscientist.llm.messages import check_arguments, normalize_tools, to_openai_messages, tool_error_message
+from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy
+from aiscientist.llm.types import (
+    BudgetExhausted,
+    Completion,
+    ModelConfigError,
+    ModelError,
+    ReplayMiss,
+    ScriptExhausted,
+    ToolArgumentError,
+    ToolCall,
+)
+
+__all__ = [
+    "BudgetExhausted",
+    "BudgetLimits",
+    "BudgetTracker",
+    "Completion",
+    "LLMClient",
+    "LLMConfig",
+    "ModelConfigError",
+    "ModelError",
+    "PolicyContext",
+    "PolicyReply",
+    "ReplayMiss",
+    "ScriptExhausted",
+    "ToolArgumentError",
+    "ToolCall",
+    "append_record",
+    "check_arguments",
+    "load_llm_config",
+    "make_client",
+    "normalize_tools",
+    "read_records",
+    "register_role_policy",
+    "to_openai_messages",
+    "tool_error_message",
+    "tracker_for_run",
+]

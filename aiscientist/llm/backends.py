@@ -1,0 +1,208 @@
+"""Where replies come from: a litellm provider, or a script file.
+
+A backend's `send` makes one attempt. Retryable failures raise `Transient` (with the
+server's Retry-After, if any); anything else raises ModelError. Retries, budgets and
+accounting live in the client, the same for every backend.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aiscientist.llm.config import LLMConfig
+from aiscientist.llm.types import ModelConfigError, ModelError, RawToolCall, Reply, ScriptExhausted
+
+RETRYABLE_STATUS = {408, 409, 425, 429}
+
+
+class Transient(Exception):
+    """A failure worth retrying (rate limit, 5xx, timeout, dropped connection)."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Backend(Protocol):
+    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply: ...
+
+
+class LiteLLMBackend:
+    """Any provider litellm speaks, by litellm model name."""
+
+    def __init__(self, config: LLMConfig):
+        import litellm
+
+        litellm.suppress_debug_info = True
+        self.config = config
+        self._litellm = litellm
+        check_credentials(config.model, config.api_base)
+
+    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        litellm, cfg = self._litellm, self.config
+        kwargs: dict[str, Any] = {"api_base": cfg.api_base, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            response = litellm.completion(
+                model=cfg.model, messages=messages, timeout=cfg.timeout_s, num_retries=0, max_retries=0, **kwargs
+            )
+        except (litellm.Timeout, litellm.APIConnectionError) as err:
+            raise Transient(f"{type(err).__name__}: {_short(err)}") from err
+        except Exception as err:  # litellm maps provider errors onto OpenAI-style exceptions
+            status = getattr(err, "status_code", None)
+            if isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500):
+                raise Transient(f"HTTP {status}: {_short(err)}", retry_after(err)) from err
+            raise ModelError(f"{cfg.model}: {type(err).__name__}: {_short(err)}") from err
+        return _reply_from_response(response)
+
+
+def _reply_from_response(response: Any) -> Reply:
+    message = response.choices[0].message
+    calls = [
+        RawToolCall(id=c.id or f"call_{i}", name=c.function.name or "", arguments=c.function.arguments or "")
+        for i, c in enumerate(message.tool_calls or [])
+    ]
+    usage = getattr(response, "usage", None)
+    hidden = getattr(response, "_hidden_params", {}) or {}
+    return Reply(
+        content=message.content or "",
+        tool_calls=calls,
+        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
+        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
+        cost=hidden.get("response_cost"),
+    )
+
+
+def check_credentials(model: str, api_base: str | None) -> None:
+    """Fail before any work starts when the provider's key (or base URL) is missing."""
+    import litellm
+
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:
+        raise ModelConfigError(
+            f"unknown model {model!r}: use a litellm name with a provider prefix "
+            "(openai/..., anthropic/..., gemini/..., openrouter/..., ollama/..., hosted_vllm/...), "
+            "'offline' or 'scripted:PATH'"
+        ) from None
+    found = litellm.validate_environment(model=model, api_base=api_base)
+    missing = [k for k in found.get("missing_keys", []) if not (api_base and k.endswith(("_API_BASE", "_BASE_URL")))]
+    if not found.get("keys_in_environment") and missing:
+        raise ModelConfigError(
+            f"model {model} needs environment variable(s) {', '.join(missing)}, which are not set "
+            "(a local OpenAI-compatible server without authentication accepts any value)"
+        )
+
+
+def retry_after(err: Exception) -> float | None:
+    """Seconds the server asked us to wait (Retry-After / retry-after-ms), if it did."""
+    headers = getattr(err, "litellm_response_headers", None)
+    if headers is None and getattr(err, "response", None) is not None:
+        headers = getattr(err.response, "headers", None)
+    if not headers:
+        return None
+    if headers.get("retry-after-ms"):
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _short(err: Exception, limit: int = 300) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# ---- scripted model -------------------------------------------------------------------
+
+
+class ScriptedCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict, description="a string is sent as-is (may be malformed)")
+    id: str | None = None
+
+
+class ScriptedReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: str = ""
+    tool_calls: list[ScriptedCall] = Field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class ScriptedBackend:
+    """`scripted:PATH`: answers with the next entry of a YAML/JSON list. An entry is a
+    string (plain text) or `{content, tool_calls: [{name, arguments, id?}], prompt_tokens?,
+    completion_tokens?}`. All clients of one run share one position in the script;
+    without a run each client has its own."""
+
+    _positions: dict[tuple[str, str], int] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, path: Path, run_key: str | None = None):
+        self.path = Path(path).resolve()
+        self.replies = load_script(self.path)
+        self._key = (str(self.path), run_key if run_key is not None else uuid.uuid4().hex)
+
+    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        with self._lock:
+            index = self._positions.get(self._key, 0)
+            if index >= len(self.replies):
+                raise ScriptExhausted(
+                    f"scripted model {self.path}: the script holds {len(self.replies)} responses and call {index + 1} asked for another"
+                )
+            self._positions[self._key] = index + 1
+        entry = self.replies[index]
+        calls = [
+            RawToolCall(
+                id=c.id or f"call_s{index}_{i}",
+                name=c.name,
+                arguments=c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
+            )
+            for i, c in enumerate(entry.tool_calls)
+        ]
+        return Reply(
+            content=entry.content,
+            tool_calls=calls,
+            prompt_tokens=entry.prompt_tokens,
+            completion_tokens=entry.completion_tokens,
+            cost=0.0,
+        )
+
+
+def load_script(path: Path) -> list[ScriptedReply]:
+    if not path.is_file():
+        raise ModelConfigError(f"scripted model: no such script file {path}")
+    try:
+        raw = yaml.safe_load(path.read_text())  # JSON is YAML too
+    except yaml.YAMLError as err:
+        raise ModelConfigError(f"{path}: invalid YAML/JSON: {err}") from None
+    if not isinstance(raw, list) or not raw:
+        raise ModelConfigError(f"{path}: a script is a non-empty list of responses")
+    replies = []
+    for i, item in enumerate(raw):
+        try:
+            replies.append(ScriptedReply(content=item) if isinstance(item, str) else ScriptedReply.model_validate(item))
+        except ValidationError as err:
+            raise ModelConfigError(f"{path}: response {i}: {err}") from None
+    return replies

@@ -1,0 +1,150 @@
+"""Per-run model budget and the `logs/llm_calls.jsonl` accounting it is rebuilt from.
+
+One tracker per run directory, shared by every client of that run (thread-safe).
+A call first reserves its estimated use; the reservation is replaced by the real
+use when the call's record is written, so parallel callers cannot overshoot a limit
+together.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiscientist.llm.config import BudgetLimits
+from aiscientist.llm.types import BudgetExhausted
+
+CALLS_LOG = Path("logs") / "llm_calls.jsonl"
+NOT_A_CALL = "budget_exhausted"
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    """Append one JSON line atomically (O_APPEND, one write, under an exclusive lock)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a calls log; a torn last line (crash mid-write) is skipped."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+@dataclass
+class Usage:
+    tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+
+
+@dataclass
+class Reservation:
+    tokens: int
+    cost_usd: float
+
+
+class BudgetTracker:
+    def __init__(self, limits: BudgetLimits, log_path: Path | None = None):
+        self.limits = limits
+        self.log_path = log_path
+        self._lock = threading.Lock()
+        self._used = Usage()
+        self._reserved = Usage()
+        self._prior_wall_s = 0.0
+        self._started = time.monotonic()
+        for record in read_records(log_path) if log_path else []:
+            self._add(record)
+            self._prior_wall_s = max(self._prior_wall_s, float(record.get("run_elapsed_s", 0.0)))
+
+    def _add(self, record: dict[str, Any]) -> None:
+        if record.get("outcome") == NOT_A_CALL:
+            return
+        self._used.tokens += int(record.get("prompt_tokens", 0)) + int(record.get("completion_tokens", 0))
+        self._used.cost_usd += float(record.get("cost", 0.0))
+        self._used.calls += 1
+
+    def elapsed_s(self) -> float:
+        """Wall time of the run so far, including earlier sessions of a resumed run."""
+        return self._prior_wall_s + time.monotonic() - self._started
+
+    def used(self) -> Usage:
+        with self._lock:
+            return Usage(self._used.tokens, self._used.cost_usd, self._used.calls)
+
+    def reserve(self, tokens: int, cost_usd: float) -> Reservation:
+        """Claim room for one call or raise BudgetExhausted naming the limit."""
+        lim = self.limits
+        with self._lock:
+            calls = self._used.calls + self._reserved.calls
+            used_tokens = self._used.tokens + self._reserved.tokens
+            used_cost = self._used.cost_usd + self._reserved.cost_usd
+            if lim.calls is not None and calls + 1 > lim.calls:
+                raise BudgetExhausted("calls", calls, 1, lim.calls)
+            if lim.tokens is not None and used_tokens + tokens > lim.tokens:
+                raise BudgetExhausted("tokens", used_tokens, tokens, lim.tokens)
+            if lim.cost_usd is not None and used_cost + cost_usd > lim.cost_usd:
+                raise BudgetExhausted("cost_usd", round(used_cost, 6), round(cost_usd, 6), lim.cost_usd)
+            if lim.wall_time_s is not None and self.elapsed_s() >= lim.wall_time_s:
+                raise BudgetExhausted("wall_time_s", round(self.elapsed_s(), 1), 0, lim.wall_time_s)
+            self._reserved.tokens += tokens
+            self._reserved.cost_usd += cost_usd
+            self._reserved.calls += 1
+            return Reservation(tokens, cost_usd)
+
+    def record(self, record: dict[str, Any], reservation: Reservation | None = None) -> dict[str, Any]:
+        """Write a call's record, count its real use and release its reservation."""
+        with self._lock:
+            if reservation is not None:
+                self._reserved.tokens -= reservation.tokens
+                self._reserved.cost_usd -= reservation.cost_usd
+                self._reserved.calls -= 1
+            record = {**record, "run_elapsed_s": round(self.elapsed_s(), 3)}
+            self._add(record)
+            if self.log_path is not None:
+                append_record(self.log_path, record)
+            return record
+
+
+_trackers: dict[Path, BudgetTracker] = {}
+_trackers_lock = threading.Lock()
+
+
+def tracker_for_run(run_dir: Path | None, limits: BudgetLimits) -> BudgetTracker:
+    """The run's shared tracker (created, and rebuilt from its log, on first use).
+    Without a run directory every client gets its own unlogged tracker."""
+    if run_dir is None:
+        return BudgetTracker(limits)
+    log_path = (Path(run_dir) / CALLS_LOG).resolve()
+    with _trackers_lock:
+        tracker = _trackers.get(log_path)
+        if tracker is None:
+            tracker = _trackers[log_path] = BudgetTracker(limits, log_path)
+        elif limits != BudgetLimits() and limits != tracker.limits:
+            tracker.limits = limits  # the latest explicit limits win
+        return tracker
+
+
+def forget_run(run_dir: Path) -> None:
+    """Drop a run's cached tracker, so the next client rebuilds it from the log."""
+    with _trackers_lock:
+        _trackers.pop((Path(run_dir) / CALLS_LOG).resolve(), None)

@@ -1,0 +1,72 @@
+"""Model settings: `configs/models.yaml` (defaults, then per-model entries) plus overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aiscientist.llm.types import ModelConfigError
+
+DEFAULT_MODELS_FILE = Path(__file__).resolve().parents[2] / "configs" / "models.yaml"
+
+
+class BudgetLimits(BaseModel):
+    """Per-run limits on model use; None means unlimited."""
+
+    model_config = ConfigDict(extra="forbid")
+    tokens: int | None = Field(None, ge=0)
+    cost_usd: float | None = Field(None, ge=0)
+    calls: int | None = Field(None, ge=0)
+    wall_time_s: float | None = Field(None, gt=0)
+
+
+class LLMConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str = "offline"
+    api_base: str | None = None
+    temperature: float | None = 0.0
+    max_tokens: int | None = Field(None, ge=1)
+    timeout_s: float = Field(120.0, gt=0, description="hard limit for one HTTP attempt")
+    max_attempts: int = Field(5, ge=1)
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    retry_after_max_s: float = Field(300.0, ge=0, description="give up rather than wait longer than this")
+    fallback_price_per_1k_prompt: float = Field(0.0, ge=0, description="USD, for models litellm has no price for")
+    fallback_price_per_1k_completion: float = Field(0.0, ge=0)
+    budget: BudgetLimits = Field(default_factory=BudgetLimits)
+    record_dir: Path | None = None
+    replay_dir: Path | None = None
+    seed: int = 0
+    offline_max_steps: int = Field(5, ge=1, description="experiments the offline default policy runs at most")
+
+
+def load_llm_config(model: str, path: Path | None = None, **overrides: Any) -> LLMConfig:
+    """Settings for `model`: the file's `defaults`, then its `models[model]` entry,
+    then `overrides`. The file is optional unless `path` names it explicitly."""
+    file = Path(path) if path is not None else DEFAULT_MODELS_FILE
+    raw: dict[str, Any] = {}
+    if file.is_file():
+        try:
+            raw = yaml.safe_load(file.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ModelConfigError(f"{file}: invalid YAML: {err}") from None
+    elif path is not None:
+        raise ModelConfigError(f"{file}: no such model config file")
+    if not isinstance(raw, dict):
+        raise ModelConfigError(f"{file}: expected a mapping with 'defaults' and 'models'")
+    merged: dict[str, Any] = dict(raw.get("defaults") or {})
+    entry = (raw.get("models") or {}).get(model) or {}
+    for key, value in entry.items():
+        if key == "budget" and isinstance(value, dict):
+            merged["budget"] = {**merged.get("budget", {}), **value}
+        else:
+            merged[key] = value
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    merged["model"] = model
+    try:
+        return LLMConfig.model_validate(merged)
+    except ValidationError as err:
+        raise ModelConfigError(f"{file}: model {model}: {err}") from None

@@ -1,0 +1,81 @@
+"""What a model call returns, and the errors callers handle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ModelError(Exception):
+    """A model call failed for good (after retries, or a non-retryable error).
+    The caller turns it into a failed step; the run goes on."""
+
+
+class BudgetExhausted(Exception):
+    """The next call would exceed a run budget. Agents wrap up when they see it."""
+
+    def __init__(self, limit: str, used: float, requested: float, maximum: float):
+        self.limit, self.used, self.requested, self.maximum = limit, used, requested, maximum
+        super().__init__(
+            f"{limit} budget exhausted: {used:g} used, this call needs about {requested:g} more, limit {maximum:g}"
+        )
+
+
+class ModelConfigError(ValueError):
+    """The model cannot be used as configured (unknown name, missing key, bad script file)."""
+
+
+class ReplayMiss(RuntimeError):
+    """A replayed run asked for a request that was never recorded. Deliberately not a
+    ModelError: a replay that diverges must stop loudly, not become a failed step."""
+
+
+class ScriptExhausted(RuntimeError):
+    """A `scripted:` model was asked for more responses than its script holds."""
+
+
+class ToolArgumentError(ValueError):
+    """A tool call's arguments are not valid JSON or do not match the tool's schema."""
+
+
+class RawToolCall(BaseModel):
+    """A tool call as the model sent it; `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Reply(BaseModel):
+    """One model answer before parsing, as stored by record/replay. Token counts and
+    cost are None when the provider did not report them."""
+
+    content: str = ""
+    tool_calls: list[RawToolCall] = Field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+
+
+class ToolCall(BaseModel):
+    """A parsed tool call. `error` is set when the arguments were unusable; the agent
+    loop then sends `tool_error_message(call)` back instead of running the tool."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class Completion(BaseModel):
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    message: dict[str, Any]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def invalid_tool_calls(self) -> list[ToolCall]:
+        return [c for c in self.tool_calls if c.error is not None]
