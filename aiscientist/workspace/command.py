@@ -1,0 +1,31 @@
+"""`aiscientist verify RUN_DIR`: exit 0 when the run folder is intact, 1 when tampered."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+console = Console()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="a run folder made by solve, baseline or bench")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiscientist.task import TaskError
+    from aiscientist.workspace.verify import verify_run
+
+    if not (args.run_dir / "logs").is_dir():
+        raise TaskError(args.run_dir, "run_dir", "not a run folder (no logs/)")
+    report = verify_run(args.run_dir)
+    for note in report.tamper_events:
+        console.print(f"[yellow]recorded:[/yellow] {note}", highlight=False)
+    if report.clean:
+        console.print(f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, {report.protected_files} protected files intact", highlight=False)
+        return 0
+    for problem in report.problems:
+        console.print(f"[red]TAMPERED[/red] {problem}", highlight=False)
+    return 1

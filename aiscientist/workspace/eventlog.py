@@ -1,0 +1,173 @@
+"""Append-only, hash-chained logs: `logs/events.jsonl` and the markdown logs.
+
+Every event line holds seq, ts, role, kind, payload, prev_hash and hash, where
+hash = sha256 over the canonical JSON of the other six fields and prev_hash is
+the previous line's hash. Markdown logs are appended in `=== Session N ===`
+blocks; each append is itself an event recording the byte offset, length,
+sha256 and one short hash per line of the appended text, so `verify` can name
+the first line of a markdown log that no longer matches.
+
+Writers serialise on an exclusive `flock` of events.jsonl (safe across threads
+and processes, since every call opens its own file description) and write each
+line with a single O_APPEND write. `state/events_head.json` keeps the last seq,
+hash and the expected log sizes, so truncation at a line boundary is caught.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+GENESIS = "0" * 64
+EVENTS = "logs/events.jsonl"
+HEAD = "state/events_head.json"
+SESSION_MARK = "=== Session "
+LINE_HASH_CHARS = 12
+FIELDS = ("seq", "ts", "role", "kind", "payload", "prev_hash")
+
+
+def canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+def event_hash(event: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical({k: event[k] for k in FIELDS})).hexdigest()
+
+
+def line_hashes(data: bytes) -> list[str]:
+    return [hashlib.sha256(line).hexdigest()[:LINE_HASH_CHARS] for line in data.splitlines(keepends=True)]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class EventLog:
+    """The run's event chain; `root` is the run folder."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.path = self.root / EVENTS
+        self.head_path = self.root / HEAD
+
+    def record(self, role: str, kind: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Append one event and return it."""
+        with self._locked() as fd:
+            return self._append_event(fd, role, kind, payload or {})
+
+    def append_text(self, role: str, rel: str, text: str, session: int | None) -> tuple[dict[str, Any], int]:
+        """Append `text` to the markdown log `rel` (run-relative), opening a new
+        `=== Session N ===` block when `session` is None. Returns the event and
+        the session number the text went into."""
+        target = self.root / rel
+        with self._locked() as fd:
+            out = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                offset = os.fstat(out).st_size
+                header = ""
+                if session is None:
+                    session = _count_sessions(target) + 1
+                    header = ("\n" if offset else "") + f"{SESSION_MARK}{session} === ({role}, {now()})\n"
+                data = (header + text + ("" if text.endswith("\n") else "\n")).encode()
+                os.write(out, data)
+            finally:
+                os.close(out)
+            payload = {
+                "file": rel,
+                "session": session,
+                "offset": offset,
+                "length": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "lines": line_hashes(data),
+            }
+            event = self._append_event(fd, role, "log.append", payload, log_size=(rel, offset + len(data)))
+        return event, session
+
+    def head(self) -> dict[str, Any]:
+        """The last recorded seq, hash and expected log sizes (read under the lock)."""
+        with self._locked(shared=True):
+            return self._read_head()
+
+    @contextmanager
+    def _locked(self, shared: bool = False) -> Iterator[int]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)  # closing the description releases the lock
+
+    def _append_event(self, fd: int, role: str, kind: str, payload: dict[str, Any], log_size: tuple[str, int] | None = None) -> dict[str, Any]:
+        head = self._read_head()
+        size = os.fstat(fd).st_size
+        seq, prev = head.get("seq", 0), head.get("hash", GENESIS)
+        if head.get("size") != size:  # head missing or stale: trust the file's last line
+            seq, prev = _last_event(fd, size) or (seq, prev)
+        event = {"seq": seq + 1, "ts": now(), "role": role, "kind": kind, "payload": json.loads(canonical(payload)), "prev_hash": prev}
+        event["hash"] = event_hash(event)
+        line = canonical(event) + b"\n"
+        os.write(fd, line)
+        logs = dict(head.get("logs", {}))
+        if log_size is not None:
+            logs[log_size[0]] = log_size[1]
+        self._write_head({"seq": event["seq"], "hash": event["hash"], "size": size + len(line), "logs": logs})
+        return event
+
+    def _read_head(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.head_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _write_head(self, head: dict[str, Any]) -> None:
+        self.head_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.head_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, canonical(head))
+        finally:
+            os.close(fd)
+
+
+def _last_event(fd: int, size: int) -> tuple[int, str] | None:
+    """(seq, hash) of the file's last complete line, if it parses."""
+    if size == 0:
+        return None
+    chunk, start = b"", size
+    while start > 0 and chunk.count(b"\n") < 2:
+        start = max(0, start - 65536)
+        chunk = os.pread(fd, size - start, start)
+    lines = chunk.rstrip(b"\n").split(b"\n")
+    try:
+        last = json.loads(lines[-1])
+        return int(last["seq"]), str(last["hash"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _count_sessions(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            count += line.startswith(SESSION_MARK.encode())
+    return count
+
+
+def read_events(root: Path) -> Iterator[dict[str, Any]]:
+    """The events of a run folder that parse (verification lives in verify.py)."""
+    path = Path(root) / EVENTS
+    if not path.is_file():
+        return
+    with open(path, "rb") as handle:
+        for raw in handle:
+            try:
+                yield json.loads(raw)
+            except ValueError:
+                continue

@@ -1,0 +1,150 @@
+"""Roles and what they may touch, from `permissions.yaml`, enforced in code.
+
+A `Policy` answers one question: may this role do this operation on this
+run-relative path, and if not, why. Path *resolution* (absolute paths, `..`,
+symlinks) happens in `scope.py`; this module sees clean relative paths only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from aiscientist.task import Task, _glob_match
+
+Op = Literal["read", "write"]
+EDITABLE = "submission/{editable}"
+PRISTINE = ".pristine"
+
+
+class RoleRules(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    read: list[str] = []
+    write: list[str] = []
+    append: list[str] = []
+
+
+class Area(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    holds: str
+    main: str | None = None
+
+
+class PermissionsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    areas: dict[str, Area]
+    logs: dict[str, str]
+    aliases: dict[str, str] = {}
+    sets: dict[str, dict[str, RoleRules]]
+
+    @classmethod
+    def load(cls, path: Path) -> PermissionsFile:
+        try:
+            data = cls.model_validate(yaml.safe_load(path.read_text()))
+        except (OSError, yaml.YAMLError, ValidationError) as err:
+            raise ValueError(f"{path}: unusable permissions file: {err}") from None
+        for name in ("file_bus", "file_bus_off"):
+            if name not in data.sets:
+                raise ValueError(f"{path}: sets: missing permission set {name!r}")
+        return data
+
+    def canonical_role(self, role: str) -> str:
+        return self.aliases.get(role, role)
+
+    def roles(self, set_name: str) -> list[str]:
+        return sorted(self.sets[set_name]) + sorted(self.aliases)
+
+
+class UnknownRole(ValueError):
+    pass
+
+
+class Policy:
+    """One role's rights under one permission set, for one task."""
+
+    def __init__(self, perms: PermissionsFile, set_name: str, role: str, task: Task):
+        canonical = perms.canonical_role(role)
+        rules = perms.sets[set_name].get(canonical)
+        if rules is None:
+            raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(perms.roles(set_name))}")
+        self.role, self.task, self.logs = role, task, perms.logs
+        self.read_globs = _expand(rules.read, task)
+        self.write_globs = _expand(rules.write, task)
+        self.append_logs = list(rules.append)
+        self.system = canonical == "system"
+
+    def refusal(self, op: Op, rel: str) -> str | None:
+        """Why `op` on `rel` is refused, or None when it is allowed."""
+        if rel == PRISTINE or rel.startswith(PRISTINE + "/"):
+            return "pristine copies of protected files are off limits"
+        inside = _in_submission(rel)
+        if inside is not None and inside and self.task.is_hidden(inside):
+            return "hidden test asset"
+        if inside is not None and (inside == ".git" or inside.startswith(".git/")) and not self.system:
+            return "git internals are not part of the file API"
+        if op == "write":
+            if inside and self.task.is_protected(inside):
+                return "protected file"
+            if rel == "logs" or rel.startswith("logs/"):
+                return "logs are append-only (use append_log)"
+            if not any(_glob_match(rel, g) for g in self.write_globs):
+                return "outside the files this role may write (" + (", ".join(self.write_globs) or "none") + ")"
+            return None
+        if not any(_glob_match(rel, g) for g in self.read_globs):
+            return "outside the areas this role may read (" + (", ".join(self.read_globs) or "none") + ")"
+        return None
+
+    def dir_refusal(self, rel: str) -> str | None:
+        """Why listing or searching folder `rel` is refused ("." is the run folder)."""
+        if rel == ".":
+            return None
+        if rel == PRISTINE or rel.startswith(PRISTINE + "/"):
+            return "pristine copies of protected files are off limits"
+        inside = _in_submission(rel)
+        if inside is not None and (inside == ".git" or inside.startswith(".git/")) and not self.system:
+            return "git internals are not part of the file API"
+        if any(_dir_may_hold(rel, g) for g in self.read_globs):
+            return None
+        return "outside the areas this role may read (" + (", ".join(self.read_globs) or "none") + ")"
+
+    def log_refusal(self, log: str) -> str | None:
+        if log not in self.logs:
+            return f"unknown log; choose one of {', '.join(self.logs)}"
+        if log not in self.append_logs:
+            return "this role may not append to it (" + (", ".join(self.append_logs) or "no logs") + ")"
+        return None
+
+
+def _expand(globs: list[str], task: Task) -> list[str]:
+    out: list[str] = []
+    for glob in globs:
+        out += [f"submission/{p}" for p in task.editable] if glob == EDITABLE else [glob]
+    return out
+
+
+def _in_submission(rel: str) -> str | None:
+    """The path inside submission/ ("" for the folder itself), or None."""
+    if rel == "submission":
+        return ""
+    return rel[len("submission/") :] if rel.startswith("submission/") else None
+
+
+def _static_prefix(glob: str) -> tuple[str, bool]:
+    """The folders of `glob` before its first wildcard, and whether any follow."""
+    parts = glob.split("/")
+    for i, part in enumerate(parts):
+        if any(ch in part for ch in "*?["):
+            return "/".join(parts[:i]), True
+    return "/".join(parts[:-1]), False
+
+
+def _dir_may_hold(rel: str, glob: str) -> bool:
+    """Whether folder `rel` is, or leads to, a place where `glob` matches."""
+    prefix, wild = _static_prefix(glob)
+    if prefix == rel or prefix.startswith(rel + "/"):
+        return True
+    inside = prefix == "" or rel.startswith(prefix + "/")
+    return wild and inside and ("**" in glob or rel.count("/") < glob.count("/"))

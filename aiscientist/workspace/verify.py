@@ -1,0 +1,158 @@
+"""Check a run folder: the event chain, the markdown logs against it, and the
+protected files against their pristine hashes. Reads files only (no Workspace),
+so it also works on a damaged folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from aiscientist.workspace.eventlog import EVENTS, FIELDS, GENESIS, HEAD, LINE_HASH_CHARS, event_hash
+
+
+class Problem(BaseModel):
+    file: str
+    line: int | None = None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}" + (f" line {self.line}" if self.line is not None else "") + f": {self.message}"
+
+
+class Report(BaseModel):
+    events: int = 0
+    log_appends: int = 0
+    protected_files: int = 0
+    tamper_events: list[str] = []
+    problems: list[Problem] = []
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems
+
+
+def verify_run(root: Path | str) -> Report:
+    root = Path(root)
+    report = Report()
+    events = _check_chain(root, report)
+    _check_markdown_logs(root, events, report)
+    _check_protected(root, events, report)
+    report.tamper_events = [f"seq {e['seq']}: {e['kind']} {json.dumps(e['payload'], sort_keys=True)[:160]}" for e in events if e["kind"] in ("protected.tampered", "log.tampered", "log.restored")]
+    return report
+
+
+def _check_chain(root: Path, report: Report) -> list[dict]:
+    """The events up to the first bad line; the first problem is reported."""
+    path = root / EVENTS
+    if not path.is_file():
+        report.problems.append(Problem(file=EVENTS, message="missing"))
+        return []
+    events: list[dict] = []
+    prev = GENESIS
+    raw_lines = path.read_bytes().split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    elif raw_lines:
+        report.problems.append(Problem(file=EVENTS, line=len(raw_lines), message="incomplete last line (file truncated or written outside the API)"))
+        raw_lines.pop()
+    for number, raw in enumerate(raw_lines, 1):
+        problem = _bad_event(raw, number, prev)
+        if problem:
+            report.problems.insert(0, Problem(file=EVENTS, line=number, message=problem))
+            report.events = len(events)
+            return events
+        event = json.loads(raw)
+        events.append(event)
+        prev = event["hash"]
+    report.events = len(events)
+    if not any(p.file == EVENTS for p in report.problems):
+        _check_head(root, events, report)
+    return events
+
+
+def _bad_event(raw: bytes, number: int, prev: str) -> str | None:
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return "not valid JSON (edited or truncated)"
+    if not isinstance(event, dict) or any(k not in event for k in (*FIELDS, "hash")):
+        return "not an event (fields missing)"
+    if event_hash(event) != event["hash"]:
+        return f"hash does not match the line's content (seq {event['seq']} edited)"
+    if event["seq"] != number:
+        return f"seq {event['seq']} where {number} was expected (a line was deleted, inserted or reordered)"
+    if event["prev_hash"] != prev:
+        return "prev_hash does not match the previous line's hash (a line was deleted, inserted or reordered)"
+    return None
+
+
+def _check_head(root: Path, events: list[dict], report: Report) -> None:
+    try:
+        head = json.loads((root / HEAD).read_text())
+    except (OSError, ValueError):
+        if events:
+            report.problems.append(Problem(file=HEAD, message="chain head missing or unreadable"))
+        return
+    last_seq = events[-1]["seq"] if events else 0
+    if head.get("seq", 0) > last_seq:
+        report.problems.append(Problem(file=EVENTS, line=last_seq + 1, message=f"missing: the chain head records seq {head['seq']} but the log ends at seq {last_seq} (truncated)"))
+    elif head.get("seq", 0) < last_seq or (events and head.get("hash") != events[-1]["hash"]):
+        report.problems.append(Problem(file=EVENTS, line=head.get("seq", 0) + 1, message="lines after the recorded chain head (appended outside the API)"))
+
+
+def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None:
+    expected: dict[str, list[tuple[str, int]]] = {}
+    ends: dict[str, int] = {}
+    for event in events:
+        if event["kind"] != "log.append":
+            continue
+        payload = event["payload"]
+        rel = payload["file"]
+        if payload["offset"] != ends.get(rel, 0):
+            report.problems.append(Problem(file=EVENTS, line=event["seq"], message=f"append to {rel} does not continue where the previous one ended"))
+            return
+        ends[rel] = payload["offset"] + payload["length"]
+        expected.setdefault(rel, []).extend((h, event["seq"]) for h in payload["lines"])
+        report.log_appends += 1
+    for rel in sorted(set(expected) | {p.relative_to(root).as_posix() for p in (root / "logs").glob("*.md")}):
+        path = root / rel
+        if not path.is_file():
+            report.problems.append(Problem(file=rel, message="missing"))
+            continue
+        lines = path.read_bytes().splitlines(keepends=True)
+        want = expected.get(rel, [])
+        for number, (digest, seq) in enumerate(want, 1):
+            if number > len(lines):
+                report.problems.append(Problem(file=rel, line=number, message=f"missing (log truncated; the line was appended at seq {seq})"))
+                break
+            if hashlib.sha256(lines[number - 1]).hexdigest()[:LINE_HASH_CHARS] != digest:
+                report.problems.append(Problem(file=rel, line=number, message=f"does not match the text appended at seq {seq} (edited, deleted or reordered)"))
+                break
+        else:
+            if len(lines) > len(want):
+                report.problems.append(Problem(file=rel, line=len(want) + 1, message="text not recorded in the event chain (written outside the API)"))
+
+
+def _check_protected(root: Path, events: list[dict], report: Report) -> None:
+    manifest_path = root / ".pristine" / "manifest.json"
+    recorded = [e["payload"] for e in events if e["kind"] == "protected.manifest"]
+    if not manifest_path.is_file():
+        if recorded:
+            report.problems.append(Problem(file=".pristine/manifest.json", message="missing"))
+        return
+    data = manifest_path.read_bytes()
+    if recorded and hashlib.sha256(data).hexdigest() != recorded[-1]["sha256"]:
+        report.problems.append(Problem(file=".pristine/manifest.json", message="differs from the manifest recorded in the event chain"))
+        return
+    manifest: dict[str, str] = json.loads(data)
+    report.protected_files = len(manifest)
+    for rel, digest in sorted(manifest.items()):
+        for where in (root / "submission" / rel, root / ".pristine" / "files" / rel):
+            shown = where.relative_to(root).as_posix()
+            if where.is_symlink() or not where.is_file():
+                report.problems.append(Problem(file=shown, message="protected file missing or replaced by a link/folder"))
+            elif hashlib.sha256(where.read_bytes()).hexdigest() != digest:
+                report.problems.append(Problem(file=shown, message="differs from its pristine hash"))

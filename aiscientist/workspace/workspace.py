@@ -1,0 +1,241 @@
+"""The run folder as one object: create, open (resume), scopes, state, map.
+
+Nothing here stores an absolute path of the run folder: everything is derived
+from the folder handed to `create` or `open`, so a copied run folder resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
+from aiscientist.paths import RunPaths
+from aiscientist.sandbox import Sandbox, get_sandbox
+from aiscientist.task import Task, TaskError
+from aiscientist.workspace.eventlog import EventLog, now
+from aiscientist.workspace.permissions import PermissionsFile, Policy
+from aiscientist.workspace.scope import Scope
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "workspace_template"
+CONFIG = "state/workspace.json"
+PERMISSIONS = "state/permissions.yaml"
+LLM_CALLS = "logs/llm_calls.jsonl"
+
+
+class WorkspaceConfig(BaseModel):
+    """`state/workspace.json`: how the run was created."""
+
+    file_bus: bool = True
+    sandbox: str = "auto"
+    created_at: str
+
+
+class RunState(BaseModel):
+    """What a run needs to continue, rebuilt from files."""
+
+    steps_done: int
+    steps_successful: int
+    last_step: int | None = None
+    best_step: int | None = None
+    best_metric: float | None = None
+    best_metrics: dict[str, float] = {}
+    llm_calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    wall_time_s: float = 0.0
+
+
+class Workspace:
+    def __init__(self, task: Task, paths: RunPaths, config: WorkspaceConfig, permissions: PermissionsFile, sandbox: Sandbox):
+        self.task, self.paths, self.config, self.permissions = task, paths, config, permissions
+        self.events = EventLog(paths.root)
+        self.engine = ExperimentEngine(task, paths, sandbox, on_event=self._on_engine_event)
+        self.active = "system"
+        self.experiment_running: int | None = None
+        self.watcher = None
+        self._map_dirty = True
+        self._map_lock = threading.Lock()
+
+    @property
+    def file_bus(self) -> bool:
+        return self.config.file_bus
+
+    # ---- create / open ------------------------------------------------------------
+
+    @classmethod
+    def create(cls, task: Task, run_dir: Path | str, file_bus: bool = True, sandbox: str | Sandbox = "auto", template: Path = TEMPLATE) -> Workspace:
+        """Lay out a new run folder and set up the baseline. On any failure the
+        run folder is removed again (nothing left behind) and the error raised."""
+        root = Path(run_dir).absolute()
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise FileExistsError(f"run folder {root} already exists and is not empty; resume it with Workspace.open")
+        existed = root.exists()
+        box = get_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
+        try:
+            paths = RunPaths(root)
+            shutil.copytree(template, root, ignore=shutil.ignore_patterns(".keep", "permissions.yaml"), dirs_exist_ok=True)
+            paths.state.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(template / "permissions.yaml", root / PERMISSIONS)
+            permissions = PermissionsFile.load(root / PERMISSIONS)
+            config = WorkspaceConfig(file_bus=file_bus, sandbox=sandbox if isinstance(sandbox, str) else box.name, created_at=now())
+            (root / CONFIG).write_text(config.model_dump_json(indent=1))
+            for log in permissions.logs.values():
+                (root / log).parent.mkdir(parents=True, exist_ok=True)
+                (root / log).touch()
+            task.copy_repository(paths.submission)
+            _write_task_folder(task, paths.task)
+            ws = cls(task, paths, config, permissions, box)
+            ws.events.record("system", "workspace.created", {"task": task.name, "file_bus": file_bus, "sandbox": box.name})
+            ws.engine.ensure_setup()
+            manifest = paths.pristine / "manifest.json"
+            ws.events.record("system", "protected.manifest", {"sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(), "files": ws.engine.protected_manifest()})
+            _make_read_only(paths.task)
+            ws.refresh_map()
+            return ws
+        except BaseException:
+            if existed:
+                for child in root.iterdir():
+                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+            raise
+
+    @classmethod
+    def open(cls, run_dir: Path | str, sandbox: str | Sandbox | None = None) -> Workspace:
+        """Rebuild a run from its folder alone (resume after a crash, or a copy)."""
+        root = Path(run_dir).absolute()
+        paths = RunPaths(root)
+        task_json = paths.task / "task.json"
+        if not task_json.is_file() or not (root / CONFIG).is_file():
+            raise TaskError(root, "run folder", "not a run folder (task/task.json or state/workspace.json missing)")
+        try:
+            task = Task.model_validate_json(task_json.read_text())
+            config = WorkspaceConfig.model_validate_json((root / CONFIG).read_text())
+        except ValidationError as err:
+            raise TaskError(root, "run folder", f"unreadable run state: {err.errors()[0]['msg']}") from None
+        permissions = PermissionsFile.load(root / PERMISSIONS)
+        choice = config.sandbox if sandbox is None else sandbox
+        box = get_sandbox(choice) if isinstance(choice, str) else choice
+        ws = cls(task, paths, config, permissions, box)
+        ws.events.record("system", "workspace.opened", {"steps_done": len(ws.steps())})
+        ws.refresh_map()
+        return ws
+
+    # ---- agents' view -------------------------------------------------------------
+
+    def scope(self, role: str) -> Scope:
+        """The file API for `role` (raises UnknownRole, a ValueError, for unknown names)."""
+        set_name = "file_bus" if self.file_bus else "file_bus_off"
+        return Scope(self, role, Policy(self.permissions, set_name, role, self.task))
+
+    def set_active(self, who: str) -> None:
+        """Name the role or experiment now working; file changes are attributed to it."""
+        self.active = who
+
+    def steps(self) -> list[StepRecord]:
+        return load_steps(self.paths)
+
+    def state(self) -> RunState:
+        steps = self.steps()
+        best = best_step(self.task, steps) if self.task.metric else None
+        calls, tokens, cost, wall = _llm_usage(self.paths.root / LLM_CALLS)
+        return RunState(
+            steps_done=len(steps),
+            steps_successful=sum(s.success for s in steps),
+            last_step=steps[-1].step if steps else None,
+            best_step=best.step if best else None,
+            best_metric=best.metric if best else None,
+            best_metrics=best.metrics if best else {},
+            llm_calls=calls,
+            tokens=tokens if calls else sum(s.tokens for s in steps),
+            cost=cost if calls else sum(s.cost for s in steps),
+            wall_time_s=wall,
+        )
+
+    # ---- workspace map ------------------------------------------------------------
+
+    def refresh_map(self) -> str:
+        from aiscientist.workspace.wsmap import build_map
+
+        with self._map_lock:
+            text = build_map(self)
+            tmp = self.paths.workspace_map.with_suffix(".md.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, self.paths.workspace_map)
+            self._map_dirty = False
+            return text
+
+    def map_text(self) -> str:
+        if self._map_dirty or not self.paths.workspace_map.is_file():
+            return self.refresh_map()
+        return self.paths.workspace_map.read_text()
+
+    def changed(self, lazy: bool = False) -> None:
+        """Something that matters changed: regenerate the map now or on next read."""
+        self._map_dirty = True
+        if not lazy:
+            self.refresh_map()
+
+    # ---- watcher ------------------------------------------------------------------
+
+    def watch(self, flush_s: float = 0.5):
+        """Context manager: a file watcher for the duration of a run."""
+        from aiscientist.workspace.watcher import Watcher
+
+        return Watcher(self, flush_s=flush_s)
+
+    def _on_engine_event(self, kind: str, payload: dict[str, Any]) -> None:
+        if kind == "experiment.start":
+            self.experiment_running = payload.get("step")
+        watcher = self.watcher
+        if kind == "experiment.end" and watcher is not None:
+            watcher.step_finished(int(payload["step"]))
+        self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
+        if kind == "experiment.end":
+            self.experiment_running = None
+            self.changed()
+
+
+def _write_task_folder(task: Task, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = task.summary()
+    if len(task.description.strip()) > 2000:
+        text += "\n\n## Full description\n\n" + task.description.strip()
+    (folder / "task.md").write_text(text + "\n")
+    for name, source in (("paper", task.paper), ("addendum", task.addendum)):
+        if source is not None:
+            shutil.copy2(source, folder / f"{name}{source.suffix}")
+    (folder / "task.json").write_text(task.model_dump_json(indent=1))
+
+
+def _make_read_only(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        path.chmod(0o444 if path.is_file() else 0o555)
+    folder.chmod(0o555)
+
+
+def _llm_usage(path: Path) -> tuple[int, int, float, float]:
+    """(calls, tokens, cost, wall time) from `logs/llm_calls.jsonl`, torn lines skipped."""
+    calls, tokens, cost, wall = 0, 0, 0.0, 0.0
+    if not path.is_file():
+        return calls, tokens, cost, wall
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            wall = max(wall, float(record.get("run_elapsed_s", 0.0)))
+            if record.get("outcome") == "budget_exhausted":
+                continue
+            tokens += int(record.get("prompt_tokens") or 0) + int(record.get("completion_tokens") or 0)
+            cost += float(record.get("cost") or 0.0)
+            calls += 1
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return calls, tokens, cost, wall

@@ -1,0 +1,158 @@
+"""WORKSPACE.md: the short map the orchestrator sees instead of the files.
+
+One line per area (who writes it, what it holds, file count, size, last update,
+first line of its main file), plus summaries that stay the same length however
+many experiments exist: counts, the latest step and the best one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiscientist.workspace.eventlog import SESSION_MARK
+from aiscientist.workspace.permissions import EDITABLE, RoleRules
+
+if TYPE_CHECKING:
+    from aiscientist.workspace.workspace import Workspace
+
+FIRST_LINE_CHARS = 90
+
+
+def build_map(ws: Workspace) -> str:
+    root = ws.paths.root
+    task = ws.task
+    set_name = "file_bus" if ws.file_bus else "file_bus_off"
+    rules = ws.permissions.sets[set_name]
+    steps = _steps(ws.paths.experiments)
+    lines = [
+        f"# WORKSPACE — {task.name} ({task.kind})",
+        f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
+    ]
+    if task.metric:
+        goal = f"goal: {task.metric.label} ({task.metric.direction})"
+        if task.baseline is not None:
+            goal += f" · stated baseline {task.baseline:.6g}"
+        if task.target is not None:
+            goal += f" · target {task.target:.6g}"
+        lines.append(goal + f" · step budget {task.budget.steps}")
+    lines += ["", "| area | written by | holds | files | size | updated | main file: first line |", "|---|---|---|---|---|---|---|"]
+    for area, info in ws.permissions.areas.items():
+        count, size, mtime = _stats(root / area)
+        writers = "engine (experimentation)" if area == "experiments" else "append-only (API)" if area == "logs" else _writers(rules, area)
+        main = _first_line(root / area / info.main, f"{info.main}") if info.main else "-"
+        lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {_size(size)} | {_stamp(mtime)} | {main} |")
+    lines += ["", *_submission_lines(ws), *_experiment_lines(ws, steps), *_log_lines(ws)]
+    return "\n".join(lines) + "\n"
+
+
+def _writers(rules: dict[str, RoleRules], area: str) -> str:
+    names = [role for role, r in rules.items() if role != "system" and any(g == EDITABLE and area == "submission" or g.startswith(area + "/") for g in r.write)]
+    return ", ".join(names) or "nobody"
+
+
+def _stats(folder: Path) -> tuple[int, int, float]:
+    count = size = 0
+    latest = folder.stat().st_mtime if folder.exists() else 0.0
+    for base, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            try:
+                info = os.lstat(os.path.join(base, name))
+            except OSError:
+                continue
+            count += 1
+            size += info.st_size
+            latest = max(latest, info.st_mtime)
+    return count, size, latest
+
+
+def _steps(folder: Path) -> list[dict[str, Any]]:
+    out = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name) if folder.is_dir() else []:
+        if entry.name.startswith("step_"):
+            try:
+                out.append(json.loads(Path(entry.path, "step.json").read_bytes()))
+            except (OSError, ValueError):
+                out.append({"step": entry.name, "success": False, "error": "no step.json (crashed or running)"})
+    return out
+
+
+def _submission_lines(ws: Workspace) -> list[str]:
+    task = ws.task
+    return [
+        "submission/: editable " + (", ".join(task.editable) or "(none)") + " · protected (read-only) " + (", ".join(task.protected) or "(none)"),
+        "experiment commands: " + _cut(" && ".join(task.commands) or "(none)", 200),
+    ]
+
+
+def _experiment_lines(ws: Workspace, steps: list[dict[str, Any]]) -> list[str]:
+    if not steps:
+        return ["experiments/: no steps yet"]
+    ok = sum(bool(s.get("success")) for s in steps)
+    invalid = sum(s.get("valid") is False for s in steps)
+    lines = [f"experiments/: {len(steps)} steps · {ok} succeeded · {len(steps) - ok} failed" + (f" · {invalid} invalid (tampering)" if invalid else "")]
+    lines.append("latest: " + _describe(ws, steps[-1]))
+    eligible = [s for s in steps if s.get("success") and s.get("valid", True) and not s.get("constraint_violated") and s.get("metric") is not None]
+    if eligible and ws.task.metric:
+        best = eligible[0]
+        for s in eligible[1:]:
+            if ws.task.metric.better(s["metric"], best["metric"]):
+                best = s
+        lines.append("best: " + _describe(ws, best))
+    return lines
+
+
+def _describe(ws: Workspace, step: dict[str, Any]) -> str:
+    number = step.get("step")
+    name = f"step_{number:04d}" if isinstance(number, int) else str(number)
+    if step.get("success"):
+        label = ws.task.metric.name if ws.task.metric else "metric"
+        outcome = f"{label}={step.get('metric'):.6g}" if isinstance(step.get("metric"), (int, float)) else "ok"
+    else:
+        outcome = "failed: " + _cut(str(step.get("error") or "?"), 80)
+    hypothesis = _cut(str(step.get("hypothesis", "")).strip().splitlines()[0] if step.get("hypothesis") else "", 80)
+    return f"{name} · {outcome}" + (f' · "{hypothesis}"' if hypothesis else "")
+
+
+def _log_lines(ws: Workspace) -> list[str]:
+    head = ws.events.head()
+    parts = [f"{head.get('seq', 0)} events"]
+    for name, rel in ws.permissions.logs.items():
+        path = ws.paths.root / rel
+        sessions = 0
+        if path.is_file():
+            with open(path, "rb") as handle:
+                sessions = sum(line.startswith(SESSION_MARK.encode()) for line in handle)
+        parts.append(f"{rel}: {sessions} sessions")
+    return ["logs/: " + " · ".join(parts)]
+
+
+def _first_line(path: Path, name: str) -> str:
+    if not path.is_file():
+        return f"{name}: (none yet)"
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                return f'{name}: "{_cut(line.strip(), FIRST_LINE_CHARS)}"'
+    return f"{name}: (empty)"
+
+
+def _cut(text: str, limit: int) -> str:
+    text = text.replace("|", "/")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def _stamp(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
