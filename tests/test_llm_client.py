@@ -1,0 +1,233 @@
+"""The model client through litellm's real HTTP path against a loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from aiscientist.llm import (
+    BudgetExhausted,
+    BudgetLimits,
+    LLMConfig,
+    ModelConfigError,
+    ModelError,
+    make_client,
+    read_records,
+    tool_error_message,
+)
+from aiscientist.llm.budget import forget_run
+from tests.fixtures.llm.fake_openai import FakeOpenAI, error, reply, stall
+
+MODEL = "openai/fake-model"  # not in litellm's cost map: the fallback price applies
+READ_FILE = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a file of the workspace.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "max_lines": {"type": "integer"}},
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+    },
+}
+MESSAGES = [{"role": "system", "content": "ROLE: helper\nYou read files."}, {"role": "user", "content": "Read train.py"}]
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+
+
+def config(server: FakeOpenAI, **kw) -> LLMConfig:
+    base = dict(
+        model=MODEL,
+        api_base=server.api_base,
+        timeout_s=5,
+        max_attempts=4,
+        backoff_base_s=0.05,
+        backoff_max_s=0.2,
+        fallback_price_per_1k_prompt=0.5,
+        fallback_price_per_1k_completion=1.0,
+    )
+    return LLMConfig(**{**base, **kw})
+
+
+def calls_log(run: Path) -> list[dict]:
+    return read_records(run / "logs" / "llm_calls.jsonl")
+
+
+def test_completion_with_tool_calls(tmp_path: Path) -> None:
+    with FakeOpenAI([reply("Reading it.", [("read_file", '{"path": "train.py"}')], prompt_tokens=120, completion_tokens=30)]) as server:
+        client = make_client(MODEL, tmp_path, role="helper", config=config(server))
+        c = client.complete(MESSAGES, tools=[READ_FILE])
+    sent = server.requests[0]
+    assert sent["model"] == "fake-model" and sent["messages"] == MESSAGES
+    assert sent["tools"][0]["function"]["name"] == "read_file"
+    assert c.content == "Reading it."
+    assert [(t.id, t.name, t.arguments, t.error) for t in c.tool_calls] == [("call_0", "read_file", {"path": "train.py"}, None)]
+    assert c.message == {
+        "role": "assistant",
+        "content": "Reading it.",
+        "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "train.py"}'}}],
+    }
+    assert (c.prompt_tokens, c.completion_tokens) == (120, 30)
+    assert c.cost == pytest.approx((120 * 0.5 + 30 * 1.0) / 1000)
+    [record] = calls_log(tmp_path)
+    assert record["role"] == "helper" and record["model"] == MODEL and record["outcome"] == "ok"
+    assert (record["prompt_tokens"], record["completion_tokens"], record["attempts"]) == (120, 30, 1)
+    assert record["cost"] == pytest.approx(c.cost) and record["retry_wait_s"] == 0
+    assert record["latency_s"] >= 0 and record["tool_calls"] == ["read_file"]
+
+
+def test_rate_limit_honours_retry_after(tmp_path: Path) -> None:
+    with FakeOpenAI([error(429, {"Retry-After": "1"}), reply("done")]) as server:
+        client = make_client(MODEL, tmp_path, config=config(server))
+        assert client.complete(MESSAGES).content == "done"
+    assert len(server.requests) == 2
+    assert server.times[1] - server.times[0] >= 1.0  # waited as told, not the 0.05 s backoff
+    [record] = calls_log(tmp_path)
+    assert record["attempts"] == 2 and record["outcome"] == "ok"
+    assert 1.0 <= record["retry_wait_s"] <= record["latency_s"]
+
+
+def test_two_server_errors_then_success(tmp_path: Path) -> None:
+    with FakeOpenAI([error(500), error(503), reply("third time")]) as server:
+        client = make_client(MODEL, tmp_path, config=config(server))
+        assert client.complete(MESSAGES).content == "third time"
+    assert len(server.requests) == 3
+    [record] = calls_log(tmp_path)
+    assert record["attempts"] == 3 and record["outcome"] == "ok"
+    # two exponential waits with jitter: 0.025-0.05 s, then 0.05-0.1 s
+    assert 0.075 <= record["retry_wait_s"] <= 0.15
+
+
+def test_timeouts_exhaust_attempts_into_model_error(tmp_path: Path) -> None:
+    with FakeOpenAI([stall(3), stall(3)]) as server:
+        client = make_client(MODEL, tmp_path, config=config(server, timeout_s=0.4, max_attempts=2))
+        start = time.monotonic()
+        with pytest.raises(ModelError, match="gave up after 2 attempts"):
+            client.complete(MESSAGES)
+        assert time.monotonic() - start < 2.5  # the per-call timeout cut each stall short
+    assert len(server.requests) == 2
+    [record] = calls_log(tmp_path)
+    assert record["outcome"] == "error" and record["attempts"] == 2 and "Timeout" in record["error"]
+    assert record["prompt_tokens"] == 0 and record["retry_wait_s"] > 0
+
+
+def test_client_error_is_not_retried(tmp_path: Path) -> None:
+    with FakeOpenAI([error(400), reply("never")]) as server:
+        client = make_client(MODEL, tmp_path, config=config(server))
+        with pytest.raises(ModelError, match="BadRequestError"):
+            client.complete(MESSAGES)
+    assert len(server.requests) == 1
+    assert calls_log(tmp_path)[0]["attempts"] == 1
+
+
+def test_bad_tool_arguments_go_back_to_the_model(tmp_path: Path) -> None:
+    plan = [
+        reply(None, [("read_file", '{"path": "train.py"')]),  # not JSON
+        reply(None, [("read_file", '{"path": "train.py", "max_lines": "all"}')]),  # schema mismatch
+        reply(None, [("read_file", '{"path": "train.py", "max_lines": 50}')]),
+    ]
+    with FakeOpenAI(plan) as server:
+        client = make_client(MODEL, tmp_path, config=config(server))
+        messages = list(MESSAGES)
+        errors = []
+        for _ in range(3):
+            c = client.complete(messages, tools=[READ_FILE])
+            messages.append(c.message)
+            [call] = c.tool_calls
+            if call.error is None:
+                break
+            errors.append(call.error)
+            messages.append(tool_error_message(call))
+    assert call.arguments == {"path": "train.py", "max_lines": 50}
+    assert "not valid JSON" in errors[0]
+    assert "max_lines" in errors[1] and "'all' is not of type 'integer'" in errors[1]
+    # the model saw its own malformed call and the error, in the real request bodies
+    second, third = server.requests[1]["messages"], server.requests[2]["messages"]
+    assert second[-2]["tool_calls"][0]["function"]["arguments"] == '{"path": "train.py"'
+    assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "call_0"
+    assert second[-1]["content"].startswith("Error: arguments of read_file are not valid JSON")
+    assert "do not match its schema" in third[-1]["content"]
+    assert [r["outcome"] for r in calls_log(tmp_path)] == ["ok", "ok", "ok"]
+
+
+def test_budget_stops_before_the_call_that_would_exceed_it(tmp_path: Path) -> None:
+    plan = [reply(f"answer {i}", prompt_tokens=100, completion_tokens=20) for i in range(5)]
+    with FakeOpenAI(plan) as server:
+        cfg = config(server, budget=BudgetLimits(tokens=250))
+        client = make_client(MODEL, tmp_path, config=cfg)
+        helper = make_client(MODEL, tmp_path, role="helper", config=cfg)  # same run: same budget
+        client.complete(MESSAGES)
+        helper.complete(MESSAGES)
+        with pytest.raises(BudgetExhausted, match="tokens budget exhausted: 240 used") as info:
+            client.complete(MESSAGES)  # 240 used + this prompt (~20 tokens) > 250
+        assert info.value.limit == "tokens"
+        assert len(server.requests) == 2
+        # a resumed run rebuilds what it used from the log and stays stopped
+        forget_run(tmp_path)
+        resumed = make_client(MODEL, tmp_path, config=cfg)
+        assert resumed.budget.used().tokens == 240 and resumed.budget.used().calls == 2
+        with pytest.raises(BudgetExhausted):
+            resumed.complete(MESSAGES)
+        assert len(server.requests) == 2
+    records = calls_log(tmp_path)
+    assert [(r["role"], r["outcome"]) for r in records] == [
+        ("agent", "ok"),
+        ("helper", "ok"),
+        ("agent", "budget_exhausted"),
+        ("agent", "budget_exhausted"),
+    ]
+    assert records[2]["attempts"] == 0 and "tokens budget exhausted" in records[2]["error"]
+
+
+def test_parallel_calls_never_overshoot_the_call_limit(tmp_path: Path) -> None:
+    with FakeOpenAI([reply("x") for _ in range(10)]) as server:
+        client = make_client(MODEL, tmp_path, config=config(server, budget=BudgetLimits(calls=3, cost_usd=1.0)))
+        outcomes: list[str] = []
+
+        def call() -> None:
+            try:
+                client.complete(MESSAGES)
+                outcomes.append("ok")
+            except BudgetExhausted:
+                outcomes.append("stopped")
+
+        threads = [threading.Thread(target=call) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(outcomes) == ["ok"] * 3 + ["stopped"] * 3
+    assert len(server.requests) == 3
+    lines = (tmp_path / "logs" / "llm_calls.jsonl").read_text().splitlines()
+    assert len(lines) == 6 and all(json.loads(line) for line in lines)
+
+
+def test_missing_key_is_a_clear_error_before_any_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
+        make_client("openai/gpt-4o-mini", tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ModelConfigError, match="ANTHROPIC_API_KEY"):
+        make_client("anthropic/claude-3-5-sonnet-20240620", tmp_path)
+    with pytest.raises(ModelConfigError, match="unknown model 'gpt-nonsense-without-provider'"):
+        make_client("gpt-nonsense-without-provider", tmp_path)
+    assert not (tmp_path / "logs").exists()
+
+
+def test_known_model_is_priced_from_litellm_cost_map(tmp_path: Path) -> None:
+    with FakeOpenAI([reply("hi", prompt_tokens=1000, completion_tokens=1000)]) as server:
+        client = make_client("openai/gpt-4o-mini", tmp_path, config=config(server))
+        c = client.complete(MESSAGES)
+    import litellm
+
+    prompt_cost, completion_cost = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=1000)
+    assert c.cost == pytest.approx(prompt_cost + completion_cost) and c.cost > 0
