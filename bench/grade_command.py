@@ -1,0 +1,49 @@
+"""`python -m aiscientist grade SUBMISSION --paper bench/papers/<name>`."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from aiscientist.llm import ModelConfigError
+from aiscientist.sandbox import BACKENDS, SandboxUnavailable, get_sandbox
+from bench.grading import grade_submission, render_tree
+from bench.judge import OFFLINE
+from bench.rubric import RubricError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("submission", help="the submission folder (with reproduce.sh at its root)")
+    parser.add_argument("--paper", required=True, help="paper folder holding paper.md, addendum.md and rubric.json")
+    parser.add_argument("--code-dev", action="store_true", help="grade only Code Development leaves; skip the reproduction")
+    parser.add_argument("--judge-model", default=OFFLINE,
+                        help="model for the judge (litellm name, scripted:PATH); 'offline' grades only check leaves (default)")
+    parser.add_argument("--out", help="folder for grade.json and grade_reproduce.log (default: the submission folder)")
+    parser.add_argument("--timeout", type=float, help="time limit of reproduce.sh in seconds (default: the task's command_timeout_s)")
+    parser.add_argument("--max-depth", type=int, help="grade nodes at this depth (root = 0) as whole subtrees")
+    parser.add_argument("--concurrency", type=int, default=4, help="leaves graded at once (default 4)")
+    parser.add_argument("--sandbox", choices=BACKENDS, default="auto", help="where reproduce.sh runs (default auto: bwrap if usable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    if args.max_depth is not None and args.max_depth < 1:
+        console.print("[red]error:[/red] --max-depth must be at least 1")
+        return 2
+    try:
+        sandbox = None if args.code_dev else get_sandbox(args.sandbox)
+        result = grade_submission(args.submission, args.paper, args.judge_model, args.code_dev, args.out,
+                                  timeout_s=args.timeout, max_depth=args.max_depth, concurrency=args.concurrency, sandbox=sandbox)
+    except (RubricError, SandboxUnavailable, ModelConfigError) as err:
+        console.print(f"[red]error:[/red] {err}")
+        return 2
+    console.print(render_tree(result.tree))
+    repro = result.reproduction
+    if repro is not None:
+        state = "not run: " + (repro.error or "") if not repro.ran else ("timed out" if repro.timed_out else f"exit {repro.returncode}")
+        console.print(f"reproduction: {state}; {repro.duration_s:.1f}s; produced {len(repro.produced)} file(s)")
+    console.print(f"[bold]score {result.score:.3f}[/bold] ({'valid' if result.valid else f'{result.leaves_invalid} invalid leaves'}); "
+                  f"judge {result.judge_model}: {result.prompt_tokens}+{result.completion_tokens} tokens, ${result.cost:.4f}")
+    console.print(f"wrote {result.grade_file}")
+    return 0

@@ -1,0 +1,169 @@
+"""Grade one paper-reproduction submission: reproduce, judge, score, write `grade.json`.
+
+`grade_submission` is the entry point for the `grade` command and for `bench run` on
+tasks of kind `reproduce`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+from rich.text import Text
+from rich.tree import Tree
+
+from aiscientist.sandbox import Sandbox
+from aiscientist.task import load_task
+from bench import rubric as rubric_mod
+from bench.judge import OFFLINE, Completer, Evidence, Judge
+from bench.reproduce import GRADE_FILE, LOG, LOG_COPY, Reproduction, reproduce
+from bench.rubric import GradedNode, RubricError, aggregate
+
+DEFAULT_TIMEOUT_S = 3600.0
+
+
+class GradeResult(BaseModel):
+    paper: str
+    submission: Path
+    judge_model: str
+    code_dev: bool
+    max_depth: int | None
+    started_at: str
+    duration_s: float
+    score: float
+    valid: bool
+    leaves_graded: int
+    leaves_invalid: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    reproduction: Reproduction | None
+    tree: GradedNode
+    grade_file: Path | None = None
+
+
+class PaperFiles(BaseModel):
+    name: str
+    paper: str
+    addendum: str
+    rubric: Path
+    timeout_s: float
+
+
+def paper_files(paper_dir: Path) -> PaperFiles:
+    """paper.md, addendum.md and rubric.json of a paper folder; a task.yaml there
+    may name the paper and addendum and sets the reproduction time limit."""
+    paper_dir = Path(paper_dir)
+    if not paper_dir.is_dir():
+        raise RubricError(f"{paper_dir}: paper folder not found")
+    paper, addendum, timeout = paper_dir / "paper.md", paper_dir / "addendum.md", DEFAULT_TIMEOUT_S
+    if (paper_dir / "task.yaml").is_file():
+        task = load_task(paper_dir / "task.yaml")
+        paper, addendum, timeout = task.paper or paper, task.addendum or addendum, task.command_timeout_s
+    if not paper.is_file():
+        raise RubricError(f"{paper}: paper file not found")
+    return PaperFiles(
+        name=paper_dir.resolve().name,
+        paper=paper.read_text(),
+        addendum=addendum.read_text() if addendum.is_file() else "",
+        rubric=paper_dir / "rubric.json",
+        timeout_s=timeout,
+    )
+
+
+def make_judge_client(model: str) -> Completer | None:
+    if model == OFFLINE:
+        return None
+    from aiscientist.llm import make_client
+
+    return make_client(model, role="judge")
+
+
+def grade_submission(
+    submission_dir: str | Path,
+    paper_dir: str | Path,
+    judge_model: str = OFFLINE,
+    code_dev: bool = False,
+    out: str | Path | None = None,
+    *,
+    timeout_s: float | None = None,
+    max_depth: int | None = None,
+    concurrency: int = 4,
+    sandbox: Sandbox | None = None,
+    client: Completer | None = None,
+) -> GradeResult:
+    """Reproduce (unless `code_dev`), judge every leaf, score the tree and write
+    `grade.json` (plus `grade_reproduce.log`) into `out` (default: the submission folder).
+    `client` overrides the model client built from `judge_model`."""
+    submission = Path(submission_dir).resolve()
+    if not submission.is_dir():
+        raise RubricError(f"{submission}: submission folder not found")
+    files = paper_files(Path(paper_dir))
+    root = rubric_mod.load(files.rubric).root
+    if code_dev:
+        root = rubric_mod.code_dev_view(root)
+        if root is None:
+            raise RubricError(f"{files.rubric}: no Code Development leaves, nothing to grade in code-dev mode")
+    judge = Judge(judge_model, files.paper, files.addendum, client if client is not None else make_judge_client(judge_model), concurrency)
+    started, clock = datetime.now(timezone.utc), time.monotonic()
+    out_dir = Path(out).resolve() if out is not None else submission
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="aisci-grade-") as work:
+        reproduction = None
+        if not code_dev:
+            reproduction = reproduce(submission, Path(work), timeout_s or files.timeout_s, sandbox)
+            if reproduction.ran:
+                shutil.copyfile(reproduction.copy_dir / LOG, out_dir / LOG_COPY)
+        evidence = Evidence.collect(submission, reproduction)
+        grades = judge.grade_all(root, evidence, max_depth)
+    tree = aggregate(root, grades)
+    result = GradeResult(
+        paper=files.name,
+        submission=submission,
+        judge_model=judge_model,
+        code_dev=code_dev,
+        max_depth=max_depth,
+        started_at=started.isoformat(timespec="seconds"),
+        duration_s=round(time.monotonic() - clock, 3),
+        score=tree.score,
+        valid=tree.valid,
+        leaves_graded=len(grades),
+        leaves_invalid=sum(not g.valid for g in grades.values()),
+        prompt_tokens=tree.prompt_tokens,
+        completion_tokens=tree.completion_tokens,
+        cost=tree.cost,
+        reproduction=reproduction,
+        tree=tree,
+        grade_file=out_dir / GRADE_FILE,
+    )
+    (out_dir / GRADE_FILE).write_text(result.model_dump_json(indent=2) + "\n")
+    return result
+
+
+def render_tree(node: GradedNode, width: int = 90) -> Tree:
+    """The graded tree for the terminal: score, weight, validity and the requirement."""
+    tree = Tree(_label(node, width))
+    _add_children(tree, node, width)
+    return tree
+
+
+def _add_children(branch: Tree, node: GradedNode, width: int) -> None:
+    for child in node.sub_tasks:
+        _add_children(branch.add(_label(child, width)), child, width)
+
+
+def _label(node: GradedNode, width: int) -> Text:
+    colour = "green" if node.score >= 0.75 else "yellow" if node.score > 0.25 else "red"
+    label = Text(f"{node.score:.2f}", style=f"bold {colour}")
+    label.append(f" w={node.weight:g}", style="dim")
+    if not node.valid:
+        label.append(" INVALID", style="bold red")
+    if node.method != "aggregate":
+        label.append(f" [{node.method}{', subtree' if node.subtree else ''}]", style="cyan")
+    requirement = node.requirements if len(node.requirements) <= width else node.requirements[: width - 1] + "…"
+    label.append(f" {requirement}")
+    return label

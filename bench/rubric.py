@@ -1,0 +1,287 @@
+"""PaperBench rubric trees: load, validate, dump unchanged, filter, and score.
+
+A rubric is a tree of requirements. Every node has `id`, `requirements`, `weight`
+(non-negative) and `sub_tasks`; leaves carry `task_category` and (in newer rubrics)
+`finegrained_task_category`, internal nodes carry null or nothing for both. Our one
+extension is an optional `check` on Code Execution / Result Analysis leaves: a
+criterion a program can decide from the files `reproduce.sh` produced
+(see `bench.rubric_checks`). Unknown keys (e.g. a `result` left by an annotator) are kept,
+and the key order and JSON layout of the file are remembered, so `dumps(load(text))`
+gives back the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from bench.rubric_checks import Check
+
+TASK_CATEGORIES = ("Code Development", "Code Execution", "Result Analysis")
+FINEGRAINED_CATEGORIES = (
+    "Environment & Infrastructure Setup",
+    "Dataset and Model Acquisition",
+    "Data Processing & Preparation",
+    "Method Implementation",
+    "Experimental Setup",
+    "Evaluation, Metrics & Benchmarking",
+    "Logging, Analysis & Presentation",
+)
+TaskCategory = Literal["Code Development", "Code Execution", "Result Analysis"]
+FinegrainedCategory = Literal[
+    "Environment & Infrastructure Setup",
+    "Dataset and Model Acquisition",
+    "Data Processing & Preparation",
+    "Method Implementation",
+    "Experimental Setup",
+    "Evaluation, Metrics & Benchmarking",
+    "Logging, Analysis & Presentation",
+]
+CODE_DEV = "Code Development"
+_CORE_KEYS = ("id", "requirements", "weight", "sub_tasks", "task_category", "finegrained_task_category")
+
+
+class RubricError(ValueError):
+    """A rubric is unusable; the message names the file, the node and the reason."""
+
+
+class RubricNode(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1)
+    requirements: str
+    weight: Annotated[int | float, Field(ge=0)]
+    sub_tasks: list[RubricNode] = Field(default_factory=list)
+    task_category: TaskCategory | None = None
+    finegrained_task_category: FinegrainedCategory | None = None
+    check: Check | None = None
+    # The node's JSON object as read from a file (None for nodes built in code).
+    _raw: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.sub_tasks
+
+    def walk(self) -> Iterator[RubricNode]:
+        """This node and all its descendants, depth first."""
+        yield self
+        for child in self.sub_tasks:
+            yield from child.walk()
+
+    def leaves(self) -> list[RubricNode]:
+        return [node for node in self.walk() if node.is_leaf]
+
+    def find(self, node_id: str) -> RubricNode:
+        for node in self.walk():
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def with_sub_tasks(self, sub_tasks: list[RubricNode]) -> RubricNode:
+        copy = self.model_copy(update={"sub_tasks": sub_tasks})
+        copy._raw = self._raw
+        return copy
+
+    def to_dict(self) -> dict[str, Any]:
+        """The node as JSON data: a node read from a file gives back its object
+        unchanged (key order, extra keys, absent keys) except for its children."""
+        if self._raw is not None:
+            return {k: [c.to_dict() for c in self.sub_tasks] if k == "sub_tasks" else v for k, v in self._raw.items()}
+        data: dict[str, Any] = {k: getattr(self, k) for k in _CORE_KEYS}
+        data["sub_tasks"] = [c.to_dict() for c in self.sub_tasks]
+        data.update(self.model_extra or {})
+        if self.check is not None:
+            data["check"] = self.check.model_dump(mode="json")
+        return data
+
+
+def parse_node(data: Any, where: str = "root") -> RubricNode:
+    """Build a node from JSON data, remembering each node's key order."""
+    if not isinstance(data, dict):
+        raise RubricError(f"{where}: expected a JSON object for a rubric node, got {type(data).__name__}")
+    children = data.get("sub_tasks", [])
+    if not isinstance(children, list):
+        raise RubricError(f"node {data.get('id', where)!r}: sub_tasks must be a list")
+    node_id = data.get("id", where)
+    parsed = [parse_node(child, f"{node_id}.sub_tasks[{i}]") for i, child in enumerate(children)]
+    try:
+        node = RubricNode.model_validate({**data, "sub_tasks": []})
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise RubricError(f"node {node_id!r}: {field}: {first['msg']}") from None
+    node = node.with_sub_tasks(parsed)
+    node._raw = data
+    return node
+
+
+def validate(root: RubricNode) -> None:
+    """The structural rules PaperBench relies on, plus ours for `check`."""
+    if root.is_leaf:
+        raise RubricError("empty rubric: the root node has no sub_tasks")
+    seen: set[str] = set()
+    for node in root.walk():
+        if node.id in seen:
+            raise RubricError(f"duplicate node id {node.id!r}")
+        seen.add(node.id)
+        if node.is_leaf:
+            if node.task_category is None:
+                raise RubricError(f"leaf {node.id!r} has no task_category (one of {', '.join(TASK_CATEGORIES)})")
+            if node.check is not None and node.task_category == CODE_DEV:
+                raise RubricError(f"leaf {node.id!r}: a check grades reproduction outputs, so it cannot sit on a Code Development leaf")
+        else:
+            for field in ("task_category", "finegrained_task_category", "check"):
+                if getattr(node, field) is not None:
+                    raise RubricError(f"internal node {node.id!r} has {field} set; only leaves may carry it")
+
+
+# ---- files ------------------------------------------------------------------------------
+
+
+class RubricFormat(BaseModel):
+    """How a rubric file was laid out, so dumping reproduces it."""
+
+    indent: int | None = 4
+    ensure_ascii: bool = True
+    trailing_newline: bool = True
+
+
+class Rubric(BaseModel):
+    root: RubricNode
+    layout: RubricFormat = Field(default_factory=RubricFormat)
+
+    def dumps(self) -> str:
+        text = json.dumps(self.root.to_dict(), indent=self.layout.indent, ensure_ascii=self.layout.ensure_ascii)
+        return text + ("\n" if self.layout.trailing_newline else "")
+
+    def dump(self, path: Path) -> None:
+        Path(path).write_text(self.dumps(), encoding="utf-8")
+
+
+def loads(text: str, source: str = "<rubric>") -> Rubric:
+    if not text.strip():
+        raise RubricError(f"{source}: empty rubric file")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RubricError(f"{source}: invalid JSON: {err}") from None
+    if data in ({}, [], None):
+        raise RubricError(f"{source}: empty rubric: no root node")
+    try:
+        root = parse_node(data)
+        validate(root)
+    except RubricError as err:
+        raise RubricError(f"{source}: {err}") from None
+    return Rubric(root=root, layout=_layout(text))
+
+
+def load(path: str | Path) -> Rubric:
+    path = Path(path)
+    if not path.is_file():
+        raise RubricError(f"{path}: rubric file not found")
+    return loads(path.read_text(encoding="utf-8"), str(path))
+
+
+def _layout(text: str) -> RubricFormat:
+    match = re.search(r"\{\n( +)\"", text)
+    indent = len(match.group(1)) if match else None
+    # json.dumps escapes non-ASCII unless told not to; a file holding raw non-ASCII was written without.
+    return RubricFormat(indent=indent, ensure_ascii=text.isascii(), trailing_newline=text.endswith("\n"))
+
+
+# ---- views ------------------------------------------------------------------------------
+
+
+def code_dev_view(root: RubricNode) -> RubricNode | None:
+    """Only Code Development leaves; internal nodes left without children disappear.
+    Weights are kept: a node's score is a weighted mean over the children that remain,
+    so the weights renormalise by themselves."""
+    if root.is_leaf:
+        return root if root.task_category == CODE_DEV else None
+    kept = [child for child in (code_dev_view(c) for c in root.sub_tasks) if child is not None]
+    return root.with_sub_tasks(kept) if kept else None
+
+
+# ---- scores -----------------------------------------------------------------------------
+
+
+class LeafGrade(BaseModel):
+    """The grade of one graded node: a leaf (0 or 1) or a subtree cut off by a depth
+    limit (continuous in [0, 1]). `valid` is False when grading itself failed."""
+
+    score: float = Field(ge=0, le=1)
+    valid: bool = True
+    explanation: str = ""
+    method: Literal["check", "judge", "rule", "offline", "error"] = "judge"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+class GradedNode(BaseModel):
+    id: str
+    requirements: str
+    weight: int | float
+    task_category: str | None = None
+    finegrained_task_category: str | None = None
+    score: float
+    valid: bool
+    explanation: str = ""
+    method: str = "aggregate"
+    subtree: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    sub_tasks: list[GradedNode] = Field(default_factory=list)
+
+    def walk(self) -> Iterator[GradedNode]:
+        yield self
+        for child in self.sub_tasks:
+            yield from child.walk()
+
+
+def graded_targets(root: RubricNode, max_depth: int | None = None) -> list[tuple[RubricNode, bool]]:
+    """The nodes a judge must grade, with True for a subtree graded as a whole: leaves,
+    and with `max_depth` (root = 0) the internal nodes at that depth."""
+    targets: list[tuple[RubricNode, bool]] = []
+
+    def visit(node: RubricNode, depth: int) -> None:
+        if node.is_leaf:
+            targets.append((node, False))
+        elif max_depth is not None and depth >= max_depth:
+            targets.append((node, True))
+        else:
+            for child in node.sub_tasks:
+                visit(child, depth + 1)
+
+    visit(root, 0)
+    return targets
+
+
+def aggregate(root: RubricNode, grades: dict[str, LeafGrade]) -> GradedNode:
+    """Build the graded tree: a node in `grades` keeps its grade (a cut subtree's
+    children are not listed); any other node scores the weighted mean of its children
+    (0 when all their weights are 0) and is valid only if all of them are."""
+    fields = {k: getattr(root, k) for k in ("id", "requirements", "weight", "task_category", "finegrained_task_category")}
+    if root.id in grades:
+        grade = grades[root.id]
+        return GradedNode(**fields, **grade.model_dump(), subtree=not root.is_leaf)
+    if root.is_leaf:
+        raise KeyError(f"leaf {root.id!r} has no grade")
+    children = [aggregate(child, grades) for child in root.sub_tasks]
+    total = sum(c.weight for c in children)
+    score = sum(c.weight * c.score for c in children) / total if total > 0 else 0.0
+    return GradedNode(
+        **fields,
+        score=score,
+        valid=all(c.valid for c in children),
+        sub_tasks=children,
+        prompt_tokens=sum(c.prompt_tokens for c in children),
+        completion_tokens=sum(c.completion_tokens for c in children),
+        cost=sum(c.cost for c in children),
+    )

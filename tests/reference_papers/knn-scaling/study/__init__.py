@@ -1,0 +1,1 @@
+"""Reference reproduction: feature standardisation, kNN and logistic regression on small tabular data."""

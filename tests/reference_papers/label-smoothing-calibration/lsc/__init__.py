@@ -1,0 +1,1 @@
+"""Reference reproduction: label smoothing and calibration of an MLP on MNIST."""
