@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.llm.config import LLMConfig
-from aiscientist.llm.types import ModelConfigError, ModelError, RawToolCall, Reply, ScriptExhausted
+from aiscientist.llm.types import ModelConfigError, describe_validation, ModelError, RawToolCall, Reply, ScriptExhausted
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
 
@@ -204,5 +204,5 @@ def load_script(path: Path) -> list[ScriptedReply]:
         try:
             replies.append(ScriptedReply(content=item) if isinstance(item, str) else ScriptedReply.model_validate(item))
         except ValidationError as err:
-            raise ModelConfigError(f"{path}: response {i}: {err}") from None
+            raise ModelConfigError(f"{path}: response {i}: {describe_validation(err)}") from None
     return replies

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aiscientist.llm.types import ModelConfigError
+from aiscientist.llm.types import ModelConfigError, describe_validation
 
 DEFAULT_MODELS_FILE = Path(__file__).resolve().parents[2] / "configs" / "models.yaml"
 
@@ -69,4 +69,4 @@ def load_llm_config(model: str, path: Path | None = None, **overrides: Any) -> L
     try:
         return LLMConfig.model_validate(merged)
     except ValidationError as err:
-        raise ModelConfigError(f"{file}: model {model}: {err}") from None
+        raise ModelConfigError(f"{file}: model {model}: {describe_validation(err)}") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 
 class ModelError(Exception):
@@ -24,6 +24,11 @@ class BudgetExhausted(Exception):
 
 class ModelConfigError(ValueError):
     """The model cannot be used as configured (unknown name, missing key, bad script file)."""
+
+
+def describe_validation(err: ValidationError) -> str:
+    """A pydantic error as `field.path: message; ...` on one line."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(value)'}: {e['msg']}" for e in err.errors())
 
 
 class ReplayMiss(RuntimeError):
