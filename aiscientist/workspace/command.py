@@ -22,10 +22,10 @@ def run(args: argparse.Namespace) -> int:
         raise TaskError(args.run_dir, "run_dir", "not a run folder (no logs/)")
     report = verify_run(args.run_dir)
     for note in report.tamper_events:
-        console.print(f"[yellow]recorded:[/yellow] {note}", highlight=False)
+        console.print(f"[yellow]recorded:[/yellow] {note}", highlight=False, soft_wrap=True)
     if report.clean:
-        console.print(f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, {report.protected_files} protected files intact", highlight=False)
+        console.print(f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, {report.protected_files} protected files intact", highlight=False, soft_wrap=True)
         return 0
     for problem in report.problems:
-        console.print(f"[red]TAMPERED[/red] {problem}", highlight=False)
+        console.print(f"[red]TAMPERED[/red] {problem}", highlight=False, soft_wrap=True)
     return 1

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 MAX_WRITE_BYTES = 1_000_000
 MAX_APPEND_BYTES = 64_000
 MAX_READ_BYTES = 200_000
-MAX_PATH_CHARS = 1024
+MAX_PATH_BYTES = 1024
 MAX_NAME_BYTES = 255
 MAX_LIST = 500
 MAX_HITS = 200
@@ -51,20 +51,10 @@ class Scope:
             raise ToolError(f"{rel}: no such file")
         if start_line < 1 or (max_lines is not None and max_lines < 1):
             raise ToolError("start_line and max_lines must be at least 1")
-        out: list[str] = []
-        size = 0
-        with open(real, encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, 1):
-                if number < start_line:
-                    continue
-                if max_lines is not None and len(out) >= max_lines:
-                    break
-                size += len(line)
-                if size > MAX_READ_BYTES:
-                    out.append(f"\n[... cut at {MAX_READ_BYTES} characters; continue with start_line={number}]\n")
-                    break
-                out.append(line)
-        return "".join(out)
+        try:
+            return _read_lines(real, start_line, max_lines)
+        except OSError as err:
+            raise ToolError(f"{rel}: cannot read: {err.strerror}") from None
 
     def write(self, path: str, content: str) -> str:
         rel, real = self._resolve("write", path)
@@ -73,12 +63,15 @@ class Scope:
             self._deny("write", rel, f"{len(data)} bytes exceeds the {MAX_WRITE_BYTES}-byte write limit")
         if real.is_dir():
             raise ToolError(f"{rel} is a folder")
-        real.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+            real.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as err:
+            raise ToolError(f"{rel}: cannot write: {err.strerror}") from None
         self.ws.events.record(self.role, "file.write", {"path": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
         self.ws.changed()
         return f"wrote {len(data)} bytes to {rel}"
@@ -90,7 +83,10 @@ class Scope:
             raise ToolError(f"{rel}: no such file")
         if not old:
             raise ToolError("old text must not be empty")
-        text = real.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = real.read_text(encoding="utf-8", errors="replace")
+        except OSError as err:
+            raise ToolError(f"{rel}: cannot read: {err.strerror}") from None
         count = text.count(old)
         if count != 1:
             raise ToolError(f"{rel}: the old text occurs {count} times; it must occur exactly once (add surrounding lines to make it unique)" if count else f"{rel}: old text not found")
@@ -105,7 +101,10 @@ class Scope:
         if not real.is_dir():
             raise ToolError(f"{rel}: no such folder")
         entries: list[str] = []
-        names = sorted(os.listdir(real))
+        try:
+            names = sorted(os.listdir(real))
+        except OSError as err:
+            raise ToolError(f"{rel}: cannot list: {err.strerror}") from None
         for name in names:
             child = name if rel == "." else f"{rel}/{name}"
             full = real / name
@@ -127,9 +126,10 @@ class Scope:
         rel, real = self._resolve_dir("search", path)
         hits: list[str] = []
         for file_rel, file_real in self._readable_files(rel, real):
-            if file_real.stat().st_size > MAX_SEARCH_FILE_BYTES:
+            try:
+                data = file_real.read_bytes() if file_real.stat().st_size <= MAX_SEARCH_FILE_BYTES else b"\0"
+            except OSError:
                 continue
-            data = file_real.read_bytes()
             if b"\0" in data[:1024]:
                 continue
             for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
@@ -180,14 +180,18 @@ class Scope:
         shown = path[:200]
         if "\0" in path:
             self._deny(verb, shown.replace("\0", "\\0"), "NUL byte in path")
-        if len(path) > MAX_PATH_CHARS:
-            self._deny(verb, shown + "...", f"path longer than {MAX_PATH_CHARS} characters")
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            self._deny(verb, ascii(shown), "path is not valid UTF-8")
+        if len(path.encode()) > MAX_PATH_BYTES:
+            self._deny(verb, shown + "...", f"path longer than {MAX_PATH_BYTES} bytes")
         if path.startswith("/"):
             self._deny(verb, shown, "absolute paths are not allowed; use a path relative to the run folder")
         parts = [p for p in path.split("/") if p not in ("", ".")]
         if ".." in parts:
             self._deny(verb, shown, "'..' is not allowed in paths")
-        if any(len(p.encode("utf-8", errors="surrogatepass")) > MAX_NAME_BYTES for p in parts):
+        if any(len(p.encode()) > MAX_NAME_BYTES for p in parts):
             self._deny(verb, shown, f"a name in the path is longer than {MAX_NAME_BYTES} bytes")
         return "/".join(parts) or "."
 
@@ -237,6 +241,23 @@ class Scope:
         error = PermissionDenied(self.role, verb, path, reason)
         self.ws.events.record(self.role, "access.denied", {"op": verb, "path": path, "reason": reason})
         raise error
+
+
+def _read_lines(path: Path, start_line: int, max_lines: int | None) -> str:
+    out: list[str] = []
+    size = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if number < start_line:
+                continue
+            if max_lines is not None and len(out) >= max_lines:
+                break
+            size += len(line)
+            if size > MAX_READ_BYTES:
+                out.append(f"\n[... cut at {MAX_READ_BYTES} characters; continue with start_line={number}]\n")
+                break
+            out.append(line)
+    return "".join(out)
 
 
 def _join(folder: str, name: str) -> str:

@@ -40,8 +40,18 @@ def verify_run(root: Path | str) -> Report:
     events = _check_chain(root, report)
     _check_markdown_logs(root, events, report)
     _check_protected(root, events, report)
-    report.tamper_events = [f"seq {e['seq']}: {e['kind']} {json.dumps(e['payload'], sort_keys=True)[:160]}" for e in events if e["kind"] in ("protected.tampered", "log.tampered", "log.restored")]
+    report.tamper_events = [_describe(e) for e in events if e["kind"] in TAMPER_KINDS]
     return report
+
+
+TAMPER_KINDS = ("protected.tampered", "log.tampered", "step.invalidated")
+
+
+def _describe(event: dict) -> str:
+    p = event["payload"]
+    what = ", ".join(p.get("files") or [p.get("file", "?")])
+    extra = p.get("problem") or (f"step {p['step']}" if p.get("step") else "")
+    return f"seq {event['seq']} {event['kind']}: {what} (found: {p.get('found', '?')}" + (f", {extra}" if extra else "") + (f", restored: {p['restored']}" if "restored" in p else "") + ")"
 
 
 def _check_chain(root: Path, report: Report) -> list[dict]:

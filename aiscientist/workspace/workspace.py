@@ -140,6 +140,11 @@ class Workspace:
         """Name the role or experiment now working; file changes are attributed to it."""
         self.active = who
 
+    def activity(self) -> str:
+        """Who is acting now: the running experiment (and its caller) or the active role."""
+        running = self.experiment_running
+        return f"step_{running:04d} ({self.active})" if running is not None else self.active
+
     def steps(self) -> list[StepRecord]:
         return load_steps(self.paths)
 

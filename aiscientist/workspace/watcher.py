@@ -1,0 +1,220 @@
+"""A watchdog observer over the run folder while a run is active.
+
+Every file change is queued with its time and the active role or experiment,
+and written to the event log in batches (`files.changed`). Two kinds of change
+are checked on the spot:
+
+- protected files in submission/: hashed as soon as the change arrives. Outside
+  an experiment they are restored from the pristine copy at once; during one the
+  engine restores them after the step, and the watcher marks that step invalid
+  (this also catches a script that edits a protected file and puts it back).
+- logs: the markdown logs are compared with the line hashes the event chain
+  holds, and events.jsonl with the chain head. Text added outside the API is cut
+  off again (restored); any other damage is flagged for `verify`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from aiscientist.workspace.eventlog import EVENTS, LINE_HASH_CHARS, now
+
+if TYPE_CHECKING:
+    from aiscientist.workspace.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+IGNORED = ("state/", "submission/.git/", "WORKSPACE.md")
+MAX_LISTED = 100
+
+
+class Watcher(FileSystemEventHandler):
+    def __init__(self, ws: Workspace, flush_s: float = 0.5):
+        self.ws, self.flush_s = ws, flush_s
+        self.root = Path(os.path.realpath(ws.paths.root))
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._changes: dict[str, dict[str, Any]] = {}
+        self._protected_hits: list[dict[str, Any]] = []
+        self._dirty_logs: set[str] = set()
+        self._tampered_steps: dict[int, set[str]] = {}
+        self._manifest = ws.engine.protected_manifest()
+        self._log_files = set(ws.permissions.logs.values())
+        self._expected: dict[str, list[str]] = {}
+        self._events_offset = 0
+        self._stop = threading.Event()
+        self._observer: Any = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------
+
+    def __enter__(self) -> Watcher:
+        self._observer = Observer()
+        self._observer.schedule(self, str(self.root), recursive=True)
+        self._observer.start()
+        self._thread = threading.Thread(target=self._loop, name="workspace-watcher", daemon=True)
+        self._thread.start()
+        self.ws.watcher = self
+        self.ws.events.record("system", "watcher.start", {"flush_s": self.flush_s})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._observer.stop()
+        self._observer.join()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.flush()
+        self.ws.watcher = None
+        self.ws.events.record("system", "watcher.stop", {})
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.flush_s):
+            try:
+                self.flush()
+            except Exception:  # the watcher must never take a run down
+                log.exception("workspace watcher flush failed")
+
+    # ---- events from watchdog -----------------------------------------------------
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed", "closed_no_write") or (event.is_directory and event.event_type == "modified"):
+            return
+        paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
+        for path in paths:
+            rel = self._rel(os.fsdecode(path))
+            if rel is None or rel.startswith(IGNORED):
+                continue
+            if rel in self._log_files or rel == EVENTS:
+                with self._lock:
+                    self._dirty_logs.add(rel)
+                continue
+            who = self.ws.activity()
+            with self._lock:
+                entry = self._changes.setdefault(rel, {"path": rel, "change": event.event_type, "ts": now(), "by": who, "count": 0})
+                entry.update(change=event.event_type, by=who, count=entry["count"] + 1)
+            inside = rel.removeprefix("submission/")
+            if rel.startswith("submission/") and inside in self._manifest:
+                self._check_protected(inside, who)
+
+    def _rel(self, path: str) -> str | None:
+        try:
+            rel = Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        return None if rel == "." else rel
+
+    def _check_protected(self, inside: str, who: str) -> None:
+        target = self.ws.paths.submission / inside
+        try:
+            ok = not target.is_symlink() and hashlib.sha256(target.read_bytes()).hexdigest() == self._manifest[inside]
+        except OSError:
+            ok = False
+        if not ok:
+            with self._lock:
+                self._protected_hits.append({"file": inside, "ts": now(), "by": who, "step": self.ws.experiment_running})
+
+    # ---- flushing -----------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Handle everything queued so far (also called when a step ends)."""
+        with self._flush_lock:
+            with self._lock:
+                changes, self._changes = list(self._changes.values()), {}
+                hits, self._protected_hits = self._protected_hits, []
+                dirty, self._dirty_logs = self._dirty_logs, set()
+            if hits:
+                self._handle_protected(hits)
+            for rel in sorted(dirty):
+                self._handle_log(rel)
+            if changes:
+                payload: dict[str, Any] = {"changes": changes[:MAX_LISTED]}
+                if len(changes) > MAX_LISTED:
+                    payload["more"] = len(changes) - MAX_LISTED
+                self.ws.events.record("system", "files.changed", payload)
+
+    def step_finished(self, step: int) -> None:
+        """Called when the engine ends a step: a step during which a protected
+        file was seen changed is marked invalid, even if the file was put back."""
+        self.flush()
+        files = self._tampered_steps.pop(step, None)
+        if not files:
+            return
+        step_json = self.ws.paths.step_dir(step) / "step.json"
+        record = json.loads(step_json.read_text())
+        if record.get("valid", True):
+            record.update(valid=False, success=False, error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}")
+            step_json.write_text(json.dumps(record, indent=1))
+            self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher"})
+
+    def _handle_protected(self, hits: list[dict[str, Any]]) -> None:
+        running = self.ws.experiment_running
+        files = sorted({h["file"] for h in hits})
+        payload = {"files": files, "found": "watcher", "by": hits[0]["by"], "seen_at": hits[0]["ts"]}
+        if running is not None:
+            self._tampered_steps.setdefault(running, set()).update(files)
+            self.ws.events.record("system", "protected.tampered", {**payload, "step": running, "restored": False, "note": "the engine restores it after the step; the step is marked invalid"})
+            return
+        for hit in hits:  # hits from a step that has just ended
+            if hit["step"] is not None:
+                self._tampered_steps.setdefault(hit["step"], set()).add(hit["file"])
+        self.ws.events.record("system", "protected.tampered", {**payload, "restored": True})
+        self.ws.engine.restore_protected()
+
+    def _handle_log(self, rel: str) -> None:
+        with self.ws.events._locked():  # consistent with API appends; no recording inside
+            finding = self._check_events() if rel == EVENTS else self._check_markdown(rel)
+        if finding:
+            self.ws.events.record("system", "log.tampered", {"file": rel, "found": "watcher", "by": self.ws.activity(), **finding})
+
+    def _check_events(self) -> dict[str, Any] | None:
+        head = self.ws.events._read_head()
+        path = self.ws.events.path
+        size, expected = path.stat().st_size, head.get("size")
+        if expected is None or size == expected:
+            return None
+        if size > expected:
+            extra = path.read_bytes()[expected:]
+            os.truncate(path, expected)
+            return {"problem": f"{len(extra)} bytes appended outside the API", "preview": extra[:200].decode(errors="replace"), "restored": True}
+        return {"problem": f"file shrank from {expected} to {size} bytes", "restored": False}
+
+    def _check_markdown(self, rel: str) -> dict[str, Any] | None:
+        self._read_new_appends()
+        want = self._expected.get(rel, [])
+        path = self.ws.paths.root / rel
+        data = path.read_bytes() if path.is_file() else b""
+        lines = data.splitlines(keepends=True)
+        for number, digest in enumerate(want, 1):
+            if number > len(lines) or hashlib.sha256(lines[number - 1]).hexdigest()[:LINE_HASH_CHARS] != digest:
+                return {"problem": f"line {number} no longer matches the event chain (edited, deleted or truncated)", "line": number, "restored": False}
+        if len(lines) == len(want):
+            return None
+        keep = sum(len(line) for line in lines[: len(want)])
+        os.truncate(path, keep)
+        extra = data[keep:]
+        return {"problem": f"{len(extra)} bytes written outside the API from line {len(want) + 1}", "line": len(want) + 1, "preview": extra[:200].decode(errors="replace"), "restored": True}
+
+    def _read_new_appends(self) -> None:
+        """Extend the expected line hashes with appends recorded since the last look."""
+        with open(self.ws.events.path, "rb") as handle:
+            handle.seek(self._events_offset)
+            for raw in handle:
+                if not raw.endswith(b"\n"):
+                    break
+                self._events_offset += len(raw)
+                try:
+                    event = json.loads(raw)
+                except ValueError:
+                    continue
+                if event.get("kind") == "log.append":
+                    self._expected.setdefault(event["payload"]["file"], []).extend(event["payload"]["lines"])
