@@ -12,7 +12,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from aiscientist.sandbox import Sandbox, get_sandbox
 
@@ -28,7 +28,7 @@ _SKIP_DIRS = {".git", "__pycache__"}
 class Reproduction(BaseModel):
     """What one reproduction run did. Paths are relative to the copy's root."""
 
-    copy_dir: Path
+    copy_dir: Path = Field(exclude=True)  # a temporary folder; gone once grading ends
     ran: bool
     error: str | None = None
     started_at: str | None = None
