@@ -96,7 +96,6 @@ class Scope:
         """Entries of a folder the role may see; folders end with `/`."""
         rel, real = self._resolve_dir("list", path)
         if real.is_file():
-            self._check("read", rel, real, "list")
             return [rel]
         if not real.is_dir():
             raise ToolError(f"{rel}: no such folder")
@@ -106,13 +105,10 @@ class Scope:
         except OSError as err:
             raise ToolError(f"{rel}: cannot list: {err.strerror}") from None
         for name in names:
-            child = name if rel == "." else f"{rel}/{name}"
-            full = real / name
-            if full.is_dir() and not full.is_symlink():
-                if self.policy.dir_refusal(child) is None:
-                    entries.append(child + "/")
-            elif self.policy.refusal("read", child) is None:
-                entries.append(child)
+            child = _join(rel, name)
+            shown = self._visible(child, real / name)
+            if shown:
+                entries.append(shown)
         if len(entries) > MAX_LIST:
             entries = entries[:MAX_LIST] + [f"[... {len(entries) - MAX_LIST} more entries]"]
         return entries
@@ -166,12 +162,14 @@ class Scope:
     def _resolve_dir(self, verb: str, path: str) -> tuple[str, Path]:
         rel = self._clean(verb, path)
         real = self._real(verb, rel)
-        if real.is_dir():
-            real_rel = self._rel(real)
-            for candidate in {rel, real_rel}:
-                reason = self.policy.dir_refusal(candidate)
-                if reason:
-                    self._deny(verb, rel, reason if candidate == rel else f"it leads to {real_rel}: {reason}")
+        if real.is_file():
+            self._check("read", rel, real, verb)
+            return rel, real
+        real_rel = self._rel(real)
+        for candidate in dict.fromkeys([rel, real_rel]):
+            reason = self.policy.dir_refusal(candidate)
+            if reason:
+                self._deny(verb, rel, reason if candidate == rel else f"it leads to {real_rel}: {reason}")
         return rel, real
 
     def _clean(self, verb: str, path: str) -> str:
@@ -219,9 +217,20 @@ class Scope:
             if reason:
                 self._deny(verb, rel, f"it leads to {real_rel}: {reason}")
 
+    def _visible(self, rel: str, full: Path) -> str | None:
+        """How a folder entry is listed (`name/` for folders), or None when the
+        role may not see it; links count as what they lead to."""
+        real = Path(os.path.realpath(full))
+        root = Path(os.path.realpath(self.root))
+        if not real.is_relative_to(root):
+            return None
+        candidates = dict.fromkeys([rel, self._rel(real)])
+        if real.is_dir():
+            return rel + "/" if all(self.policy.dir_refusal(c) is None for c in candidates) else None
+        return rel if all(self.policy.refusal("read", c) is None for c in candidates) else None
+
     def _readable_files(self, rel: str, real: Path):
         if real.is_file():
-            self._check("read", rel, real, "search")
             yield rel, real
             return
         if not real.is_dir():
