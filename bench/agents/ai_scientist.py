@@ -1,0 +1,153 @@
+"""`ai-scientist`: The AI Scientist (v1)-style broad exploration.
+
+One model call proposes a list of ideas (JSON). Each idea is explored on its own,
+starting from the baseline code (the editable files are reset with git between
+ideas): up to 5 experiment runs, each prepared by a coding turn (a short tool
+loop with the file tools), and each failed run followed by up to 4 fix attempts.
+When the list runs out, a new batch of ideas is asked for, seeing the titles
+already tried. Progress lives in `state/ai_scientist.json` so an interrupted run
+continues with the idea it was on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from bench.agents.base import RunContext
+from bench.agents.tools import FILE_TOOLS, FINISH, Toolbox, step_report, system_prompt
+
+ROLE = "ai-scientist"
+MAX_RUNS = 5
+MAX_FIXES = 4
+IDEAS_PER_CALL = 5
+CODER_TURNS = 8
+
+IDEA_INSTRUCTIONS = """
+You are an ambitious AI researcher. Propose research ideas that could improve the
+task's metric by changing the method in the editable files: new losses,
+architectures, training schemes or algorithms, as well as simpler tuning. Make the
+ideas different from each other and from those already tried. Answer with a JSON
+list in a ```json block: [{"name": "short_snake_case", "title": "...",
+"experiment": "what to change and how to test it"}].
+"""
+
+CODER_INSTRUCTIONS = """
+You are the coding assistant of an AI researcher. Implement the requested
+experiment by editing the editable files (paths are relative to the run folder,
+e.g. submission/train.py) with the file tools, then call `finish`. Do not run the
+experiment yourself: it is run after you finish and you get its result.
+"""
+
+
+class Idea(BaseModel):
+    name: str
+    title: str
+    experiment: str
+
+
+class Progress(BaseModel):
+    ideas: list[Idea] = []
+    current: int = 0  # index of the idea being explored
+    runs: int = 0  # experiment runs of the current idea (fixes excluded)
+    history: list[str] = []  # results of the current idea's runs
+
+
+def parse_ideas(text: str) -> list[Idea]:
+    """Ideas from a ```json block (or the first JSON list in the text)."""
+    match = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.S) or re.search(r"(\[.*\])", text, re.S)
+    if not match:
+        return []
+    try:
+        raw = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return []
+    ideas = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, dict) and item.get("title"):
+            ideas.append(Idea(name=str(item.get("name") or item["title"])[:60], title=str(item["title"]), experiment=str(item.get("experiment", ""))))
+    return ideas
+
+
+class AIScientist:
+    name = "ai-scientist"
+    needs_model = True
+
+    def solve(self, ctx: RunContext) -> str:
+        progress = self._load(ctx)
+        failures_in_a_row = 0
+        while ctx.steps_left() > 0:
+            if progress.current >= len(progress.ideas):
+                new = parse_ideas(ctx.complete(ROLE, self._idea_messages(ctx, progress)).content)
+                if not new:
+                    failures_in_a_row += 1
+                    if failures_in_a_row >= 3:
+                        return "the model proposed no usable ideas"
+                    continue
+                failures_in_a_row = 0
+                progress.ideas += new
+                self._save(ctx, progress)
+            idea = progress.ideas[progress.current]
+            if progress.runs == 0:
+                ctx.reset_to_baseline()
+            record = self._code_and_run(ctx, idea, progress, fix=None)
+            fixes = 0
+            while not record.success and fixes < MAX_FIXES and ctx.steps_left() > 0:
+                fixes += 1
+                record = self._code_and_run(ctx, idea, progress, fix=record.error or "failed")
+            label = ctx.task.metric.label if ctx.task.metric else "metric"
+            progress.history.append(f"run {progress.runs + 1}: {step_report(record, label)}")
+            progress.runs += 1
+            if progress.runs >= MAX_RUNS or not record.success:
+                progress.current, progress.runs, progress.history = progress.current + 1, 0, []
+            self._save(ctx, progress)
+        return "step budget spent"
+
+    def _code_and_run(self, ctx: RunContext, idea: Idea, progress: Progress, fix: str | None):
+        offered = FILE_TOOLS + [FINISH]
+        tools = Toolbox(ctx, offered)
+        messages = [system_prompt(ROLE, CODER_INSTRUCTIONS), {"role": "user", "content": self._coder_prompt(ctx, idea, progress, fix)}]
+        for _ in range(CODER_TURNS):
+            completion = ctx.complete(ROLE, messages, tools=offered)
+            messages.append(completion.message)
+            if not completion.tool_calls:
+                break
+            messages += tools.answer(completion)
+            if tools.finished is not None:
+                break
+        stage = f"fix of run {progress.runs + 1}" if fix else f"run {progress.runs + 1}"
+        return ctx.run_step(f"ai-scientist idea {progress.current + 1} '{idea.title}', {stage}: {idea.experiment[:300]}")
+
+    @staticmethod
+    def _coder_prompt(ctx: RunContext, idea: Idea, progress: Progress, fix: str | None) -> str:
+        parts = [ctx.task.summary(), f"## Idea: {idea.title}\n{idea.experiment}", f"## Experiment run {progress.runs + 1} of at most {MAX_RUNS}"]
+        if progress.history:
+            parts.append("## Results so far for this idea\n" + "\n".join(progress.history))
+        if fix:
+            parts.append(f"## The last run failed; fix it\n{fix}")
+        else:
+            parts.append("Plan and implement the next experiment for this idea." if progress.history else "Implement the idea.")
+        parts.append(f"Steps left: {ctx.steps_left()}")
+        return "\n\n".join(parts)
+
+    @staticmethod
+    def _idea_messages(ctx: RunContext, progress: Progress) -> list[dict[str, Any]]:
+        code = "\n\n".join(f"### submission/{rel}\n```python\n{ctx.read_code(rel)[:6000]}\n```" for rel in ctx.editable_files())
+        tried = "\n".join(f"- {i.title}" for i in progress.ideas) or "(none)"
+        user = f"{ctx.task.summary()}\n\n## Baseline code\n{code}\n\n## Ideas already tried\n{tried}\n\nPropose {IDEAS_PER_CALL} new ideas."
+        return [system_prompt(ROLE, IDEA_INSTRUCTIONS), {"role": "user", "content": user}]
+
+    @staticmethod
+    def _load(ctx: RunContext) -> Progress:
+        path = ctx.ws.paths.state / "ai_scientist.json"
+        return Progress.model_validate_json(path.read_text()) if path.is_file() else Progress()
+
+    @staticmethod
+    def _save(ctx: RunContext, progress: Progress) -> None:
+        path = ctx.ws.paths.state / "ai_scientist.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(progress.model_dump_json(indent=1))
+        tmp.replace(path)

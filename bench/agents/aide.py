@@ -1,0 +1,174 @@
+"""`aide`: AIDE-style tree search over one target file.
+
+A journal of nodes (plan, code, step, metric, buggy, parent). Policy, with AIDE's
+defaults: draft from the baseline until there are 5 drafts; then, with probability
+0.5, debug a random buggy leaf whose debug depth is at most 3; otherwise improve
+the best node greedily (draft again if no node works yet). Each operator is one
+model call answering with a plan and one code block that replaces the whole
+target file; each node costs one experiment step. Unlike AIDE, the metric comes
+from the task's metrics file through the experiment engine (AIDE asks a second
+model call to read it from the output); the journal lives in
+`state/aide_journal.json` so an interrupted run continues.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from aiscientist.experiment import git, load_steps
+from aiscientist.task import expand_globs
+
+from bench.agents.base import RunContext
+from bench.agents.tools import system_prompt
+
+ROLE = "aide"
+NUM_DRAFTS = 5
+DEBUG_PROBABILITY = 0.5
+MAX_DEBUG_DEPTH = 3
+MEMORY_NODES = 10
+
+INSTRUCTIONS = """
+You are a Kaggle grandmaster-level ML engineer improving a research codebase.
+Each answer is: a short plan (3-6 sentences) followed by ONE markdown code block
+with the complete new content of the target file. Only that file changes; every
+other file stays as it is. The code is then run with the task's experiment
+commands and scored on the validation metric.
+"""
+
+STAGE_TEXT = {
+    "draft": "Write a new solution: propose a change to the method in the target file, starting from the baseline version below.",
+    "improve": "Improve the solution below (the best found so far). Make one focused, testable change and say why it should help.",
+    "debug": "The solution below failed. Read the error, find the bug and fix it without otherwise changing the approach.",
+}
+
+
+class Node(BaseModel):
+    id: int
+    parent: int | None
+    stage: str
+    plan: str
+    code: str
+    step: int | None = None
+    metric: float | None = None
+    buggy: bool = True
+    error: str | None = None
+    debug_depth: int = 0
+
+
+class Journal(BaseModel):
+    target: str
+    nodes: list[Node] = []
+
+    def good(self) -> list[Node]:
+        return [n for n in self.nodes if not n.buggy and n.metric is not None]
+
+    def best(self, direction: str) -> Node | None:
+        good = self.good()
+        if not good:
+            return None
+        return max(good, key=lambda n: n.metric) if direction == "max" else min(good, key=lambda n: n.metric)  # type: ignore[arg-type, return-value]
+
+    def debuggable(self) -> list[Node]:
+        parents = {n.parent for n in self.nodes}
+        return [n for n in self.nodes if n.buggy and n.id not in parents and n.debug_depth < MAX_DEBUG_DEPTH]
+
+
+def extract_code(text: str) -> tuple[str, str | None]:
+    """(plan, code) from an answer: the text before the first fenced block, and the
+    longest fenced block (None when the answer has no code block)."""
+    blocks = re.findall(r"```[\w+-]*\n(.*?)```", text, re.S)
+    if not blocks:
+        return text.strip(), None
+    plan = text.split("```", 1)[0].strip()
+    return plan, max(blocks, key=len)
+
+
+class Aide:
+    name = "aide"
+    needs_model = True
+
+    def solve(self, ctx: RunContext) -> str:
+        journal = self._load(ctx)
+        direction = ctx.task.metric.direction if ctx.task.metric else "max"
+        baseline_code = self._baseline(ctx, journal.target)
+        while ctx.steps_left() > 0:
+            rng = ctx.rng
+            drafts = sum(n.stage == "draft" for n in journal.nodes)
+            best = journal.best(direction)
+            debuggable = journal.debuggable()
+            if drafts < NUM_DRAFTS or (best is None and not debuggable):
+                stage, parent = "draft", None
+            elif debuggable and rng.random() < DEBUG_PROBABILITY:
+                stage, parent = "debug", rng.choice(debuggable)
+            elif best is not None:
+                stage, parent = "improve", best
+            else:
+                stage, parent = "debug", rng.choice(debuggable)
+            base_code = parent.code if parent is not None else baseline_code
+            answer = ctx.complete(ROLE, self._messages(ctx, journal, stage, parent, base_code, direction)).content
+            plan, code = extract_code(answer)
+            node = Node(id=len(journal.nodes), parent=parent.id if parent else None, stage=stage, plan=plan[:2000] or "(no plan)", code=code if code is not None else base_code, debug_depth=(parent.debug_depth + 1) if stage == "debug" and parent else 0)
+            ctx.reset_to_baseline()
+            ctx.write_code(journal.target, node.code)
+            hypothesis = f"aide {stage}" + (f" of node {parent.id}" if parent else "") + f": {node.plan[:400]}" + ("" if code is not None else " [answer had no code block; parent code re-run]")
+            record = ctx.run_step(hypothesis)
+            node.step, node.metric, node.error = record.step, record.metric, record.error
+            node.buggy = not (record.eligible and record.metric is not None)
+            journal.nodes.append(node)
+            self._save(ctx, journal)
+        return "step budget spent"
+
+    # ---- prompts -------------------------------------------------------------------
+
+    def _messages(self, ctx: RunContext, journal: Journal, stage: str, parent: Node | None, code: str, direction: str) -> list[dict[str, Any]]:
+        parts = [ctx.task.summary(), f"Target file: {journal.target}", f"## Stage: {stage}", STAGE_TEXT[stage]]
+        memory = [n for n in journal.good()][-MEMORY_NODES:]
+        if memory and stage != "debug":
+            parts.append("## Memory (previous working solutions)\n" + "\n".join(f"- node {n.id} ({n.stage}): metric {n.metric:.6g}: {n.plan[:200]}" for n in memory))
+        if stage == "debug" and parent is not None:
+            parts.append(f"## Error\n{parent.error or 'unknown error'}\n" + self._stderr(ctx, parent.step))
+        parts.append(f"## Current code of {journal.target}\n```python\n{code}\n```")
+        parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")
+        return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": "\n\n".join(parts)}]
+
+    @staticmethod
+    def _stderr(ctx: RunContext, step: int | None) -> str:
+        if step is None:
+            return ""
+        path = ctx.ws.paths.step_dir(step) / "stderr.txt"
+        text = path.read_text(errors="replace")[-2000:] if path.is_file() else ""
+        return f"```\n{text}\n```" if text.strip() else ""
+
+    # ---- journal persistence ----------------------------------------------------------
+
+    @staticmethod
+    def _path(ctx: RunContext):
+        return ctx.ws.paths.state / "aide_journal.json"
+
+    def _load(self, ctx: RunContext) -> Journal:
+        path = self._path(ctx)
+        if path.is_file():
+            journal = Journal.model_validate_json(path.read_text())
+            done = {s.step for s in load_steps(ctx.ws.paths)}
+            journal.nodes = [n for n in journal.nodes if n.step in done]
+            return journal
+        files = ctx.editable_files()
+        in_task_order = [f for pattern in ctx.task.editable for f in expand_globs(ctx.submission, [pattern]) if f in files]
+        target = ctx.options.get("target_file") or (in_task_order[0] if in_task_order else None)
+        if target is None or target not in files:
+            raise ValueError(f"aide needs one editable target file; editable files: {files}")
+        return Journal(target=target)
+
+    def _save(self, ctx: RunContext, journal: Journal) -> None:
+        path = self._path(ctx)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(journal.model_dump(), indent=1))
+        tmp.replace(path)
+
+    @staticmethod
+    def _baseline(ctx: RunContext, target: str) -> str:
+        return git(ctx.submission, "show", f"{ctx.ws.engine.BASELINE_TAG}:{target}")

@@ -1,0 +1,81 @@
+"""`external`: any command-line agent, run in the workspace.
+
+The command (option `command`, a shell string) runs with `submission/` as its
+working directory and a `run_experiment` program first on its PATH. That wrapper
+is how steps are counted, as FML-bench does for Claude Code: each call runs the
+task's command list once through the experiment engine (protected files
+restored, metrics read, step.json written) and prints the step's result as JSON;
+once the step budget is spent it refuses (exit 3). The agent learns the task
+from the environment: AISCI_TASK_FILE (the one-screen summary), AISCI_STEPS.
+
+Options: `command` (required), `timeout_s` (default 3600 per session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.agents.base import RunContext
+
+WRAPPER = """#!/bin/sh
+# Runs the task's experiment commands once through the experiment engine (one counted step).
+exec {python} -m bench.agents.external {run_dir} {agent} {steps} "$*"
+"""
+
+
+class External:
+    name = "external"
+    needs_model = False
+
+    def solve(self, ctx: RunContext) -> str:
+        command = ctx.options.get("command")
+        if not command:
+            raise ValueError("agent external needs an option command=... (e.g. --option external.command='my-agent --task $AISCI_TASK_FILE')")
+        bin_dir = ctx.ws.paths.state / "external_bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        wrapper = bin_dir / "run_experiment"
+        wrapper.write_text(WRAPPER.format(python=shlex.quote(sys.executable), run_dir=shlex.quote(str(ctx.ws.paths.root)), agent=shlex.quote(ctx.agent), steps=ctx.assigned))
+        wrapper.chmod(0o755)
+        task_file = ctx.ws.paths.state / "external_task.md"
+        task_file.write_text(ctx.task.summary() + f"\n\nStep budget: {ctx.steps_left()} (each `run_experiment` call is one step)\n")
+        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "AISCI_TASK_FILE": str(task_file), "AISCI_STEPS": str(ctx.steps_left())}
+        env.update(ctx.ws.engine.env)
+        timeout = float(ctx.options.get("timeout_s", 3600))
+        proc = subprocess.Popen(["bash", "-c", command], cwd=ctx.submission, env=env, stdout=open(ctx.ws.paths.state / "external_stdout.txt", "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            return f"external agent timed out after {timeout:g}s"
+        finally:
+            try:
+                os.killpg(proc.pid, 9)  # no background child outlives the agent
+            except ProcessLookupError:
+                pass
+        return "agent stopped" if code == 0 else f"external agent exited {code}"
+
+
+def step_main(argv: list[str]) -> int:
+    """`python -m bench.agents.external RUN_DIR AGENT STEPS HYPOTHESIS`: one counted step."""
+    from aiscientist.experiment import load_steps
+    from aiscientist.workspace import Workspace
+
+    run_dir, agent, steps, hypothesis = argv[0], argv[1], int(argv[2]), argv[3] if len(argv) > 3 else ""
+    ws = Workspace.open(Path(run_dir))
+    done = len(load_steps(ws.paths))
+    if done >= steps:
+        print(json.dumps({"error": f"step budget spent: {done} of {steps} steps used"}))
+        return 3
+    record = ws.engine.run_step(agent, hypothesis or "(external agent gave no hypothesis)")
+    print(json.dumps({"step": record.step, "success": record.eligible and record.metric is not None, "metric": record.metric, "error": record.error, "steps_left": steps - done - 1}))
+    return 0 if record.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(step_main(sys.argv[1:]))

@@ -1,0 +1,114 @@
+"""`python -m aiscientist bench run|report`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+BENCH_ROOT = Path(__file__).resolve().parent
+console = Console(stderr=True)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report}")
+    run = sub.add_parser("run", help="run a grid of agents × tasks × rounds (resumable)")
+    run.add_argument("--agents", required=True, help="comma-separated agent names, e.g. aiscientist,aide,linear")
+    run.add_argument("--tasks", default="all", help="comma-separated task names (bench/tasks/<name>, bench/papers/<name>), task.yaml paths, or 'all'")
+    run.add_argument("--rounds", type=int, default=3)
+    run.add_argument("--steps", type=int, default=100, help="experiment steps assigned to each run")
+    run.add_argument("--model", default=None, help="model for model-driven agents (litellm name, 'offline' or 'scripted:PATH')")
+    run.add_argument("--judge-model", default=None, help="model of the academic/engineering judge (default: --model, else offline)")
+    run.add_argument("--out", required=True, type=Path, help="results folder (re-running with it continues the grid)")
+    run.add_argument("--workers", type=int, default=None, help="parallel runs (default: sized to the machine)")
+    run.add_argument("--cores-per-run", type=int, default=None)
+    run.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "local"])
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--embedder", default="auto", choices=["auto", "graphcodebert", "minilm"])
+    run.add_argument("--option", action="append", default=[], metavar="AGENT.KEY=VALUE", help="agent option, e.g. external.command='my-agent' (repeatable)")
+    run.add_argument("--no-progress", action="store_true", help="no live table")
+    run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    report = sub.add_parser("report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder")
+    report.add_argument("results", type=Path)
+    report.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/report)")
+
+
+def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
+    options: dict[str, dict[str, str]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        agent, dot, name = key.partition(".")
+        if not sep or not dot or not agent or not name:
+            raise ValueError(f"--option {item!r}: expected AGENT.KEY=VALUE")
+        options.setdefault(agent, {})[name] = value
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.bench_command == "report":
+        return _report(args.results, args.out)
+    from pydantic import ValidationError
+
+    from bench.agents import UnknownAgent
+    from bench.runner import GridConfig, resolve_tasks, run_grid
+
+    try:
+        config = GridConfig(
+            agents=[a.strip() for a in args.agents.split(",") if a.strip()],
+            tasks=resolve_tasks([t.strip() for t in args.tasks.split(",") if t.strip()], BENCH_ROOT),
+            rounds=args.rounds,
+            steps=args.steps,
+            model=args.model,
+            judge_model=args.judge_model,
+            sandbox=args.sandbox,
+            workers=args.workers,
+            cores_per_run=args.cores_per_run,
+            seed=args.seed,
+            embedder=args.embedder,
+            options=parse_options(args.option),
+        )
+        _check_models(config)
+    except (ValidationError, ValueError) as err:
+        if isinstance(err, ValidationError):
+            first = err.errors()[0]
+            err = ValueError(f"--{'.'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}")
+        console.print(f"[red]error:[/red] {err}")
+        return 2
+    started = time.monotonic()
+    try:
+        outcome = run_grid(config, args.out, progress=not args.no_progress)
+    except UnknownAgent as err:
+        console.print(f"[red]error:[/red] {err}")
+        return 2
+    console.print(f"bench: {outcome['runs']} runs, {outcome['ran']} run now, {len(outcome['failed'])} failed, {time.monotonic() - started:.1f}s")
+    for name, error in outcome["failed"].items():
+        console.print(f"[red]failed[/red] {name}: {error} (see runs/.../error.txt)")
+    if not args.no_report:
+        _report(args.out, None)
+    return 1 if outcome["failed"] else 0
+
+
+def _check_models(config) -> None:
+    """Model-driven agents need --model; a bad model name fails before any work."""
+    from bench.agents import get_agent
+
+    needing = [a for a in config.agents if get_agent(a).needs_model]
+    if needing and not config.model:
+        raise ValueError(f"--model is required for {', '.join(needing)} (use --model offline for the offline policy)")
+    from aiscientist.llm import make_client
+
+    for model in {m for m in (config.model, config.judge_model) if m}:
+        make_client(model)
+
+
+def _report(results: Path, out: Path | None) -> int:
+    from bench.report import write_report
+
+    if not (results / "runs").is_dir():
+        console.print(f"[red]error:[/red] {results} holds no runs/ folder (is it a `bench run --out` folder?)")
+        return 2
+    index = write_report(results, out)
+    console.print(f"report: {index}")
+    return 0

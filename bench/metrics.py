@@ -1,0 +1,339 @@
+"""FML-bench metrics: pure functions over trajectories, and the per-task /
+per-agent aggregation the report prints.
+
+Conventions (FML-bench, paper appendix C and the `main` branch):
+- a step is *completed* when it has a record, *successful* when it produced the
+  target metric, was not tampered with and respected the task's constraints;
+- the per-step curve is the best-so-far validation metric;
+- a run's *score* is the hidden-test metric of its best validation step when the
+  task has test commands (and the test ran), else that step's validation metric;
+- gains are signed by direction (positive = better); normalised improvement is
+  `max(0, gain / |p_best - p_worst|)` where the per-task range spans the baseline
+  and every compared run's value on that task;
+- steps-to-target: the first step whose best-so-far reaches the worst best-run
+  among the compared agents on that task;
+- AUC: the mean over the assigned steps of the best-so-far normalised-improvement
+  curve (0 before the first success, the last value carried after the last step),
+  so it lies in [0, 1] like the curve.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from aiscientist.experiment import StepRecord
+
+Direction = Literal["max", "min"]
+
+
+# ---- per-trajectory functions -----------------------------------------------------
+
+
+def signed_gain(value: float, baseline: float, direction: Direction) -> float:
+    """value − baseline, sign flipped for `min` so that positive is better."""
+    return value - baseline if direction == "max" else baseline - value
+
+
+def normalised_improvement(value: float | None, baseline: float, direction: Direction, span: float) -> float:
+    """max(0, signed gain / span); 0 when there is no value or the range is empty."""
+    if value is None or span <= 0:
+        return 0.0
+    return max(0.0, signed_gain(value, baseline, direction) / span)
+
+
+def is_better(a: float, b: float, direction: Direction) -> bool:
+    return a > b if direction == "max" else a < b
+
+
+def reaches(value: float, threshold: float, direction: Direction) -> bool:
+    return value >= threshold if direction == "max" else value <= threshold
+
+
+def successful(step: StepRecord) -> bool:
+    return step.eligible and step.metric is not None
+
+
+def best_so_far(steps: Sequence[StepRecord], direction: Direction) -> list[float | None]:
+    """After each completed step (in step order), the best successful metric so far."""
+    curve: list[float | None] = []
+    best: float | None = None
+    for step in sorted(steps, key=lambda s: s.step):
+        if successful(step) and (best is None or is_better(step.metric, best, direction)):  # type: ignore[arg-type]
+            best = step.metric
+        curve.append(best)
+    return curve
+
+
+def success_rate(steps: Sequence[StepRecord]) -> float | None:
+    """successful / completed; None when nothing completed."""
+    return sum(successful(s) for s in steps) / len(steps) if steps else None
+
+
+def completion_rate(completed: int, assigned: int) -> float:
+    """completed / assigned (capped at 1)."""
+    if assigned <= 0:
+        raise ValueError("assigned steps must be positive")
+    return min(1.0, completed / assigned)
+
+
+def diversity(vectors: Sequence[np.ndarray]) -> float | None:
+    """Mean L2 distance of the vectors to their centroid; None without vectors."""
+    if len(vectors) == 0:
+        return None
+    matrix = np.stack([np.asarray(v, dtype=float) for v in vectors])
+    return float(np.linalg.norm(matrix - matrix.mean(axis=0), axis=1).mean())
+
+
+def steps_to_target(curve: Sequence[float | None], threshold: float, direction: Direction) -> int | None:
+    """1-based index of the first step whose best-so-far reaches `threshold`."""
+    for index, value in enumerate(curve, start=1):
+        if value is not None and reaches(value, threshold, direction):
+            return index
+    return None
+
+
+def curve_auc(curve: Sequence[float | None], baseline: float, direction: Direction, span: float, assigned: int) -> float:
+    """Mean over `assigned` steps of the normalised best-so-far curve."""
+    if assigned <= 0:
+        raise ValueError("assigned steps must be positive")
+    values = [normalised_improvement(v, baseline, direction, span) for v in curve[:assigned]]
+    values += [values[-1] if values else 0.0] * (assigned - len(values))
+    return sum(values) / assigned
+
+
+def academic_rate(labels: Iterable[str]) -> float | None:
+    """academic / judged successful steps; None when nothing was judged."""
+    labels = list(labels)
+    return sum(label == "academic" for label in labels) / len(labels) if labels else None
+
+
+def span(values: Iterable[float | None], baseline: float | None) -> float:
+    """|p_best − p_worst| over the baseline and the compared values."""
+    pool = [v for v in values if v is not None] + ([baseline] if baseline is not None else [])
+    return max(pool) - min(pool) if pool else 0.0
+
+
+def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
+    """Mean, sample standard deviation (0 for one value) and count of the non-None values."""
+    xs = [v for v in values if v is not None and math.isfinite(v)]
+    if not xs:
+        return None, None, 0
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0), len(xs)
+
+
+def mean_stderr(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
+    mean, std, n = mean_std(values)
+    return mean, (None if std is None else std / math.sqrt(n)), n
+
+
+# ---- the per-run record the runner writes --------------------------------------------
+
+
+class RunSummary(BaseModel):
+    """`runs/<task>/<agent>/round_<k>/result.json`: everything the report needs
+    from one run, computed from its step records when the run finished."""
+
+    task: str
+    agent: str
+    round: int
+    kind: Literal["improve", "reproduce"] = "improve"
+    metric: str | None = None
+    direction: Direction = "max"
+    baseline: float | None = None
+    has_test: bool = False
+    assigned: int
+    completed: int
+    successful: int
+    best_step: int | None = None
+    best_val: float | None = None
+    test_metric: float | None = None
+    test_error: str | None = None
+    curve: list[float | None] = []
+    tokens: int = 0
+    cost: float = 0.0
+    wall_time_s: float = 0.0
+    experiment_time_s: float = 0.0
+    diversity: float | None = None
+    embedder: str | None = None
+    labels: dict[str, str] = {}  # step number -> "academic" | "engineering"
+    judge_tokens: int = 0
+    rubric_score: float | None = None
+    error: str | None = None
+
+    @property
+    def score(self) -> float | None:
+        """The hidden-test metric when the task has one, else the validation best."""
+        return self.test_metric if self.has_test else self.best_val
+
+
+def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
+    """The step-derived fields of a RunSummary."""
+    ordered = sorted(steps, key=lambda s: s.step)
+    good = [s for s in ordered if successful(s)]
+    best = None
+    for s in good:
+        if best is None or is_better(s.metric, best.metric, direction):  # type: ignore[arg-type]
+            best = s
+    return {
+        "completed": len(ordered),
+        "successful": len(good),
+        "best_step": best.step if best else None,
+        "best_val": best.metric if best else None,
+        "curve": best_so_far(ordered, direction),
+        "tokens": sum(s.tokens for s in ordered),
+        "cost": sum(s.cost for s in ordered),
+        "experiment_time_s": sum(s.duration_s for s in ordered),
+    }
+
+
+# ---- aggregation -----------------------------------------------------------------
+
+
+class AgentTask(BaseModel):
+    """One agent on one task: its best round plus pooled rates and costs."""
+
+    task: str
+    agent: str
+    rounds: int
+    best_round: int | None
+    best_val: float | None
+    score: float | None
+    gain: float | None
+    normalised: float
+    diversity: float | None
+    embedder: str | None
+    academic_rate: float | None
+    success_rate: float | None
+    completion_rate: float
+    tokens: int
+    tokens_per_step: float | None
+    cost: float
+    cost_per_step: float | None
+    wall_time_s: float
+    time_per_step_s: float | None
+    steps_to_target: int | None
+    auc: float
+    curve: list[float | None]
+    rubric_mean: float | None = None
+    rubric_stderr: float | None = None
+
+
+class TaskInfo(BaseModel):
+    name: str
+    kind: str
+    metric: str | None
+    direction: Direction
+    baseline: float | None
+    target: float | None  # steps-to-target threshold
+    score_span: float
+    curve_span: float
+
+
+def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
+    """The round with the best validation metric (earliest on ties); None if none succeeded."""
+    best = None
+    for run in sorted(runs, key=lambda r: r.round):
+        if run.best_val is not None and (best is None or is_better(run.best_val, best.best_val, run.direction)):  # type: ignore[arg-type]
+            best = run
+    return best
+
+
+def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTask]]:
+    """Per-task facts and per (agent, task) metrics from every run's summary."""
+    tasks: dict[str, list[RunSummary]] = {}
+    for run in runs:
+        tasks.setdefault(run.task, []).append(run)
+    infos, cells = [], []
+    for name in sorted(tasks):
+        task_runs = tasks[name]
+        first = task_runs[0]
+        by_agent: dict[str, list[RunSummary]] = {}
+        for run in task_runs:
+            by_agent.setdefault(run.agent, []).append(run)
+        bests = {agent: best_round(rs) for agent, rs in by_agent.items()}
+        reached = [b.best_val for b in bests.values() if b is not None and b.best_val is not None]
+        target = None
+        if reached:
+            target = min(reached) if first.direction == "max" else max(reached)
+        info = TaskInfo(
+            name=name,
+            kind=first.kind,
+            metric=first.metric,
+            direction=first.direction,
+            baseline=first.baseline,
+            target=target,
+            score_span=span((r.score for r in task_runs), first.baseline),
+            curve_span=span((r.best_val for r in task_runs), first.baseline),
+        )
+        infos.append(info)
+        for agent in sorted(by_agent):
+            cells.append(_agent_task(info, by_agent[agent], bests[agent]))
+    return infos, cells
+
+
+def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None) -> AgentTask:
+    completed = sum(r.completed for r in runs)
+    assigned = sum(r.assigned for r in runs)
+    tokens, cost, wall = sum(r.tokens for r in runs), sum(r.cost for r in runs), sum(r.wall_time_s for r in runs)
+    baseline = info.baseline
+    shown = best if best is not None else min(runs, key=lambda r: r.round)
+    score = best.score if best else None
+    gain = signed_gain(score, baseline, info.direction) if score is not None and baseline is not None else None
+    rubric_mean, rubric_stderr, _ = mean_stderr(r.rubric_score for r in runs)
+    return AgentTask(
+        task=info.name,
+        agent=runs[0].agent,
+        rounds=len(runs),
+        best_round=best.round if best else None,
+        best_val=best.best_val if best else None,
+        score=score,
+        gain=gain,
+        normalised=normalised_improvement(score, baseline, info.direction, info.score_span) if baseline is not None else 0.0,
+        diversity=shown.diversity,
+        embedder=shown.embedder,
+        academic_rate=academic_rate(shown.labels.values()),
+        success_rate=sum(r.successful for r in runs) / completed if completed else None,
+        completion_rate=completion_rate(completed, assigned) if assigned else 0.0,
+        tokens=tokens,
+        tokens_per_step=tokens / completed if completed else None,
+        cost=cost,
+        cost_per_step=cost / completed if completed else None,
+        wall_time_s=wall,
+        time_per_step_s=wall / completed if completed else None,
+        steps_to_target=steps_to_target(shown.curve, info.target, info.direction) if info.target is not None else None,
+        auc=curve_auc(shown.curve, baseline, info.direction, info.curve_span, shown.assigned) if baseline is not None else 0.0,
+        curve=shown.curve,
+        rubric_mean=rubric_mean,
+        rubric_stderr=rubric_stderr,
+    )
+
+
+AGENT_METRICS: tuple[tuple[str, str], ...] = (
+    ("normalised", "normalised improvement"),
+    ("auc", "AUC (best-so-far)"),
+    ("diversity", "diversity"),
+    ("academic_rate", "academic contribution rate"),
+    ("success_rate", "step success rate"),
+    ("completion_rate", "step completion rate"),
+    ("steps_to_target", "steps to target"),
+    ("tokens_per_step", "tokens / step"),
+    ("tokens", "tokens (total)"),
+    ("cost_per_step", "cost $ / step"),
+    ("cost", "cost $ (total)"),
+    ("time_per_step_s", "wall s / step"),
+    ("wall_time_s", "wall s (total)"),
+)
+
+
+def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[float | None, float | None, int]]]:
+    """Per agent: mean, std and count over tasks of every metric in AGENT_METRICS."""
+    agents: dict[str, list[AgentTask]] = {}
+    for cell in cells:
+        agents.setdefault(cell.agent, []).append(cell)
+    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _ in AGENT_METRICS} for agent, group in sorted(agents.items())}

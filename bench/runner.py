@@ -1,0 +1,353 @@
+"""The benchmark protocol: agents × tasks × rounds, each run in its own workspace.
+
+Layout of an output folder:
+
+```
+OUT/grid.json                                   the grid as last requested
+OUT/runs/<task>/<agent>/round_<k>/ws/           the run's workspace (step records inside)
+OUT/runs/<task>/<agent>/round_<k>/result.json   RunSummary: written last, marks the run finished
+OUT/runs/<task>/<agent>/round_<k>/labels.json   contribution-judge labels (cache)
+OUT/runs/<task>/<agent>/round_<k>/error.txt     why the last attempt crashed, if it did
+```
+
+A finished run (result.json present) is never redone; an interrupted one is
+reopened and continues with the steps it has left. Runs execute in a process
+pool sized to the machine; each worker is pinned to its own share of cores
+(`os.sched_setaffinity`, inherited by the experiment processes) and the thread
+counts of numeric libraries are set to that share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from aiscientist.experiment import StepRecord, best_step, load_steps
+from aiscientist.task import Task, TaskError, load_task
+
+from bench.agents import get_agent
+from bench.agents.base import RunContext, StepBudgetExhausted
+from bench.metrics import RunSummary, successful, summarise_steps
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TORCH_NUM_THREADS")
+
+
+class GridConfig(BaseModel):
+    agents: list[str] = Field(min_length=1)
+    tasks: list[Path] = Field(min_length=1)
+    rounds: int = Field(3, ge=1)
+    steps: int = Field(100, ge=1)
+    model: str | None = None
+    judge_model: str | None = None
+    sandbox: str = "auto"
+    workers: int | None = Field(None, ge=1)
+    cores_per_run: int | None = Field(None, ge=1)
+    seed: int = 0
+    embedder: str = "auto"
+    options: dict[str, dict[str, Any]] = {}
+
+
+class RunSpec(BaseModel):
+    task_path: Path
+    task: str
+    agent: str
+    round: int
+
+    def folder(self, out: Path) -> Path:
+        return out / "runs" / self.task / self.agent / f"round_{self.round}"
+
+
+def run_specs(config: GridConfig) -> list[RunSpec]:
+    """Every run of the grid (tasks are loaded here, so bad input fails before any work)."""
+    specs = []
+    for path in config.tasks:
+        task = load_task(path)
+        for agent in config.agents:
+            for k in range(1, config.rounds + 1):
+                specs.append(RunSpec(task_path=Path(path).resolve(), task=task.name, agent=agent, round=k))
+    return specs
+
+
+def is_finished(spec: RunSpec, out: Path) -> bool:
+    return (spec.folder(out) / "result.json").is_file()
+
+
+def steps_recorded(spec: RunSpec, out: Path) -> int:
+    return sum(1 for _ in (spec.folder(out) / "ws" / "experiments").glob("step_*/step.json"))
+
+
+# ---- one run (inside a worker process) -----------------------------------------------
+
+
+def _seed(spec: RunSpec, base: int) -> int:
+    return int(hashlib.sha256(f"{base}:{spec.task}:{spec.agent}:{spec.round}".encode()).hexdigest()[:8], 16)
+
+
+def _open_workspace(task: Task, folder: Path, sandbox: str):
+    from aiscientist.workspace import Workspace
+
+    ws_dir = folder / "ws"
+    if ws_dir.exists():
+        try:
+            return Workspace.open(ws_dir)
+        except Exception:  # created only half-way before a crash: start the run over
+            shutil.rmtree(ws_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    return Workspace.create(task, ws_dir, sandbox=sandbox)
+
+
+def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
+    """Run (or continue) one agent on one task; write result.json when done."""
+    folder = spec.folder(out)
+    if is_finished(spec, out):
+        return "skipped"
+    started = time.monotonic()
+    task = load_task(spec.task_path)
+    ws = _open_workspace(task, folder, config.sandbox)
+    ws.engine.env.update(_thread_env())
+    agent = get_agent(spec.agent)
+    ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=config.options.get(spec.agent, {}))
+    stop = _solve(agent, ctx)
+    timing = folder / "timing.json"
+    prior = json.loads(timing.read_text())["wall_time_s"] if timing.is_file() else 0.0
+    wall = prior + time.monotonic() - started
+    timing.write_text(json.dumps({"wall_time_s": wall}))
+    summary = finish_run(spec, config, task, ws, folder, stop, wall)
+    (folder / "error.txt").unlink(missing_ok=True)
+    (folder / "result.json").write_text(summary.model_dump_json(indent=1))
+    return stop
+
+
+def _solve(agent, ctx: RunContext) -> str:
+    from aiscientist.llm.types import BudgetExhausted, ModelError
+
+    if ctx.steps_left() == 0:
+        return "step budget spent"
+    try:
+        return agent.solve(ctx) or "agent stopped"
+    except StepBudgetExhausted:
+        return "step budget spent"
+    except BudgetExhausted as err:
+        return f"model budget exhausted: {err}"
+    except ModelError as err:
+        return f"model error: {err}"
+
+
+def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, stop: str, wall: float) -> RunSummary:
+    """Hidden test on the best validation step, diversity, judge labels, summaries."""
+    from aiscientist.result import summarise, write_result
+
+    steps = load_steps(ws.paths)
+    direction = task.metric.direction if task.metric else "max"
+    best = best_step(task, steps) if task.metric else None
+    test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
+    write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop, config={"model": config.model, "steps": config.steps, "round": spec.round}))
+    good = [s for s in steps if successful(s)]
+    diversity, embedder = _diversity(task, ws, good, config.embedder)
+    labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
+    return RunSummary(
+        task=spec.task,
+        agent=spec.agent,
+        round=spec.round,
+        kind=task.kind,
+        metric=task.metric.label if task.metric else None,
+        direction=direction,
+        baseline=task.baseline,
+        has_test=bool(task.test_commands),
+        assigned=config.steps,
+        test_metric=test.metric if test else None,
+        test_error=test.error if test else None,
+        wall_time_s=wall,
+        diversity=diversity,
+        embedder=embedder,
+        labels=labels,
+        rubric_score=_rubric(task, ws, config),
+        error=None if stop in ("step budget spent", "agent stopped") else stop,
+        **summarise_steps(steps, direction),
+    )
+
+
+def _diversity(task: Task, ws, good: list[StepRecord], prefer: str) -> tuple[float | None, str | None]:
+    if not good:
+        return None, None
+    from bench.embed import code_text, get_embedder
+    from bench.metrics import diversity
+
+    embedder = get_embedder(prefer)
+    vectors = [embedder.embed(code_text(task, ws.paths.root / s.code_path)) for s in good]
+    return diversity(vectors), embedder.name
+
+
+def label_steps(task: Task, ws, good: list[StepRecord], cache: Path, model: str) -> dict[str, str]:
+    from bench.agents.contribution_judge import judge_diff
+
+    labels: dict[str, str] = json.loads(cache.read_text()) if cache.is_file() else {}
+    for step in good:
+        key = str(step.step)
+        if key not in labels:
+            diff = (ws.paths.root / step.diff_path).read_text(errors="replace")
+            labels[key] = judge_diff(task, diff, model, cache.parent / "judge")
+            cache.write_text(json.dumps(labels, indent=1))
+    return labels
+
+
+def _rubric(task: Task, ws, config: GridConfig) -> float | None:
+    if task.kind != "reproduce":
+        return None
+    try:
+        from bench.grade_command import grade_submission
+    except ImportError:
+        return None
+    return grade_submission(task, ws.paths.submission, config.judge_model or config.model or "offline")  # type: ignore[call-arg]
+
+
+# ---- the pool ----------------------------------------------------------------------
+
+
+def _thread_env() -> dict[str, str]:
+    n = str(len(os.sched_getaffinity(0)))
+    return {var: n for var in THREAD_VARS}
+
+
+def _pin_worker(slots) -> None:
+    """Pool initializer: take one core set and pin this worker (and its children) to it."""
+    cores = slots.get()
+    os.sched_setaffinity(0, cores)
+    os.environ.update(_thread_env())
+    try:
+        import torch
+
+        torch.set_num_threads(len(cores))
+    except ImportError:
+        pass
+
+
+def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
+    try:
+        return execute_run(spec, config, out)
+    except BaseException:
+        folder = spec.folder(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "error.txt").write_text(traceback.format_exc())
+        raise
+
+
+def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> tuple[int, list[list[int]]]:
+    """Number of workers and the core set of each (disjoint when they fit)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if cores_per_run is None:
+        want = workers or min(n_runs, len(cpus))
+        cores_per_run = max(1, len(cpus) // max(1, want))
+    workers = workers or max(1, min(n_runs, len(cpus) // cores_per_run))
+    slots = []
+    for i in range(workers):
+        start = (i * cores_per_run) % len(cpus)
+        slots.append([cpus[(start + j) % len(cpus)] for j in range(min(cores_per_run, len(cpus)))])
+    return workers, slots
+
+
+def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, Any]:
+    """Run every unfinished run of the grid; return counts and failures."""
+    out.mkdir(parents=True, exist_ok=True)
+    specs = run_specs(config)
+    for name in config.agents:
+        get_agent(name)  # unknown agent names fail before any work
+    (out / "grid.json").write_text(config.model_dump_json(indent=1))
+    todo = [s for s in specs if not is_finished(s, out)]
+    failures: dict[str, str] = {}
+    if todo:
+        workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
+        context = multiprocessing.get_context("spawn")
+        queue = context.Queue()
+        for slot in slots:
+            queue.put(slot)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_pin_worker, initargs=(queue,)) as pool:
+            futures: dict[Future, RunSpec] = {pool.submit(_worker_run, s, config, out): s for s in todo}
+            with GridProgress(specs, config, out, enabled=progress) as live:
+                pending = set(futures)
+                while pending:
+                    done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        spec = futures[future]
+                        if future.exception() is not None:
+                            failures[f"{spec.task}/{spec.agent}/round_{spec.round}"] = repr(future.exception())
+                    live.refresh()
+    return {"runs": len(specs), "ran": len(todo), "failed": failures}
+
+
+class GridProgress:
+    """Live table of the grid (rich), rebuilt from the run folders on every refresh."""
+
+    def __init__(self, specs: list[RunSpec], config: GridConfig, out: Path, enabled: bool = True):
+        self.specs, self.config, self.out, self.enabled = specs, config, out, enabled
+        self.started = time.monotonic()
+        self.live = None
+
+    def table(self):
+        from rich.table import Table
+
+        done = sum(is_finished(s, self.out) for s in self.specs)
+        table = Table(title=f"bench: {done}/{len(self.specs)} runs finished, {time.monotonic() - self.started:.0f}s")
+        for column in ("task", "agent", "rounds done", "steps", "best val"):
+            table.add_column(column)
+        groups: dict[tuple[str, str], list[RunSpec]] = {}
+        for spec in self.specs:
+            groups.setdefault((spec.task, spec.agent), []).append(spec)
+        for (task, agent), specs in groups.items():
+            steps = sum(min(steps_recorded(s, self.out), self.config.steps) for s in specs)
+            best = [json.loads((s.folder(self.out) / "result.json").read_text()).get("best_val") for s in specs if is_finished(s, self.out)]
+            best = [b for b in best if b is not None]
+            shown = f"{(max if self._max(specs[0]) else min)(best):.4g}" if best else "-"
+            table.add_row(task, agent, f"{sum(is_finished(s, self.out) for s in specs)}/{len(specs)}", f"{steps}/{len(specs) * self.config.steps}", shown)
+        return table
+
+    def _max(self, spec: RunSpec) -> bool:
+        result = spec.folder(self.out) / "result.json"
+        return not result.is_file() or json.loads(result.read_text()).get("direction", "max") == "max"
+
+    def refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(self.table())
+
+    def __enter__(self) -> GridProgress:
+        if self.enabled:
+            from rich.live import Live
+
+            self.live = Live(self.table(), refresh_per_second=2)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.update(self.table())
+            self.live.__exit__(*exc)
+
+
+def resolve_tasks(names: list[str], root: Path) -> list[Path]:
+    """`all` → every bench/tasks/*/task.yaml; a name → bench/tasks/<name> or bench/papers/<name>; else a path."""
+    paths: list[Path] = []
+    for name in names:
+        if name == "all":
+            found = sorted(root.glob("tasks/*/task.yaml"))
+            if not found:
+                raise TaskError(root / "tasks", "tasks", "no task.yaml found for 'all'")
+            paths += found
+        elif (root / "tasks" / name / "task.yaml").is_file():
+            paths.append(root / "tasks" / name / "task.yaml")
+        elif (root / "papers" / name / "task.yaml").is_file():
+            paths.append(root / "papers" / name / "task.yaml")
+        elif Path(name).exists():
+            paths.append(Path(name))
+        else:
+            raise TaskError(name, "tasks", f"not a task name under {root}/tasks or {root}/papers, nor a path")
+    return paths
