@@ -1,0 +1,61 @@
+"""`aiscientist solve TASK`: run the research loop (or `--resume RUN_DIR`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from aiscientist.commands.common import default_run_dir, parse_metric
+from aiscientist.config import CONFIGS_DIR, load_config
+from aiscientist.task import TaskError, load_task
+
+console = Console()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", nargs="?", help="a task.yaml, or an FML-bench task folder (not needed with --resume)")
+    parser.add_argument("--model", help="litellm model name, 'offline', or 'scripted:PATH' (default: from the config)")
+    parser.add_argument("--steps", type=int, help="experiment steps (default: config, else the task's budget); with --resume, extends the budget")
+    parser.add_argument("--run-dir", type=Path, help="run folder (default: runs/<task>-<time>)")
+    parser.add_argument("--config", type=Path, action="append", default=[], help="a RunConfig yaml (repeatable; later wins; default.yaml is always read first)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="override one setting, e.g. file_bus=false (repeatable)")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run")
+    parser.add_argument("--metric", help="for FML-bench folders without metric.yaml: DATASET/METRIC[:max|min]")
+    parser.add_argument("--sandbox", choices=["auto", "bwrap", "local"], help="experiment sandbox backend (default: from the config)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiscientist.llm import ModelConfigError
+    from aiscientist.orchestrator.progress import LiveProgress, summary_table
+    from aiscientist.orchestrator.run import is_run_folder, solve
+
+    if args.steps is not None and args.steps < 1:
+        raise TaskError("--steps", "steps", "must be at least 1")
+    if args.resume is not None:
+        if args.task:
+            raise TaskError("--resume", "task", "give either TASK or --resume RUN_DIR, not both")
+        if not is_run_folder(args.resume):
+            raise TaskError(args.resume, "run_dir", "not a run folder made by solve (state/run.json missing)")
+        task, config, run_dir = None, None, args.resume
+    else:
+        if not args.task:
+            raise TaskError("solve", "task", "a TASK (task.yaml or FML-bench folder) or --resume RUN_DIR is required")
+        sets = [*args.sets, *([f"sandbox={args.sandbox}"] if args.sandbox else [])]
+        config = load_config([CONFIGS_DIR / "default.yaml", *args.config], sets)
+        task = load_task(args.task, parse_metric(args.metric))
+        run_dir = args.run_dir or default_run_dir(task)
+        if run_dir.exists() and any(run_dir.iterdir()):
+            raise TaskError(run_dir, "run_dir", "already exists and is not empty (use --resume to continue a run)")
+    try:
+        with LiveProgress(console) as progress:
+            result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)
+    except ModelConfigError as err:
+        console.print(f"[red]error:[/red] {err}")
+        return 2
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}")
+        return 130
+    console.print(summary_table(result, str(run_dir)))
+    return 0 if result.steps_successful else 1

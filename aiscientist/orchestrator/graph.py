@@ -1,0 +1,211 @@
+"""The Tier-0 LangGraph: `decide` (one model call on thin state) → `act` (run the calls).
+
+The same two-node graph runs the flat ablation (`hierarchy: false`): one agent whose
+tools are the file tools and `run_experiment`, with one growing conversation. Every
+node's output is checkpointed (SQLite), so a killed run resumes at the last finished
+node; effects inside an interrupted `act` are replayed from the journal.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, Field, ValidationError
+
+from aiscientist.llm import BudgetExhausted, ModelError
+from aiscientist.llm.types import ToolCall
+from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
+from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, stage_of
+from aiscientist.specialists import SPECIALISTS, SpecialistResult
+from aiscientist.specialists.base import run_tool
+from aiscientist.specialists.experimentation import experiment_tool
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.tools import Tool, Toolbox, clip, file_tools
+
+log = logging.getLogger(__name__)
+
+
+class SubmitArgs(BaseModel):
+    reason: str = Field(description="why you stop now, and what the best result is")
+
+
+def _submit_tool() -> Tool:
+    return Tool("submit", "End the run; the best validated step is kept.", SubmitArgs, lambda a: "submitted")
+
+
+class Agent:
+    """The tools and prompt of the deciding agent: orchestrator, or the flat agent."""
+
+    def __init__(self, rt: Runtime):
+        self.rt = rt
+        self.flat = not rt.config.hierarchy
+        self.role = "flat" if self.flat else "orchestrator"
+        self.box = Toolbox()
+        scope = rt.ws.scope(self.role)
+        if self.flat:
+            self.box.add(*file_tools(scope, self.box, write=True, logs=True), experiment_tool(rt, scope, self.box))
+        else:
+            self.box.add(*file_tools(scope, self.box, write=False))
+        self.box.add(_submit_tool())
+        specialist_tools = [] if self.flat else [Tool(name, description, args, _unused) for name, (args, _, description) in SPECIALISTS.items()]
+        self.schemas = [t.schema() for t in specialist_tools] + self.box.schemas()
+        self.submit_only = [_submit_tool().schema()]
+
+    def messages(self, state: OrchestratorState) -> list[dict[str, Any]]:
+        return flat_messages(self.rt, state) if self.flat else orchestrator_messages(self.rt, state)
+
+    @property
+    def grows(self) -> bool:
+        """Whether the conversation itself carries results (no thin control)."""
+        return self.flat or not self.rt.ws.file_bus
+
+
+def _unused(_: Any) -> str:  # specialist tools are dispatched by name, not through a Toolbox
+    raise AssertionError("specialists are run by the act node")
+
+
+def build_graph(rt: Runtime, checkpointer: Any):
+    agent = Agent(rt)
+    config = rt.config
+
+    def decide(state: OrchestratorState) -> dict[str, Any]:
+        if rt.out_of_time():
+            return {"stop_reason": "wall-time budget used"}
+        steps_done = rt.steps_done()
+        final = steps_done >= rt.steps
+        if final and state.get("final_call"):
+            return {"stop_reason": "step budget used"}
+        limit = config.orchestrator.max_decisions_per_step * rt.steps + 10
+        if state.get("decision", 0) >= limit:
+            return {"stop_reason": f"decision limit reached ({limit} decisions without spending the step budget)"}
+        view = {**state, "final_call": final, "stage": stage_of(state.get("calls", {}), steps_done, rt.steps)}
+        try:
+            completion = rt.complete(agent.role, agent.messages(view), agent.submit_only if final else agent.schemas)
+        except BudgetExhausted as err:
+            return {"stop_reason": f"model budget exhausted ({err.limit})"}
+        except ModelError as err:
+            errors = state.get("model_errors", 0) + 1
+            rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:500], "consecutive": errors})
+            if errors >= config.orchestrator.model_error_limit:
+                return {"model_errors": errors, "stop_reason": f"{errors} model errors in a row: {str(err)[:200]}"}
+            return {"model_errors": errors, "pending": None, "pending_calls": []}
+        decision = state.get("decision", 0) + 1
+        rt.ws.events.record(
+            agent.role,
+            "orchestrator.decision",
+            {"decision": decision, "stage": view["stage"], "steps_done": steps_done, "prompt_tokens": completion.prompt_tokens, "tools": [c.name for c in completion.tool_calls]},
+        )
+        return {
+            "decision": decision,
+            "stage": view["stage"],
+            "final_call": final,
+            "model_errors": 0,
+            "pending": completion.message,
+            "pending_calls": [c.model_dump() for c in completion.tool_calls],
+        }
+
+    def act(state: OrchestratorState) -> dict[str, Any]:
+        decision = state["decision"]
+        calls = {**state.get("calls", {})}
+        summaries = list(state.get("summaries", []))
+        since_impl, since_exp = state.get("since_impl", 0), state.get("since_exp", 0)
+        last_outcome, stop = state.get("last_outcome", ""), ""
+        turn: list[dict[str, Any]] = [state["pending"]] if state.get("pending") else []
+        pending = [ToolCall.model_validate(c) for c in state.get("pending_calls", [])]
+        if not pending:
+            turn.append({"role": "user", "content": NUDGE})
+        for i, call in enumerate(pending):
+            key = f"d{decision}.c{i}"
+            if call.name == "submit" and call.error is None:
+                reason = str(call.arguments.get("reason", ""))
+                rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
+                turn.append({"role": "tool", "tool_call_id": call.id, "content": "submitted"})
+                stop = f"submitted: {clip(reason, 300)}"
+                break
+            if call.name in SPECIALISTS and not agent.flat and call.error is None:
+                try:
+                    result = _run_specialist(rt, call, key)
+                except BudgetExhausted as err:
+                    turn.append({"role": "tool", "tool_call_id": call.id, "content": f"Error: {err}"})
+                    stop = f"model budget exhausted ({err.limit})"
+                    break
+                content = result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars) if isinstance(result, SpecialistResult) else result
+                if isinstance(result, SpecialistResult):
+                    calls[call.name] = calls.get(call.name, 0) + 1
+                    if call.name == "implementation":
+                        mode = str(call.arguments.get("mode"))
+                        calls[mode] = calls.get(mode, 0) + 1
+                        since_impl, since_exp = 0, since_exp + 1
+                    elif call.name == "experimentation":
+                        since_impl, since_exp = since_impl + 1, 0
+                    verdict = _verdict(result) if call.name == "experimentation" else ("ok" if result.ok else "not ok")
+                    last_outcome = f"{call.name} (decision {decision}): {verdict}"
+                    summaries.append({"decision": decision, "tool": call.name, "ok": result.ok, "text": clip(result.summary, config.orchestrator.summary_chars)})
+            else:
+                try:
+                    content = run_tool(rt, agent.box, call, key)
+                except BudgetExhausted as err:
+                    content, stop = f"Error: {err}", f"model budget exhausted ({err.limit})"
+                if call.name == "run_experiment":
+                    last_outcome = f"run_experiment (decision {decision}): {content.splitlines()[-2] if content.count(chr(10)) else content[:200]}"
+            if not agent.grows:
+                content = clip(content, config.orchestrator.tool_result_chars)
+            turn.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            if stop:
+                break
+        # every tool call needs an answer, even when the decision stopped early
+        answered = {m.get("tool_call_id") for m in turn if m.get("role") == "tool"}
+        turn += [{"role": "tool", "tool_call_id": c.id, "content": "not run: the run stopped"} for c in pending if c.id not in answered]
+        return {
+            "calls": calls,
+            "summaries": bound_summaries(summaries, config),
+            "turns": bound_turns([*state.get("turns", []), turn], config, agent.grows),
+            "since_impl": since_impl,
+            "since_exp": since_exp,
+            "last_outcome": last_outcome,
+            "pending": None,
+            "pending_calls": [],
+            "stop_reason": stop or state.get("stop_reason", ""),
+        }
+
+    def after_decide(state: OrchestratorState) -> str:
+        return END if state.get("stop_reason") else "act"
+
+    def after_act(state: OrchestratorState) -> str:
+        return END if state.get("stop_reason") else "decide"
+
+    graph = StateGraph(OrchestratorState)
+    graph.add_node("decide", decide)
+    graph.add_node("act", act)
+    graph.add_edge(START, "decide")
+    graph.add_conditional_edges("decide", after_decide, ["act", END])
+    graph.add_conditional_edges("act", after_act, ["decide", END])
+    return graph.compile(checkpointer=checkpointer)
+
+
+def _run_specialist(rt: Runtime, call: ToolCall, key: str) -> SpecialistResult | str:
+    """A specialist call, or the journaled result of one that finished before a resume."""
+    args_model, run, _ = SPECIALISTS[call.name]
+    try:
+        args = args_model.model_validate(call.arguments)
+    except ValidationError as err:
+        first = err.errors()[0]
+        return f"Error: bad arguments for {call.name}: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+    recorded = rt.journal.get(key)
+    if recorded is not None:
+        return SpecialistResult.model_validate(recorded)
+    rt.ws.events.record("orchestrator", "specialist.start", {"key": key, "specialist": call.name, "arguments": {k: clip(str(v), 300) for k, v in call.arguments.items()}})
+    result = run(rt, key, args)
+    rt.ws.set_active("system")
+    rt.ws.events.record("orchestrator", "specialist.end", {"key": key, "specialist": call.name, "ok": result.ok, "turns": result.turns, "artifacts": result.artifacts, "summary": clip(result.summary, 500)})
+    rt.journal.record(key, result.model_dump())
+    return result
+
+
+def _verdict(result: SpecialistResult) -> str:
+    for line in result.full_output.splitlines():
+        if line.startswith("verdict:"):
+            return line.removeprefix("verdict:").strip()
+    return "no experiment ran" if result.ok is False else "ok"

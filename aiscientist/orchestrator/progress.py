@@ -1,0 +1,72 @@
+"""Live progress of a run (rich) and the final summary table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from aiscientist.result import RunResult
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def status_table(s: dict[str, Any]) -> Table:
+    table = Table(title=f"AiScientist · {s['task']} · {s['arm']}", show_header=False, min_width=60)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("stage", s["stage"] or "-")
+    table.add_row("step", f"{s['steps_done']}/{s['steps']}")
+    best = f"{_fmt(s['best'])} (step {s['best_step']})" if s["best"] is not None else "none yet"
+    table.add_row(f"best {s['metric']}", f"{best} · baseline {_fmt(s['baseline'])}")
+    table.add_row("decisions", str(s["decision"]))
+    table.add_row("tokens · cost", f"{s['tokens']:,} · ${s['cost']:.4f}")
+    table.add_row("last", escape(s["last"][:100]) or "-")
+    return table
+
+
+class LiveProgress:
+    """A live table on a terminal; one plain line per finished step otherwise."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.live: Live | None = None
+        self._last_steps = -1
+
+    def __enter__(self) -> LiveProgress:
+        if self.console.is_terminal:
+            self.live = Live(console=self.console, refresh_per_second=4, transient=True)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def __call__(self, s: dict[str, Any]) -> None:
+        if self.live is not None:
+            self.live.update(status_table(s))
+        elif s["steps_done"] != self._last_steps:
+            self._last_steps = s["steps_done"]
+            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · best {_fmt(s['best'])} (baseline {_fmt(s['baseline'])}) · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False)
+
+
+def summary_table(result: RunResult, run_dir: str) -> Table:
+    table = Table(title=f"solve · {result.task} · {result.agent}", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    table.add_row("stopped", escape(result.stop_reason[:160]))
+    table.add_row(f"best {result.metric or 'metric'}", f"{_fmt(result.best_metric)} at step {result.best_step}" if result.best_step else "no successful step")
+    table.add_row("baseline", _fmt(result.baseline) + (f" ({result.direction})" if result.direction else ""))
+    if result.test is not None:
+        table.add_row("hidden test", _fmt(result.test.metric) if result.test.success else escape(f"failed: {result.test.error}"))
+    table.add_row("steps total/completed/successful", f"{result.steps_total}/{result.steps_completed}/{result.steps_successful}")
+    table.add_row("tokens · cost", f"{result.tokens:,} · ${result.cost:.4f}")
+    table.add_row("wall time", f"{result.wall_time_s:.1f} s")
+    table.add_row("run folder", escape(run_dir))
+    return table

@@ -1,0 +1,136 @@
+"""Prompts of the orchestrator and the flat agent, rebuilt from thin state at every decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiscientist.experiment import best_step
+from aiscientist.orchestrator.state import COUNTED, OrchestratorState
+from aiscientist.specialists.context import task_brief
+from aiscientist.specialists.runtime import Runtime
+
+ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
+You are the Tier-0 orchestrator of AiScientist, an autonomous ML research engineer. You
+keep stage-level control and delegate all real work to specialists, which you call as
+tools; each call starts a fresh specialist that works in the workspace and returns a
+short summary. You never edit code or run commands yourself; you may inspect the
+workspace read-only (read_file, list_files, search_files).
+
+Stages are guidance, not a fixed pipeline:
+1. understand - comprehension (task, paper, code, evaluation protocol);
+2. plan - prioritization (diverse hypotheses ranked by expected gain and feasibility);
+3. research - alternate implementation and experimentation, driven by evidence: a failed
+   run or missing metric calls for implementation(mode=fix) with the failure in its
+   context; a regression calls for reverting or exploring a different idea; prefer
+   breadth (different mechanisms and files) over refining one idea repeatedly. Re-plan
+   when the plan is exhausted or evidence contradicts it.
+Every experimentation call runs one counted step of a fixed budget. When the budget is
+spent, or nothing promising is left, call submit(reason). The best validated step is
+kept automatically (git tag `best`)."""
+
+FLAT_SYSTEM = """ROLE: flat
+You are AiScientist running as a single agent (no specialists): you have every tool
+yourself - read, list, search, write and edit files, append to the logs, and
+run_experiment (one counted step of a fixed budget). Understand the task, change the
+editable code under submission/, run experiments, keep what improves the metric and
+revert what does not. Call submit(reason) when the budget is spent or you are done."""
+
+FINAL = "The step budget is spent: call submit(reason) now, summarising the best result."
+NUDGE = "Call one of your tools (a specialist, an inspection tool, or submit)."
+
+
+def orchestrator_messages(rt: Runtime, state: OrchestratorState) -> list[dict[str, Any]]:
+    messages = [{"role": "system", "content": ORCHESTRATOR_SYSTEM + "\n\n" + bus_rules_for_orchestrator(rt)}]
+    messages.append({"role": "user", "content": status_block(rt, state)})
+    for turn in state.get("turns", []):
+        messages.extend(turn)
+    if state.get("final_call"):
+        messages.append({"role": "user", "content": FINAL})
+    return messages
+
+
+def flat_messages(rt: Runtime, state: OrchestratorState) -> list[dict[str, Any]]:
+    messages = [{"role": "system", "content": FLAT_SYSTEM}, {"role": "user", "content": task_brief(rt) + "\n\n" + progress_line(rt)}]
+    for turn in state.get("turns", []):
+        messages.extend(turn)
+    if state.get("final_call"):
+        messages.append({"role": "user", "content": FINAL})
+    return messages
+
+
+def bus_rules_for_orchestrator(rt: Runtime) -> str:
+    if rt.ws.file_bus:
+        return (
+            "File-as-Bus is on: specialists share results through workspace files (paper_analysis/, "
+            "plan/prioritized_tasks.md, logs/exp_log.md, logs/impl_log.md, experiments/). Point specialists "
+            "to files rather than copying contents into their arguments."
+        )
+    return (
+        "File-as-Bus is off: specialists cannot read each other's areas or the logs. Their full outputs "
+        "come back to you; pass on what the next specialist needs in its `context` argument."
+    )
+
+
+def progress_line(rt: Runtime) -> str:
+    tokens, cost = rt.usage()
+    steps_done = rt.steps_done()
+    time_part = ""
+    if rt.wall_time_s:
+        time_part = f" · time {100 * rt.elapsed_s() / rt.wall_time_s:.0f}% of {rt.wall_time_s:.0f}s"
+    return f"Steps used: {steps_done}/{rt.steps} ({rt.steps - steps_done} left){time_part} · tokens {tokens} · cost ${cost:.4f}"
+
+
+def best_line(rt: Runtime) -> str:
+    task = rt.task
+    best = best_step(task, rt.ws.steps()) if task.metric else None
+    base = f"baseline {task.baseline}" if task.baseline is not None else "baseline unknown"
+    if best is None:
+        return f"Best: none yet ({base})"
+    return f"Best: {task.metric.label if task.metric else 'metric'} = {best.metric!r} at step {best.step} ({base})"
+
+
+def status_block(rt: Runtime, state: OrchestratorState) -> str:
+    calls = state.get("calls", {})
+    counters = " ".join(f"{name}={calls.get(name, 0)}" for name in (*COUNTED, "explore", "fix", "full"))
+    parts = [
+        task_brief(rt),
+        "## Status",
+        f"Stage: {state.get('stage', 'understand')}",
+        progress_line(rt),
+        best_line(rt),
+        f"Counters: {counters} steps_done={rt.steps_done()} steps_budget={rt.steps}",
+    ]
+    if state.get("last_outcome"):
+        parts.append(f"Last call: {state['last_outcome']}")
+    reminders = reminders_for(rt, state)
+    if reminders:
+        parts += ["## Reminders", *(f"- {r}" for r in reminders)]
+    parts += ["## Workspace map", rt.ws.map_text().strip()]
+    summaries = state.get("summaries", [])
+    if summaries:
+        parts.append("## Recent specialist summaries (newest last)")
+        parts += [f"### decision {s['decision']}: {s['tool']} ({'ok' if s['ok'] else 'not ok'})\n{s['text']}" for s in summaries]
+    return "\n".join(parts)
+
+
+def reminders_for(rt: Runtime, state: OrchestratorState) -> list[str]:
+    out = []
+    used = rt.steps_done() / rt.steps
+    for mark in (0.85, 0.7, 0.5):
+        if used >= mark:
+            out.append(f"{used:.0%} of the step budget is used" + ("; secure the best result and prepare to submit." if mark >= 0.85 else "."))
+            break
+    if rt.wall_time_s:
+        share = rt.elapsed_s() / rt.wall_time_s
+        if share >= 0.5:
+            out.append(f"{share:.0%} of the wall-time budget is used.")
+    if state.get("since_impl", 0) >= 3:
+        out.append(f"{state['since_impl']} experiments in a row without implementation: change the code before running again.")
+    if state.get("since_exp", 0) >= 3:
+        out.append(f"{state['since_exp']} implementation calls without an experiment: measure before changing more.")
+    calls = state.get("calls", {})
+    if calls.get("comprehension") and not calls.get("prioritization"):
+        out.append("No plan yet: call prioritization before implementing.")
+    if "failed" in state.get("last_outcome", "") and "experimentation" in state.get("last_outcome", ""):
+        out.append("The last experiment failed: consider implementation(mode=fix) with the error as context.")
+    return out

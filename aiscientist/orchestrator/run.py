@@ -1,0 +1,165 @@
+"""`solve`: create or resume a run, drive the graph, write `result.json`.
+
+`solve(task, run_dir, config, model, steps)` is the one entry point (the CLI and the
+benchmark both call it). A run folder that already holds a run is resumed: its saved
+config and model are used, the SQLite checkpoint restarts the graph at the last
+finished node, and the journal answers effects that were already done.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import ExitStack, closing
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel
+
+from aiscientist.config import RunConfig
+from aiscientist.experiment import best_step
+from aiscientist.llm.budget import forget_run
+from aiscientist.orchestrator import offline as orchestrator_offline
+from aiscientist.orchestrator.graph import build_graph
+from aiscientist.orchestrator.state import initial_state
+from aiscientist.result import RunResult, summarise, write_result
+from aiscientist.specialists import offline as specialists_offline
+from aiscientist.specialists.journal import Journal
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.task import Task, TaskError, load_task
+
+RUN_FILE = "run.json"
+CHECKPOINTS = "checkpoints.sqlite"
+THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
+
+orchestrator_offline.register()
+specialists_offline.register()
+
+
+class RunInfo(BaseModel):
+    """`state/run.json`: what a resume needs besides the workspace itself."""
+
+    model: str
+    steps: int
+    wall_time_s: float | None = None
+    config: RunConfig
+    finished: bool = False
+    stop_reason: str = ""
+
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+def is_run_folder(run_dir: Path) -> bool:
+    return (Path(run_dir) / "state" / RUN_FILE).is_file()
+
+
+def solve(
+    task: Task | str | Path | None,
+    run_dir: Path | str,
+    config: RunConfig | None = None,
+    model: str | None = None,
+    steps: int | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run AiScientist on `task` in `run_dir`, or resume the run already there.
+
+    `model` and `steps` override the config (on resume, `steps` may extend the budget).
+    Raises TaskError for bad input; KeyboardInterrupt leaves a resumable run."""
+    run_dir = Path(run_dir)
+    from aiscientist.workspace import Workspace
+
+    if is_run_folder(run_dir):
+        info = RunInfo.model_validate_json((run_dir / "state" / RUN_FILE).read_text())
+        if steps is not None and steps != info.steps:
+            info = info.model_copy(update={"steps": steps, "finished": False})
+        if info.finished and run_dir.joinpath("result.json").is_file():
+            return RunResult.model_validate_json(run_dir.joinpath("result.json").read_text())
+        forget_run(run_dir)
+        ws = Workspace.open(run_dir)
+        resumed = True
+    else:
+        if task is None:
+            raise TaskError(run_dir, "run_dir", "not a run folder to resume (state/run.json missing)")
+        config = config or RunConfig()
+        task = task if isinstance(task, Task) else load_task(task)
+        info = RunInfo(
+            model=model or config.model,
+            steps=steps or config.steps or task.budget.steps,
+            wall_time_s=config.wall_time_s or task.budget.wall_time_s,
+            config=config,
+        )
+        ws = Workspace.create(task, run_dir, file_bus=config.file_bus, sandbox=config.sandbox)
+        resumed = False
+    _save(ws, info)
+    rt = Runtime(ws=ws, config=info.config, model=info.model, steps=info.steps, journal=Journal(ws.paths.state / "journal.jsonl"), wall_time_s=info.wall_time_s)
+    rt.client("orchestrator")  # model problems (unknown name, missing key) surface before any work
+    started = time.monotonic()
+    with ExitStack() as stack:
+        conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
+        graph = build_graph(rt, SqliteSaver(conn))
+        stack.enter_context(ws.watch())
+        has_checkpoint = bool(graph.get_state(THREAD).values)
+        ws.events.record("orchestrator", "run.resume" if resumed else "run.start", {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()})
+        state: dict[str, Any] = {}
+        try:
+            for state in graph.stream(None if has_checkpoint else initial_state(), THREAD, stream_mode="values"):
+                if progress is not None:
+                    progress(snapshot(rt, state))
+        except KeyboardInterrupt:
+            ws.events.record("orchestrator", "run.interrupted", {"steps_done": rt.steps_done()})
+            raise
+        stop_reason = state.get("stop_reason") or graph.get_state(THREAD).values.get("stop_reason", "") or "stopped"
+    result = finish(rt, info, stop_reason)
+    ws.events.record("orchestrator", "run.end", {"stop_reason": stop_reason, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
+    _save(ws, info.model_copy(update={"finished": True, "stop_reason": stop_reason}))
+    return result
+
+
+def finish(rt: Runtime, info: RunInfo, stop_reason: str) -> RunResult:
+    """result.json: best validated step (hidden test run once on it), counts, usage."""
+    ws, task = rt.ws, rt.task
+    steps = ws.steps()
+    best = best_step(task, steps) if task.metric else None
+    test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
+    tokens, cost = rt.usage()
+    config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
+    result = summarise(task, info.config.arm, steps, config=config, test=test, wall_time_s=round(rt.elapsed_s(), 3), stop_reason=stop_reason)
+    result = result.model_copy(update={"tokens": tokens, "cost": round(cost, 6)})
+    write_result(ws.paths.result, result)
+    ws.refresh_map()
+    return result
+
+
+def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
+    """What the live display shows."""
+    task = rt.task
+    best = best_step(task, rt.ws.steps()) if task.metric else None
+    tokens, cost = rt.usage()
+    return {
+        "task": task.name,
+        "arm": rt.config.arm,
+        "stage": state.get("stage", ""),
+        "decision": state.get("decision", 0),
+        "steps_done": rt.steps_done(),
+        "steps": rt.steps,
+        "best": best.metric if best else None,
+        "best_step": best.step if best else None,
+        "baseline": task.baseline,
+        "metric": task.metric.label if task.metric else "",
+        "tokens": tokens,
+        "cost": cost,
+        "last": state.get("last_outcome", ""),
+    }
+
+
+def _save(ws: Any, info: RunInfo) -> None:
+    path = ws.paths.state / RUN_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(info.model_dump_json(indent=1))
+    tmp.replace(path)
+
+
+__all__ = ["solve", "RunInfo", "is_run_folder"]

@@ -1,0 +1,66 @@
+"""The orchestrator's thin state and the bounds that keep it thin.
+
+Everything here is small and bounded: counters, the stage, the last few specialist
+summaries (each clipped), and the last few decisions verbatim. The real project state
+lives in the workspace; the prompt gets it through the workspace map.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from aiscientist.config import RunConfig
+
+COUNTED = ("comprehension", "prioritization", "implementation", "experimentation", "helper")
+
+
+class OrchestratorState(TypedDict, total=False):
+    decision: int  # model decisions made so far
+    stage: str
+    summaries: list[dict[str, Any]]  # {"decision", "tool", "ok", "text"}, newest last
+    turns: list[list[dict[str, Any]]]  # recent decisions: [assistant message, tool results...]
+    pending: dict[str, Any] | None  # assistant message whose tool calls await execution
+    pending_calls: list[dict[str, Any]]  # its parsed tool calls (ToolCall dumps)
+    calls: dict[str, int]  # per tool, plus implementation modes (full/fix/explore)
+    since_impl: int  # experimentation calls since the last implementation
+    since_exp: int  # implementation calls since the last experimentation
+    last_outcome: str
+    model_errors: int
+    final_call: bool  # the step budget is spent: this decision may only submit
+    stop_reason: str  # set: the run ends
+
+
+def initial_state() -> OrchestratorState:
+    return OrchestratorState(
+        decision=0, stage="understand", summaries=[], turns=[], pending=None, pending_calls=[],
+        calls={name: 0 for name in COUNTED}, since_impl=0, since_exp=0, last_outcome="", model_errors=0,
+        final_call=False, stop_reason="",
+    )
+
+
+def stage_of(calls: dict[str, int], steps_done: int, steps: int) -> str:
+    if not calls.get("comprehension"):
+        return "understand"
+    if not calls.get("prioritization"):
+        return "plan"
+    if steps_done >= steps:
+        return "submit"
+    return "wrap-up" if steps_done >= 0.85 * steps else "research"
+
+
+def bound_turns(turns: list[list[dict[str, Any]]], config: RunConfig, grows: bool) -> list[list[dict[str, Any]]]:
+    """Recent turns: the last `recent_turns` (thin control), or, when the conversation is
+    the only carrier of results (File-as-Bus off, flat agent), as many as fit the cap."""
+    if not grows:
+        return turns[-config.orchestrator.recent_turns :]
+    cap, total, kept = config.orchestrator.no_bus_context_chars, 0, []
+    for turn in reversed(turns):
+        total += sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in turn)
+        if total > cap and kept:
+            break
+        kept.append(turn)
+    return list(reversed(kept))
+
+
+def bound_summaries(summaries: list[dict[str, Any]], config: RunConfig) -> list[dict[str, Any]]:
+    return summaries[-config.orchestrator.summaries_kept :]

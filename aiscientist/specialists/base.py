@@ -1,0 +1,98 @@
+"""The loop every specialist runs: fresh private context, own tools, a turn limit, finish.
+
+A specialist call starts from two messages (its role's system prompt and the call's
+instructions), talks to the model until it calls `finish(summary)` or runs out of
+turns, and returns a bounded summary plus the artifacts it wrote. Effects are
+journaled by position so a resumed run replays them instead of redoing them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import BaseModel
+
+from aiscientist.llm import ModelError
+from aiscientist.llm.types import ToolCall
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.tools import Toolbox, clip, finish_tool
+
+log = logging.getLogger(__name__)
+
+NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
+
+
+class SpecialistResult(BaseModel):
+    """What a specialist hands back. `full_output` is only shown to the orchestrator
+    when File-as-Bus is off (then it is the only way results travel)."""
+
+    role: str
+    summary: str
+    artifacts: list[str] = []
+    full_output: str = ""
+    ok: bool = True
+    turns: int = 0
+
+    def for_orchestrator(self, file_bus: bool, limit: int) -> str:
+        head = f"[{self.role}: {'done' if self.ok else 'stopped'} in {self.turns} turn(s)]"
+        files = f"\nArtifacts: {', '.join(self.artifacts)}" if self.artifacts else ""
+        if file_bus:
+            return f"{head}\n{clip(self.summary, limit)}{files}"
+        return f"{head}\n{self.full_output or self.summary}{files}"
+
+
+def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None) -> tuple[str, bool, int]:
+    """(summary, finished, turns). BudgetExhausted propagates (the run wraps up);
+    a ModelError ends this specialist call as failed."""
+    box.add(finish_tool())
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    limit = max_turns or rt.config.specialists.max_turns
+    for turn in range(limit):
+        try:
+            completion = rt.complete(role, messages, box.schemas())
+        except ModelError as err:
+            return f"model error, {role} stopped: {err}", False, turn
+        messages.append(completion.message)
+        if not completion.tool_calls:
+            messages.append({"role": "user", "content": NUDGE})
+            continue
+        summary = None
+        for i, call in enumerate(completion.tool_calls):
+            if call.name == "finish" and call.error is None:
+                summary = str(call.arguments.get("summary", "")).strip() or "(no summary)"
+                content = "finished"
+            else:
+                content = run_tool(rt, box, call, f"{key}.t{turn}.{i}")
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        if summary is not None:
+            return summary, True, turn + 1
+    return f"{role} stopped after {limit} turns without calling finish", False, limit
+
+
+def run_tool(rt: Runtime, box: Toolbox, call: ToolCall, key: str) -> str:
+    """Run one tool call; effects already done before a resume are answered from the journal."""
+    if not box.is_effect(call.name):
+        box.current_key = key
+        return box.call(call)[0]
+    recorded = rt.journal.get(key)
+    if recorded is not None and recorded.get("tool") == call.name:
+        if recorded.get("artifact"):
+            box.note(recorded["artifact"])
+        return str(recorded["content"])
+    before = set(box.artifacts)
+    box.current_key = key
+    content, ok = box.call(call)
+    added = [a for a in box.artifacts if a not in before]
+    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifact": added[0] if added else None})
+    return content
+
+
+def read_or_empty(rt: Runtime, role: str, path: str) -> str:
+    """A workspace file as `role` may see it; empty when absent or not allowed."""
+    from aiscientist.workspace.errors import ToolError
+
+    try:
+        return rt.ws.scope(role).read(path)
+    except (ToolError, OSError):
+        return ""

@@ -1,0 +1,104 @@
+"""Comprehension: understand the task, paper and code; write `paper_analysis/`.
+
+Tier-2 readers look at independent axes in parallel threads, each in its own fresh
+context with read-only tools; the specialist then merges their notes into
+`paper_analysis/summary.md` (targets, metrics, baseline, method structure,
+ambiguities, implementation details).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import BaseModel, Field
+
+from aiscientist.specialists.base import SpecialistResult, read_or_empty, run_loop
+from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.tools import Toolbox, clip, file_tools
+
+ROLE, READER_ROLE = "comprehension", "comprehension-reader"
+SUMMARY = "paper_analysis/summary.md"
+NOTES_CHARS = 4000
+
+
+class ComprehensionArgs(BaseModel):
+    focus: str = Field(description="what to understand first (e.g. the evaluation protocol)")
+    context: str = Field("", description="material from earlier calls this specialist needs")
+
+
+AXES = {
+    "code": "code structure: files, entry points, data flow, where the method's knobs live",
+    "method": "method and algorithm: what the editable code computes, its hyper-parameters and assumptions",
+    "evaluation": "evaluation protocol: how the metric is computed, on which split, what is protected",
+}
+
+READER_SYSTEM = """ROLE: comprehension-reader
+You are a Tier-2 reader inside AiScientist's comprehension specialist. Read the files for
+one axis of the task and return compact notes (facts with file:line references, no
+speculation). You can only read. End with finish(summary=<your notes>)."""
+
+SYSTEM = """ROLE: comprehension
+You are AiScientist's comprehension specialist. Turn the task, paper and code into a
+structured analysis other specialists can work from. Write paper_analysis/summary.md with
+the sections: Targets and metrics, Baseline, Method structure, Evaluation protocol,
+Ambiguities, Implementation details. You may add more files under paper_analysis/.
+End with finish(summary) - a few lines, the files you wrote."""
+
+
+def reader_files(rt: Runtime, axis: str) -> list[str]:
+    task = rt.task
+    if axis == "code":
+        names = [*task.editable, *task.related]
+    elif axis == "method":
+        names = list(task.editable)
+    else:
+        names = [*task.protected, *task.related]
+    files = ["task/task.md"] + [f"submission/{n}" for n in dict.fromkeys(names) if "*" not in n]
+    return files[:8]
+
+
+def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
+    axes = rt.config.specialists.readers
+    with ThreadPoolExecutor(max_workers=max(1, len(axes))) as pool:
+        notes = dict(zip(axes, pool.map(lambda axis: _read_axis(rt, key, axis), axes)))
+    scope = rt.ws.scope(ROLE)
+    written = []
+    for axis, text in notes.items():
+        path = f"paper_analysis/notes_{axis}.md"
+        scope.write(path, f"# Reader notes: {axis}\n\n{text}\n")
+        written.append(path)
+    box = Toolbox()
+    box.add(*file_tools(scope, box, write=True))
+    user = "\n\n".join(
+        [
+            task_brief(rt),
+            bus_rules(rt),
+            f"Focus of this call: {args.focus}",
+            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
+            "## Notes from readers\n" + "\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()),
+            f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
+        ]
+    )
+    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    artifacts = written + [a for a in box.artifacts if a not in written]
+    analysis = read_or_empty(rt, ROLE, SUMMARY)
+    if not analysis:
+        ok, summary = False, summary + f" ({SUMMARY} was not written)"
+    full = f"{summary}\n\n## {SUMMARY}\n{analysis}" if analysis else summary
+    return SpecialistResult(role=ROLE, summary=summary, artifacts=artifacts, full_output=full, ok=ok, turns=turns)
+
+
+def _read_axis(rt: Runtime, key: str, axis: str) -> str:
+    """One Tier-2 reader: fresh context, read-only tools, notes as its summary."""
+    box = Toolbox()
+    box.add(*file_tools(rt.ws.scope(ROLE), box, write=False))
+    user = "\n\n".join(
+        [
+            task_brief(rt),
+            f"Axis: {axis} - {AXES[axis]}",
+            "Start with these files: " + ", ".join(reader_files(rt, axis)),
+        ]
+    )
+    summary, _, _ = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
+    return clip(summary, NOTES_CHARS)

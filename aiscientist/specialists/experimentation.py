@@ -1,0 +1,156 @@
+"""Experimentation: run the task's command list as one counted step, judge it, log it.
+
+`run_experiment` is the only way anything runs an experiment (the flat ablation uses
+the same tool). It refuses once the step budget is spent, compares the step with the
+baseline, target and best so far, appends the outcome to `exp_log.md`, and keeps the
+best-so-far code as the git tag `best` in `submission/`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from aiscientist.experiment import StepRecord, best_step, git
+from aiscientist.specialists.base import SpecialistResult, run_loop
+from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.tools import Tool, Toolbox, file_tools
+from aiscientist.workspace.errors import ToolError
+
+ROLE = "experimentation"
+BEST_TAG = "best"
+
+
+class ExperimentationArgs(BaseModel):
+    hypothesis: str = Field(description="what the current code change should do to the metric, and why")
+    context: str = Field("", description="material from earlier calls this specialist needs")
+
+
+class RunExperimentArgs(BaseModel):
+    hypothesis: str
+
+
+SYSTEM = """ROLE: experimentation
+You are AiScientist's experimentation specialist. Run the experiment on the current code
+with run_experiment(hypothesis) - each call is one counted step of a limited budget -
+then compare the result with the baseline, the target and the best so far. Append your
+analysis to exp_log with append_log (the run's facts are logged automatically).
+End with finish(summary): outcome, metric, and what it suggests next."""
+
+
+def experiment_tool(rt: Runtime, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
+    """`run_experiment` for `scope.role`; at most `limit` runs through this toolbox."""
+    role = scope.role
+    runs: list[int] = []
+
+    def run_experiment(args: RunExperimentArgs) -> str:
+        if limit is not None and len(runs) >= limit:
+            raise ToolError(f"this call may run {limit} experiment(s); finish and report")
+        record = run_step_once(rt, role, box.current_key, args.hypothesis)
+        runs.append(record.step)
+        outcome = describe(rt, record)
+        marker = f"{box.current_key}.exp_log"
+        if not rt.journal.has(marker):
+            scope.append("exp_log", outcome)
+            rt.journal.record(marker, {"tool": "append_log"})
+        box.note(str(rt.ws.paths.step_dir(record.step).relative_to(rt.ws.paths.root)))
+        return outcome
+
+    return Tool("run_experiment", "Run the task's experiment commands on the current code (one counted step).", RunExperimentArgs, run_experiment)
+
+
+def run_step_once(rt: Runtime, role: str, key: str, hypothesis: str) -> StepRecord:
+    """Run one step, or return the step this journal position already ran.
+
+    The step number is noted before the run: after a kill, a step that finished is
+    reused, and one that did not is redone under the same number by the engine."""
+    engine = rt.ws.engine
+    planned = rt.journal.intent(key)
+    if planned is not None:
+        done = rt.ws.paths.step_dir(int(planned)) / "step.json"
+        if done.is_file():
+            return StepRecord.model_validate_json(done.read_text())
+    if rt.steps_left() <= 0:
+        raise ToolError(f"step budget reached ({rt.steps_done()}/{rt.steps} steps used): no more experiments")
+    rt.journal.note_intent(key, engine.next_step())
+    tokens, cost = _spent_since_last_step(rt)
+    rt.ws.set_active(role)
+    record = engine.run_step(agent=rt.agent, hypothesis=hypothesis, tokens=tokens, cost=cost)
+    _tag_if_best(rt, record)
+    return record
+
+
+def _spent_since_last_step(rt: Runtime) -> tuple[int, float]:
+    tokens, cost = rt.usage()
+    steps = rt.ws.steps()
+    return max(0, tokens - sum(s.tokens for s in steps)), max(0.0, cost - sum(s.cost for s in steps))
+
+
+def improved(rt: Runtime, record: StepRecord) -> bool:
+    """Whether `record` beats both the stated baseline and every earlier step."""
+    task = rt.task
+    if not record.eligible or record.metric is None or task.metric is None:
+        return False
+    earlier = best_step(task, [s for s in rt.ws.steps() if s.step < record.step])
+    for reference in (task.baseline, earlier.metric if earlier else None):
+        if reference is not None and not task.metric.better(record.metric, reference):
+            return False
+    return True
+
+
+def _tag_if_best(rt: Runtime, record: StepRecord) -> None:
+    if improved(rt, record):
+        repo = rt.ws.paths.submission
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"step {record.step}: new best {record.metric}")
+        git(repo, "tag", "-f", BEST_TAG)
+
+
+def describe(rt: Runtime, record: StepRecord) -> str:
+    """The step's outcome in a few lines (what exp_log.md and the agent get)."""
+    task = rt.task
+    metric = task.metric
+    best = best_step(task, rt.ws.steps())
+    lines = [f"[step {record.step:04d}] hypothesis: {record.hypothesis[:300]}"]
+    if record.success:
+        lines.append(f"success: true; metric: {record.metric!r} ({metric.label if metric else 'metric'}, {metric.direction if metric else ''})")
+        if task.baseline is not None and record.metric is not None and metric is not None:
+            gain = record.metric - task.baseline
+            lines.append(f"vs baseline {task.baseline}: {gain:+.6g} ({'better' if metric.better(record.metric, task.baseline) else 'not better'})")
+        if task.target is not None:
+            lines.append(f"target {task.target}: {'reached' if record.metric is not None and metric and not metric.better(task.target, record.metric) else 'not reached'}")
+    else:
+        lines.append(f"success: false; error: {record.error}")
+    if record.constraint_violated:
+        lines.append("constraint violated: this step cannot count as best")
+    if not record.valid:
+        lines.append("INVALID: protected files were changed during the run")
+    verdict = "new best" if improved(rt, record) else ("failed" if not record.success else "no improvement")
+    lines.append(f"verdict: {verdict}" + (f" (best so far: step {best.step}, metric {best.metric!r})" if best else ""))
+    lines.append(f"details: experiments/step_{record.step:04d}/ (stdout.txt, stderr.txt, diff.patch)")
+    return "\n".join(lines)
+
+
+def run(rt: Runtime, key: str, args: ExperimentationArgs) -> SpecialistResult:
+    scope = rt.ws.scope(ROLE)
+    box = Toolbox()
+    box.add(*file_tools(scope, box, write=False, logs=True))
+    box.add(experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call))
+    user = "\n\n".join(
+        [
+            task_brief(rt),
+            bus_rules(rt),
+            f"Hypothesis: {args.hypothesis}",
+            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
+            f"Steps used so far: {rt.steps_done()} of {rt.steps}.",
+        ]
+    )
+    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
+    full = summary
+    for step_dir in outcomes:
+        record = StepRecord.model_validate_json((rt.ws.paths.root / step_dir / "step.json").read_text())
+        full += "\n\n" + describe(rt, record) + f"\nstderr tail:\n{(rt.ws.paths.root / step_dir / 'stderr.txt').read_text()[-1500:]}"
+    return SpecialistResult(role=ROLE, summary=summary, artifacts=box.artifacts, full_output=full, ok=ok and bool(outcomes), turns=turns)

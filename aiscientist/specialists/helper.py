@@ -1,0 +1,30 @@
+"""Helper: short auxiliary jobs with its own scratch area (`scratch/`), read-only elsewhere."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from aiscientist.specialists.base import SpecialistResult, run_loop
+from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.tools import Toolbox, file_tools
+
+ROLE = "helper"
+
+
+class HelperArgs(BaseModel):
+    job: str = Field(description="the auxiliary job, e.g. summarise the failures in experiments/")
+    context: str = Field("", description="material from earlier calls this job needs")
+
+
+SYSTEM = """ROLE: helper
+You are AiScientist's helper for short auxiliary jobs. You may write only under scratch/;
+everything else is read-only. Keep it short. End with finish(summary)."""
+
+
+def run(rt: Runtime, key: str, args: HelperArgs) -> SpecialistResult:
+    box = Toolbox()
+    box.add(*file_tools(rt.ws.scope(ROLE), box, write=True))
+    user = "\n\n".join([task_brief(rt), bus_rules(rt), f"Job: {args.job}", *([f"Context:\n{args.context}"] if args.context else [])])
+    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key, max_turns=min(6, rt.config.specialists.max_turns))
+    return SpecialistResult(role=ROLE, summary=summary, artifacts=box.artifacts, full_output=summary, ok=ok, turns=turns)

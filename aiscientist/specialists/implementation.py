@@ -1,0 +1,68 @@
+"""Implementation: change the editable code in `submission/` and log it in `impl_log.md`.
+
+Modes: `full` (implement a planned change end to end), `fix` (repair what the last
+experiment showed broken), `explore` (try a new idea from the plan). The tail of
+`exp_log.md` is put into the specialist's context so fixes follow the evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from aiscientist.experiment import git
+from aiscientist.specialists.base import SpecialistResult, read_or_empty, run_loop
+from aiscientist.specialists.context import bus_rules, tail, task_brief
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.tools import Toolbox, clip, file_tools
+
+ROLE = "implementation"
+
+
+class ImplementationArgs(BaseModel):
+    mode: Literal["full", "fix", "explore"]
+    task: str = Field(description="what to implement or fix")
+    context: str = Field("", description="evidence and material the implementer needs (failure traces, plan items)")
+
+
+SYSTEM = """ROLE: implementation
+You are AiScientist's implementation specialist. Make the requested change to the
+editable files under submission/ with edit_file / write_file (protected files are
+read-only). Mode full: implement the planned change completely. Mode fix: repair what
+the last experiment showed broken, following the evidence. Mode explore: try the new idea
+you were given, keeping the code runnable. Do not run experiments - experimentation does.
+End with finish(summary): what you changed, in which files, and why."""
+
+
+def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
+    scope = rt.ws.scope(ROLE)
+    box = Toolbox()
+    box.add(*file_tools(scope, box, write=True))
+    exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars)
+    user = "\n\n".join(
+        [
+            task_brief(rt),
+            bus_rules(rt),
+            f"Mode: {args.mode}",
+            f"Task: {args.task}",
+            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
+            *([f"## Tail of logs/exp_log.md\n{exp_tail}"] if exp_tail else []),
+        ]
+    )
+    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    changed = _changed_files(rt)
+    entry = f"mode: {args.mode}\ntask: {clip(args.task, 500)}\nchanged (vs baseline): {', '.join(changed) or 'nothing'}\n{clip(summary, 2000)}"
+    key_log = f"{key}.impl_log"
+    if not rt.journal.has(key_log):
+        scope.append("impl_log", entry)
+        rt.journal.record(key_log, {"tool": "append_log"})
+    artifacts = [*box.artifacts, "logs/impl_log.md"]
+    diff = git(rt.ws.paths.submission, "diff", "--stat", "HEAD")
+    full = f"{summary}\n\nFiles changed since the last best/baseline commit:\n{diff or '(none)'}"
+    return SpecialistResult(role=ROLE, summary=summary, artifacts=artifacts, full_output=full, ok=ok, turns=turns)
+
+
+def _changed_files(rt: Runtime) -> list[str]:
+    out = git(rt.ws.paths.submission, "diff", "--name-only", "baseline")
+    return [line for line in out.splitlines() if rt.task.is_editable(line)]

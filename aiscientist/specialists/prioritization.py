@@ -1,0 +1,48 @@
+"""Prioritization: a ranked, dependency-aware, deliberately diverse plan in `plan/prioritized_tasks.md`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from aiscientist.specialists.base import SpecialistResult, read_or_empty, run_loop
+from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.tools import Toolbox, file_tools
+
+ROLE = "prioritization"
+PLAN = "plan/prioritized_tasks.md"
+
+
+class PrioritizationArgs(BaseModel):
+    guidance: str = Field(description="what the plan should emphasise now")
+    context: str = Field("", description="material from earlier calls this specialist needs")
+
+
+SYSTEM = f"""ROLE: prioritization
+You are AiScientist's prioritization specialist. Write {PLAN}: candidate hypotheses /
+code changes ranked P0 (first) to P3, each with expected gain, feasibility, dependencies
+and the exact change to try. Keep the list deliberately diverse - different files,
+mechanisms and hyper-parameters - because broad exploration finds more gains than
+refining one idea. Use what the analysis and the experiment log say. Each entry may end
+with a line `- change: {{"path": ..., "old": ..., "new": ...}}` giving an exact edit.
+End with finish(summary) - the top entries in a few lines."""
+
+
+def run(rt: Runtime, key: str, args: PrioritizationArgs) -> SpecialistResult:
+    box = Toolbox()
+    box.add(*file_tools(rt.ws.scope(ROLE), box, write=True))
+    user = "\n\n".join(
+        [
+            task_brief(rt),
+            bus_rules(rt),
+            f"Guidance: {args.guidance}",
+            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
+            f"Steps used so far: {rt.steps_done()} of {rt.steps}.",
+        ]
+    )
+    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    plan = read_or_empty(rt, ROLE, PLAN)
+    if not plan:
+        ok, summary = False, summary + f" ({PLAN} was not written)"
+    full = f"{summary}\n\n## {PLAN}\n{plan}" if plan else summary
+    return SpecialistResult(role=ROLE, summary=summary, artifacts=box.artifacts, full_output=full, ok=ok, turns=turns)

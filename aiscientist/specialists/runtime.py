@@ -1,0 +1,70 @@
+"""What every agent of one run shares: workspace, model clients, budgets, journal, timing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiscientist.config import RunConfig
+from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
+from aiscientist.specialists.journal import Journal
+from aiscientist.task import Task
+
+
+@dataclass
+class Runtime:
+    ws: Any  # aiscientist.workspace.Workspace
+    config: RunConfig
+    model: str
+    steps: int
+    journal: Journal
+    wall_time_s: float | None = None
+    model_s: float = 0.0  # wall time spent inside model calls (this session)
+    _clients: dict[str, LLMClient] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def task(self) -> Task:
+        return self.ws.task
+
+    @property
+    def agent(self) -> str:
+        """The name step records carry: the ablation arm."""
+        return self.config.arm
+
+    def client(self, role: str) -> LLMClient:
+        with self._lock:
+            if role not in self._clients:
+                limits = BudgetLimits(tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s)
+                llm_config = load_llm_config(self.model, self.config.models_file, budget=limits.model_dump(), offline_max_steps=self.steps)
+                self._clients[role] = make_client(self.model, self.ws.paths.root, role, llm_config)
+            return self._clients[role]
+
+    def complete(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        """One model call, timed (the benchmark separates model time from framework time)."""
+        client = self.client(role)
+        started = time.monotonic()
+        try:
+            return client.complete(messages, tools, role=role)
+        finally:
+            with self._lock:
+                self.model_s += time.monotonic() - started
+
+    def usage(self) -> tuple[int, float]:
+        """(tokens, cost) used by the run so far, earlier sessions included."""
+        used = self.client("orchestrator").budget.used()
+        return used.tokens, used.cost_usd
+
+    def elapsed_s(self) -> float:
+        return self.client("orchestrator").budget.elapsed_s()
+
+    def steps_done(self) -> int:
+        return len(list(self.ws.paths.experiments.glob("step_*/step.json")))
+
+    def steps_left(self) -> int:
+        return max(0, self.steps - self.steps_done())
+
+    def out_of_time(self) -> bool:
+        return self.wall_time_s is not None and self.elapsed_s() >= self.wall_time_s

@@ -1,0 +1,167 @@
+"""Tools an agent calls, as typed schemas bound to one role's file scope.
+
+A `Tool` couples a pydantic argument model (its JSON schema is what the model sees)
+with a handler. `Toolbox.call` validates arguments, runs the handler, and turns every
+`ToolError` (a denied path, a missing file, an exhausted step budget) into an
+`Error: ...` tool result: agents see their mistakes, the run never crashes on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from aiscientist.llm.types import ToolCall
+from aiscientist.workspace.errors import ToolError
+
+READ_LIMIT = 200
+RESULT_CHARS = 12_000
+
+
+class ReadFileArgs(BaseModel):
+    path: str = Field(description="path relative to the run folder, e.g. submission/train.py")
+    start_line: int = Field(1, ge=1)
+    max_lines: int = Field(READ_LIMIT, ge=1, le=2000)
+
+
+class WriteFileArgs(BaseModel):
+    path: str
+    content: str
+
+
+class EditFileArgs(BaseModel):
+    path: str
+    old: str = Field(description="exact text to replace; must occur exactly once")
+    new: str
+
+
+class ListFilesArgs(BaseModel):
+    path: str = "."
+
+
+class SearchFilesArgs(BaseModel):
+    pattern: str = Field(description="regular expression")
+    path: str = "."
+
+
+class AppendLogArgs(BaseModel):
+    log: Literal["exp_log", "impl_log"]
+    text: str
+
+
+class FinishArgs(BaseModel):
+    summary: str = Field(description="what you did and found, and the files you wrote")
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    handler: Callable[[Any], str]
+    effect: bool = False  # changes the workspace: replayed from the journal on resume
+
+    def schema(self) -> dict[str, Any]:
+        parameters = self.args.model_json_schema()
+        parameters.pop("title", None)
+        for prop in parameters.get("properties", {}).values():
+            prop.pop("title", None)
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
+
+
+@dataclass
+class Toolbox:
+    tools: dict[str, Tool] = field(default_factory=dict)
+    artifacts: list[str] = field(default_factory=list)
+    current_key: str = ""  # journal position of the call being run (see base.run_tool)
+
+    def add(self, *tools: Tool) -> Toolbox:
+        for tool in tools:
+            self.tools[tool.name] = tool
+        return self
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def is_effect(self, name: str) -> bool:
+        return name in self.tools and self.tools[name].effect
+
+    def call(self, call: ToolCall) -> tuple[str, bool]:
+        """(result text, ok). Never raises for the agent's own mistakes."""
+        if call.error:
+            return f"Error: {call.error}", False
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return f"Error: unknown tool {call.name!r}; available: {', '.join(self.tools)}", False
+        try:
+            args = tool.args.model_validate(call.arguments)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(arguments)"
+            return f"Error: bad arguments for {call.name}: {where}: {first['msg']}", False
+        try:
+            result = tool.handler(args)
+        except ToolError as err:
+            return f"Error: {err}", False
+        return clip(result, RESULT_CHARS), True
+
+    def note(self, path: str) -> None:
+        if path not in self.artifacts:
+            self.artifacts.append(path)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying so."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 40] + f"\n... [{len(text) - limit + 40} more characters cut]"
+
+
+def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False) -> list[Tool]:
+    """read/list/search, plus write/edit (and append_log) when the role may write."""
+
+    def read(a: ReadFileArgs) -> str:
+        text = scope.read(a.path, start_line=a.start_line, max_lines=a.max_lines)
+        return text if text else f"({a.path} is empty or has no lines from {a.start_line})"
+
+    def listing(a: ListFilesArgs) -> str:
+        return "\n".join(scope.list(a.path)) or f"({a.path} is empty)"
+
+    def search(a: SearchFilesArgs) -> str:
+        return "\n".join(scope.search(a.pattern, a.path)) or "(no matches)"
+
+    def write_file(a: WriteFileArgs) -> str:
+        scope.write(a.path, a.content)
+        box.note(a.path)
+        return f"wrote {a.path} ({len(a.content)} characters)"
+
+    def edit_file(a: EditFileArgs) -> str:
+        scope.edit(a.path, a.old, a.new)
+        box.note(a.path)
+        return f"edited {a.path}"
+
+    def append_log(a: AppendLogArgs) -> str:
+        scope.append(a.log, a.text)
+        box.note(f"logs/{a.log}.md")
+        return f"appended to {a.log}"
+
+    tools = [
+        Tool("read_file", "Read lines of a file in the workspace.", ReadFileArgs, read),
+        Tool("list_files", "List files under a workspace folder.", ListFilesArgs, listing),
+        Tool("search_files", "Search files for a regular expression; returns path:line: text.", SearchFilesArgs, search),
+    ]
+    if write:
+        tools += [
+            Tool("write_file", "Create or overwrite a file you may write.", WriteFileArgs, write_file, effect=True),
+            Tool("edit_file", "Replace one exact occurrence of `old` with `new` in a file.", EditFileArgs, edit_file, effect=True),
+        ]
+    if logs:
+        tools.append(Tool("append_log", "Append an entry to exp_log or impl_log (append-only).", AppendLogArgs, append_log, effect=True))
+    return tools
+
+
+def finish_tool() -> Tool:
+    return Tool("finish", "End your work and return a short summary to the orchestrator.", FinishArgs, lambda a: a.summary)
