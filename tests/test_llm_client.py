@@ -168,7 +168,7 @@ def test_budget_stops_before_the_call_that_would_exceed_it(tmp_path: Path) -> No
         client.complete(MESSAGES)
         helper.complete(MESSAGES)
         with pytest.raises(BudgetExhausted, match="tokens budget exhausted: 240 used") as info:
-            client.complete(MESSAGES)  # 240 used + this prompt (~20 tokens) > 250
+            client.complete(MESSAGES)  # 240 used + this prompt (~20) + a typical answer (20) > 250
         assert info.value.limit == "tokens"
         assert len(server.requests) == 2
         # a resumed run rebuilds what it used from the log and stays stopped
@@ -231,3 +231,43 @@ def test_known_model_is_priced_from_litellm_cost_map(tmp_path: Path) -> None:
 
     prompt_cost, completion_cost = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=1000)
     assert c.cost == pytest.approx(prompt_cost + completion_cost) and c.cost > 0
+
+
+def test_missing_usage_is_counted_with_tiktoken(tmp_path: Path) -> None:
+    with FakeOpenAI([reply("a short answer of several words", usage=False)]) as server:
+        c = make_client(MODEL, tmp_path, config=config(server)).complete(MESSAGES)
+    import litellm
+
+    assert c.prompt_tokens == litellm.token_counter(model=MODEL, messages=MESSAGES) > 5
+    assert c.completion_tokens == litellm.token_counter(model=MODEL, text="a short answer of several words")
+    assert calls_log(tmp_path)[0]["prompt_tokens"] == c.prompt_tokens
+
+
+def test_too_long_retry_after_fails_instead_of_hanging(tmp_path: Path) -> None:
+    with FakeOpenAI([error(429, {"Retry-After": "3600"}), reply("never")]) as server:
+        client = make_client(MODEL, tmp_path, config=config(server, retry_after_max_s=5))
+        with pytest.raises(ModelError, match="retry after 3600s"):
+            client.complete(MESSAGES)
+    assert len(server.requests) == 1
+
+
+def test_cost_and_wall_time_limits(tmp_path: Path) -> None:
+    with FakeOpenAI([reply("x", prompt_tokens=1000, completion_tokens=1000) for _ in range(3)]) as server:
+        # each call costs 0.5 + 1.0 = 1.5 USD at the fallback price; the next one is
+        # estimated from its prompt and the answers so far, so it is not made
+        client = make_client(MODEL, tmp_path / "cost", config=config(server, budget=BudgetLimits(cost_usd=2.0)))
+        client.complete(MESSAGES)
+        with pytest.raises(BudgetExhausted, match="cost_usd budget exhausted: 1.5 used"):
+            client.complete(MESSAGES)
+        assert len(server.requests) == 1
+    slow = make_client("offline", tmp_path / "wall", config=LLMConfig(budget=BudgetLimits(wall_time_s=0.3)))
+    slow.complete(MESSAGES)
+    time.sleep(0.35)
+    with pytest.raises(BudgetExhausted, match="wall_time_s"):
+        slow.complete(MESSAGES)
+    # the wall time already spent survives a resume
+    forget_run(tmp_path / "wall")
+    resumed = make_client("offline", tmp_path / "wall", config=LLMConfig(budget=BudgetLimits(wall_time_s=0.3)))
+    assert resumed.budget.elapsed_s() >= 0.35
+    with pytest.raises(BudgetExhausted, match="wall_time_s"):
+        resumed.complete(MESSAGES)

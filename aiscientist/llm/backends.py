@@ -74,13 +74,15 @@ def _reply_from_response(response: Any) -> Reply:
         for i, c in enumerate(message.tool_calls or [])
     ]
     usage = getattr(response, "usage", None)
+    # litellm reports zeros when the provider sent no usage; no real request has 0 prompt tokens
+    reported = usage is not None and bool(getattr(usage, "prompt_tokens", 0))
     hidden = getattr(response, "_hidden_params", {}) or {}
     return Reply(
         content=message.content or "",
         tool_calls=calls,
-        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
-        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
-        cost=hidden.get("response_cost"),
+        prompt_tokens=usage.prompt_tokens if reported else None,
+        completion_tokens=usage.completion_tokens if reported else None,
+        cost=hidden.get("response_cost") if reported else None,
     )
 
 

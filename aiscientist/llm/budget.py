@@ -71,6 +71,7 @@ class BudgetTracker:
         self._used = Usage()
         self._reserved = Usage()
         self._prior_wall_s = 0.0
+        self._answers = self._answer_tokens = 0
         self._started = time.monotonic()
         for record in read_records(log_path) if log_path else []:
             self._add(record)
@@ -82,6 +83,15 @@ class BudgetTracker:
         self._used.tokens += int(record.get("prompt_tokens", 0)) + int(record.get("completion_tokens", 0))
         self._used.cost_usd += float(record.get("cost", 0.0))
         self._used.calls += 1
+        if record.get("outcome") == "ok":
+            self._answers += 1
+            self._answer_tokens += int(record.get("completion_tokens", 0))
+
+    def typical_completion_tokens(self) -> int:
+        """Mean completion size so far: the estimate of a call's answer when no
+        max_tokens bounds it."""
+        with self._lock:
+            return round(self._answer_tokens / self._answers) if self._answers else 0
 
     def elapsed_s(self) -> float:
         """Wall time of the run so far, including earlier sessions of a resumed run."""

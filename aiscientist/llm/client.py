@@ -58,7 +58,7 @@ class LLMClient:
         key = request_hash(self.model, msgs, schemas)
         base = {"role": role, "model": self.model, "request_hash": key}
         est_prompt = self._count(messages=msgs, tools=schemas)
-        est_completion = self.config.max_tokens or 0
+        est_completion = self.config.max_tokens or self.budget.typical_completion_tokens()
         try:
             reservation = self.budget.reserve(est_prompt + est_completion, self._price(est_prompt, est_completion))
         except BudgetExhausted as err:
@@ -89,6 +89,7 @@ class LLMClient:
                     "latency_s": round(time.monotonic() - started, 3),
                     "retry_wait_s": round(attempts.waited_s, 3),
                     "attempts": attempts.count,
+                    "retries": max(0, attempts.count - 1),
                     "outcome": "error",
                     "error": f"{type(err).__name__}: {err}"[:500],
                 },
@@ -105,6 +106,7 @@ class LLMClient:
                 "latency_s": round(time.monotonic() - started, 3),
                 "retry_wait_s": round(attempts.waited_s, 3),
                 "attempts": attempts.count,
+                "retries": max(0, attempts.count - 1),
                 "outcome": "ok",
                 "replayed": self.replayer is not None,
                 "tool_calls": [c.name for c in reply.tool_calls],
@@ -172,7 +174,7 @@ def _stamp() -> dict[str, str]:
 
 
 def _zero() -> dict[str, Any]:
-    return {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "latency_s": 0.0, "retry_wait_s": 0.0, "attempts": 0}
+    return {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "latency_s": 0.0, "retry_wait_s": 0.0, "attempts": 0, "retries": 0}
 
 
 def make_client(
