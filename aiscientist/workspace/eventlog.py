@@ -5,7 +5,8 @@ hash = sha256 over the canonical JSON of the other six fields and prev_hash is
 the previous line's hash. Markdown logs are appended in `=== Session N ===`
 blocks; each append is itself an event recording the byte offset, length,
 sha256 and one short hash per line of the appended text, so `verify` can name
-the first line of a markdown log that no longer matches.
+the first line of a markdown log that no longer matches, and a mirror copy of
+each markdown log under `.pristine/logs/` lets the watcher restore it.
 
 Writers serialise on an exclusive `flock` of events.jsonl (safe across threads
 and processes, since every call opens its own file description) and write each
@@ -28,6 +29,7 @@ from typing import Any
 GENESIS = "0" * 64
 EVENTS = "logs/events.jsonl"
 HEAD = "state/events_head.json"
+MIRROR = ".pristine/logs"
 SESSION_MARK = "=== Session "
 LINE_HASH_CHARS = 12
 FIELDS = ("seq", "ts", "role", "kind", "payload", "prev_hash")
@@ -79,6 +81,7 @@ class EventLog:
                 os.write(out, data)
             finally:
                 os.close(out)
+            self._mirror(rel, offset, data)
             payload = {
                 "file": rel,
                 "session": session,
@@ -89,6 +92,20 @@ class EventLog:
             }
             event = self._append_event(fd, role, "log.append", payload, log_size=(rel, offset + len(data)))
         return event, session
+
+    def mirror_path(self, rel: str) -> Path:
+        """A copy of a markdown log kept where no role reaches, for restoring it."""
+        return self.root / MIRROR / Path(rel).name
+
+    def _mirror(self, rel: str, offset: int, data: bytes) -> None:
+        path = self.mirror_path(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, data, offset)
+            os.ftruncate(fd, offset + len(data))
+        finally:
+            os.close(fd)
 
     def head(self) -> dict[str, Any]:
         """The last recorded seq, hash and expected log sizes (read under the lock)."""

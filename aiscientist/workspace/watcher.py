@@ -46,7 +46,7 @@ class Watcher(FileSystemEventHandler):
         self._changes: dict[str, dict[str, Any]] = {}
         self._protected_hits: list[dict[str, Any]] = []
         self._dirty_logs: set[str] = set()
-        self._tampered_steps: dict[int, set[str]] = {}
+        self._pending_invalid: dict[int, set[str]] = {}
         self._manifest = ws.engine.protected_manifest()
         self._log_files = set(ws.permissions.logs.values())
         self._expected: dict[str, list[str]] = {}
@@ -114,14 +114,17 @@ class Watcher(FileSystemEventHandler):
         return None if rel == "." else rel
 
     def _check_protected(self, inside: str, who: str) -> None:
+        """Hash the file as soon as the change arrives, so a script that edits a
+        protected file and soon puts it back is still caught."""
         target = self.ws.paths.submission / inside
         try:
             ok = not target.is_symlink() and hashlib.sha256(target.read_bytes()).hexdigest() == self._manifest[inside]
         except OSError:
             ok = False
         if not ok:
+            hit = {"file": inside, "ts": now(), "by": who, "step": self.ws.experiment_running, "commands": self.ws.commands_running}
             with self._lock:
-                self._protected_hits.append({"file": inside, "ts": now(), "by": who, "step": self.ws.experiment_running})
+                self._protected_hits.append(hit)
 
     # ---- flushing -----------------------------------------------------------------
 
@@ -134,6 +137,7 @@ class Watcher(FileSystemEventHandler):
                 dirty, self._dirty_logs = self._dirty_logs, set()
             if hits:
                 self._handle_protected(hits)
+            self._invalidate_finished_steps()
             for rel in sorted(dirty):
                 self._handle_log(rel)
             if changes:
@@ -143,32 +147,45 @@ class Watcher(FileSystemEventHandler):
                 self.ws.events.record("system", "files.changed", payload)
 
     def step_finished(self, step: int) -> None:
-        """Called when the engine ends a step: a step during which a protected
-        file was seen changed is marked invalid, even if the file was put back."""
+        """Called when the engine ends a step, before it returns the record."""
         self.flush()
-        files = self._tampered_steps.pop(step, None)
-        if not files:
-            return
-        step_json = self.ws.paths.step_dir(step) / "step.json"
-        record = json.loads(step_json.read_text())
-        if record.get("valid", True):
-            record.update(valid=False, success=False, error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}")
-            step_json.write_text(json.dumps(record, indent=1))
-            self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher"})
 
     def _handle_protected(self, hits: list[dict[str, Any]]) -> None:
         running = self.ws.experiment_running
-        files = sorted({h["file"] for h in hits})
-        payload = {"files": files, "found": "watcher", "by": hits[0]["by"], "seen_at": hits[0]["ts"]}
-        if running is not None:
-            self._tampered_steps.setdefault(running, set()).update(files)
-            self.ws.events.record("system", "protected.tampered", {**payload, "step": running, "restored": False, "note": "the engine restores it after the step; the step is marked invalid"})
-            return
-        for hit in hits:  # hits from a step that has just ended
+        in_steps: dict[int, list[dict[str, Any]]] = {}
+        others = []
+        for hit in hits:
             if hit["step"] is not None:
-                self._tampered_steps.setdefault(hit["step"], set()).add(hit["file"])
-        self.ws.events.record("system", "protected.tampered", {**payload, "restored": True})
-        self.ws.engine.restore_protected()
+                in_steps.setdefault(hit["step"], []).append(hit)
+            else:
+                others.append(hit)
+        for step, step_hits in in_steps.items():
+            files = sorted({h["file"] for h in step_hits})
+            self.ws.events.record("system", "protected.tampered", {"files": files, "found": "watcher", "step": step, "by": step_hits[0]["by"], "seen_at": step_hits[0]["ts"], "restored": False, "note": "the engine restores protected files after each step; the step is marked invalid"})
+            self._pending_invalid.setdefault(step, set()).update(files)
+        if not others:
+            return
+        files = sorted({h["file"] for h in others})
+        if all(h["commands"] for h in others):  # the task's own preprocessing may rewrite them
+            self.ws.events.record("system", "protected.changed", {"files": files, "found": "watcher", "by": "task commands before the step", "note": "the engine restores protected files before each step"})
+            return
+        self.ws.events.record("system", "protected.tampered", {"files": files, "found": "watcher", "by": others[0]["by"], "seen_at": others[0]["ts"], "restored": running is None})
+        if running is None:
+            self.ws.engine.restore_protected()
+
+    def _invalidate_finished_steps(self) -> None:
+        """Mark a step invalid even when the file was put back before it ended
+        (the engine, checking only after the run, would not see it)."""
+        for step, files in list(self._pending_invalid.items()):
+            step_json = self.ws.paths.step_dir(step) / "step.json"
+            if not step_json.is_file():  # still running
+                continue
+            del self._pending_invalid[step]
+            record = json.loads(step_json.read_text())
+            if record.get("valid", True):
+                record.update(valid=False, success=False, error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}")
+                step_json.write_text(json.dumps(record, indent=1))
+                self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher"})
 
     def _handle_log(self, rel: str) -> None:
         with self.ws.events._locked():  # consistent with API appends; no recording inside
@@ -189,20 +206,26 @@ class Watcher(FileSystemEventHandler):
         return {"problem": f"file shrank from {expected} to {size} bytes", "restored": False}
 
     def _check_markdown(self, rel: str) -> dict[str, Any] | None:
+        """Compare a markdown log with the chain's line hashes; put back the
+        mirror copy when it differs (and the mirror itself still matches)."""
         self._read_new_appends()
         want = self._expected.get(rel, [])
         path = self.ws.paths.root / rel
-        data = path.read_bytes() if path.is_file() else b""
-        lines = data.splitlines(keepends=True)
-        for number, digest in enumerate(want, 1):
-            if number > len(lines) or hashlib.sha256(lines[number - 1]).hexdigest()[:LINE_HASH_CHARS] != digest:
-                return {"problem": f"line {number} no longer matches the event chain (edited, deleted or truncated)", "line": number, "restored": False}
-        if len(lines) == len(want):
+        data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+        line = _first_mismatch(data, want)
+        if line is None:
             return None
-        keep = sum(len(line) for line in lines[: len(want)])
-        os.truncate(path, keep)
-        extra = data[keep:]
-        return {"problem": f"{len(extra)} bytes written outside the API from line {len(want) + 1}", "line": len(want) + 1, "preview": extra[:200].decode(errors="replace"), "restored": True}
+        lines = data.splitlines(keepends=True)
+        shown = b"".join(lines[line - 1 :])[:200].decode(errors="replace")
+        mirror = self.ws.events.mirror_path(rel)
+        backup = mirror.read_bytes() if mirror.is_file() else b""
+        restored = _first_mismatch(backup, want) is None
+        if restored:
+            tmp = path.with_name(path.name + ".restore")
+            tmp.write_bytes(backup)
+            os.replace(tmp, path)
+        problem = "text written outside the API" if line > len(want) else "edited, deleted or truncated outside the API"
+        return {"problem": f"line {line}: {problem}", "line": line, "now_reads": shown, "restored": restored}
 
     def _read_new_appends(self) -> None:
         """Extend the expected line hashes with appends recorded since the last look."""
@@ -218,3 +241,12 @@ class Watcher(FileSystemEventHandler):
                     continue
                 if event.get("kind") == "log.append":
                     self._expected.setdefault(event["payload"]["file"], []).extend(event["payload"]["lines"])
+
+
+def _first_mismatch(data: bytes, want: list[str]) -> int | None:
+    """The first line of `data` that differs from the expected line hashes."""
+    lines = data.splitlines(keepends=True)
+    for number, digest in enumerate(want, 1):
+        if number > len(lines) or hashlib.sha256(lines[number - 1]).hexdigest()[:LINE_HASH_CHARS] != digest:
+            return number
+    return len(want) + 1 if len(lines) > len(want) else None

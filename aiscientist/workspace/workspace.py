@@ -57,9 +57,10 @@ class Workspace:
     def __init__(self, task: Task, paths: RunPaths, config: WorkspaceConfig, permissions: PermissionsFile, sandbox: Sandbox):
         self.task, self.paths, self.config, self.permissions = task, paths, config, permissions
         self.events = EventLog(paths.root)
-        self.engine = ExperimentEngine(task, paths, sandbox, on_event=self._on_engine_event)
+        self.engine = ExperimentEngine(task, paths, _ObservedSandbox(sandbox, self), on_event=self._on_engine_event)
         self.active = "system"
         self.experiment_running: int | None = None
+        self.commands_running = False
         self.watcher = None
         self._map_dirty = True
         self._map_lock = threading.Lock()
@@ -207,6 +208,21 @@ class Workspace:
         if kind == "experiment.end":
             self.experiment_running = None
             self.changed()
+
+
+class _ObservedSandbox:
+    """The engine's sandbox, telling the workspace while commands run (so the
+    watcher can tell a task's own preprocessing from anything else)."""
+
+    def __init__(self, inner: Sandbox, ws: Workspace):
+        self.inner, self.ws, self.name = inner, ws, inner.name
+
+    def run(self, commands, cwd, timeout, env=None, writable=(), readonly=(), hidden=()):  # type: ignore[no-untyped-def]
+        self.ws.commands_running = True
+        try:
+            return self.inner.run(commands, cwd, timeout, env=env, writable=writable, readonly=readonly, hidden=hidden)
+        finally:
+            self.ws.commands_running = False
 
 
 def _write_task_folder(task: Task, folder: Path) -> None:

@@ -1,0 +1,95 @@
+"""The watcher against real experiment code that tampers (local sandbox, so
+the writes are possible; bwrap would refuse them outright)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from aiscientist.task import load_task
+from aiscientist.workspace import Workspace, verify_run
+from aiscientist.workspace.eventlog import read_events
+
+TINY = Path(__file__).parent / "fixtures" / "tiny" / "task.yaml"
+
+
+@pytest.fixture
+def ws(tmp_path):
+    return Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
+
+
+def plant(ws: Workspace, code: str) -> None:
+    """Implementation appends `code` to train.py (an editable file)."""
+    scope = ws.scope("implementation")
+    scope.write("submission/train.py", scope.read("submission/train.py") + "\n" + code + "\n")
+
+
+def kinds(ws: Workspace) -> list[dict]:
+    return list(read_events(ws.paths.root))
+
+
+def test_experiment_overwriting_a_protected_file_and_a_log(ws):
+    original = (ws.paths.submission / "data.py").read_text()
+    ws.scope("experimentation").append("exp_log", "step 1: trying a larger learning rate")
+    log_before = (ws.paths.logs / "exp_log.md").read_text()
+    plant(ws, 'open("data.py", "w").write("def make_split(name):\\n    return [(0.0, 0.0)]\\n")\nopen("../logs/exp_log.md", "w").write("all targets beaten\\n")')
+    with ws.watch(flush_s=0.1):
+        ws.set_active("experimentation")
+        record = ws.engine.run_step("experimentation", "larger learning rate")
+        time.sleep(0.3)
+    assert not record.valid and "data.py" in (record.error or "")
+    assert (ws.paths.submission / "data.py").read_text() == original
+    assert (ws.paths.logs / "exp_log.md").read_text() == log_before
+    events = kinds(ws)
+    protected = [e for e in events if e["kind"] == "protected.tampered"]
+    assert {e["payload"]["found"] for e in protected} == {"watcher", "after run"}
+    seen = next(e for e in protected if e["payload"]["found"] == "watcher")
+    assert seen["payload"]["files"] == ["data.py"] and seen["payload"]["by"] == "step_0001 (experimentation)"
+    assert any(e["kind"] == "protected.restored" and e["payload"]["files"] == ["data.py"] for e in events)
+    log = next(e for e in events if e["kind"] == "log.tampered")
+    assert log["payload"]["file"] == "logs/exp_log.md" and log["payload"]["restored"] is True
+    assert "all targets beaten" in log["payload"]["now_reads"]
+    changes = [c for e in events if e["kind"] == "files.changed" for c in e["payload"]["changes"]]
+    assert any(c["path"] == "submission/weights.json" and c["by"].startswith("step_0001") for c in changes)
+    report = verify_run(ws.paths.root)
+    assert report.clean, report.problems
+    assert len(report.tamper_events) >= 3
+
+
+def test_a_protected_file_edited_and_put_back_during_a_step_invalidates_it(ws):
+    plant(ws, 'import pathlib, time\np = pathlib.Path("evaluate.py")\nkeep = p.read_text()\np.write_text(keep + "# fake scores\\n")\ntime.sleep(0.4)\np.write_text(keep)')
+    with ws.watch(flush_s=0.1):
+        record = ws.engine.run_step("experimentation", "sneaky")
+    assert record.valid  # the engine alone, checking after the run, sees nothing
+    step = ws.steps()[0]
+    assert not step.valid and "seen by the watcher" in (step.error or "")
+    assert ws.state().best_step is None
+    assert any(e["kind"] == "step.invalidated" and e["payload"]["files"] == ["evaluate.py"] for e in kinds(ws))
+    assert verify_run(ws.paths.root).clean
+
+
+def test_outside_a_step_a_protected_file_is_restored_at_once(ws):
+    with ws.watch(flush_s=0.05):
+        ws.set_active("helper")
+        (ws.paths.submission / "evaluate.py").write_text("print('replaced')\n")
+        deadline = time.monotonic() + 5
+        while ws.engine.tampered_files() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert ws.engine.tampered_files() == []
+    tampered = [e for e in kinds(ws) if e["kind"] == "protected.tampered"]
+    assert tampered and tampered[0]["payload"]["by"] == "helper" and tampered[0]["payload"]["restored"] is True
+
+
+def test_events_appended_outside_the_api_are_cut_back(ws):
+    with ws.watch(flush_s=0.05):
+        with open(ws.paths.logs / "events.jsonl", "a") as handle:
+            handle.write('{"seq": 999, "kind": "forged"}\n')
+        deadline = time.monotonic() + 5
+        while not any(e["kind"] == "log.tampered" for e in kinds(ws)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    flagged = [e for e in kinds(ws) if e["kind"] == "log.tampered"]
+    assert flagged and flagged[0]["payload"]["file"] == "logs/events.jsonl" and flagged[0]["payload"]["restored"] is True
+    assert not any(e.get("kind") == "forged" for e in kinds(ws))
+    assert verify_run(ws.paths.root).clean
