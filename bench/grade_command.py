@@ -27,16 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console, errors = Console(), Console(stderr=True, soft_wrap=True)
     if args.max_depth is not None and args.max_depth < 1:
-        console.print("[red]error:[/red] --max-depth must be at least 1")
+        errors.print("[red]error:[/red] --max-depth must be at least 1")
         return 2
     try:
         sandbox = None if args.code_dev else get_sandbox(args.sandbox)
         result = grade_submission(args.submission, args.paper, args.judge_model, args.code_dev, args.out,
                                   timeout_s=args.timeout, max_depth=args.max_depth, concurrency=args.concurrency, sandbox=sandbox)
     except (RubricError, SandboxUnavailable, ModelConfigError) as err:
-        console.print(f"[red]error:[/red] {err}")
+        errors.print(f"[red]error:[/red] {err}")
         return 2
     console.print(render_tree(result.tree))
     repro = result.reproduction

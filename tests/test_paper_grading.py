@@ -1,0 +1,148 @@
+"""End to end: grade the reference reproductions (high), empty and broken submissions (near zero).
+
+Check leaves are decided from the files the real reproduction produced; every other leaf
+goes to a scripted model judge, whose script holds exactly as many answers as leaves need
+a model (one answer too few or too many calls would show up as invalid leaves).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench import rubric
+from bench.grading import grade_submission
+
+ROOT = Path(__file__).parent.parent
+PAPERS = ROOT / "bench" / "papers"
+REFERENCES = Path(__file__).parent / "reference_papers"
+
+
+def _script(tmp_path: Path, score: int, count: int, name: str = "judge.yaml") -> str:
+    answer = {"expectations": "what the paper specifies", "reality": "what the files show", "score": score, "explanation": "scripted"}
+    reply = {"content": "```json\n" + json.dumps(answer) + "\n```", "prompt_tokens": 1000, "completion_tokens": 50}
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump([reply] * count))
+    return f"scripted:{path}"
+
+
+def _leaves(paper: str, code_dev: bool = False) -> list[rubric.RubricNode]:
+    root = rubric.load(PAPERS / paper / "rubric.json").root
+    return (rubric.code_dev_view(root) if code_dev else root).leaves()
+
+
+def _copy_reference(paper: str, tmp_path: Path) -> Path:
+    dest = tmp_path / "submission"
+    shutil.copytree(REFERENCES / paper, dest, ignore=shutil.ignore_patterns("results", "__pycache__"))
+    return dest
+
+
+def test_reference_label_smoothing_scores_high(tmp_path: Path) -> None:
+    paper = "label-smoothing-calibration"
+    model_leaves = [leaf for leaf in _leaves(paper) if leaf.check is None]
+    submission = _copy_reference(paper, tmp_path)
+    result = grade_submission(submission, PAPERS / paper, _script(tmp_path, 1, len(model_leaves)), concurrency=4)
+    assert result.reproduction is not None and result.reproduction.returncode == 0
+    assert result.reproduction.created == ["results/metrics.json", "results/table.md"]
+    checks = [n for n in result.tree.walk() if n.method == "check"]
+    assert len(checks) == sum(leaf.check is not None for leaf in _leaves(paper))
+    assert all(n.score == 1 for n in checks), [n.explanation for n in checks if n.score < 1]
+    assert result.valid and result.leaves_invalid == 0
+    assert result.score >= 0.95
+    assert result.prompt_tokens == 1000 * len(model_leaves)
+    saved = json.loads((submission / "grade.json").read_text())
+    assert saved["score"] == pytest.approx(result.score) and saved["tree"]["sub_tasks"]
+    assert "eps=0.2 seed=1" in (submission / "grade_reproduce.log").read_text()
+    assert not (submission / "results").exists()  # reproduction ran on a copy
+
+
+def test_reference_knn_scaling_scores_high_through_the_cli(tmp_path: Path) -> None:
+    paper = "knn-scaling"
+    model_leaves = [leaf for leaf in _leaves(paper) if leaf.check is None]
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "aiscientist", "grade", str(REFERENCES / paper), "--paper", str(PAPERS / paper),
+         "--judge-model", _script(tmp_path, 1, len(model_leaves)), "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, "COLUMNS": "160"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "score 1.000 (valid)" in proc.stdout
+    assert "The results of Table 1 are reproduced" in proc.stdout and "[check]" in proc.stdout
+    saved = json.loads((out / "grade.json").read_text())
+    assert saved["score"] == pytest.approx(1.0) and saved["reproduction"]["created"] == ["results/accuracy.json", "results/table.md"]
+    assert not (REFERENCES / paper / "results").exists() and not (REFERENCES / paper / "grade.json").exists()
+
+
+@pytest.mark.parametrize("paper", ["label-smoothing-calibration", "knn-scaling"])
+def test_empty_submission_scores_zero_without_calling_the_model(tmp_path: Path, paper: str) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = grade_submission(empty, PAPERS / paper, _script(tmp_path, 1, 1), out=tmp_path / "out")
+    assert result.score == 0 and result.valid
+    assert result.prompt_tokens == 0  # every leaf was decided by a rule or a check
+    assert result.reproduction is not None and not result.reproduction.ran
+    assert {n.method for n in result.tree.walk() if not n.sub_tasks} == {"rule", "check"}
+
+
+BROKEN_METRICS = {"results": {eps: {"accuracy": 0.5, "nll": 2.0, "ece": 0.3, "confidence": 0.9} for eps in ("0", "0.05", "0.1", "0.2")}}
+
+
+def test_broken_submission_scores_near_zero(tmp_path: Path) -> None:
+    """A crashing training script that writes placeholder numbers, next to a results
+    file shipped with the paper's numbers (which must not count: it was not produced)."""
+    paper = "label-smoothing-calibration"
+    sub = tmp_path / "broken"
+    (sub / "results").mkdir(parents=True)
+    shipped = {"results": {"0": {"accuracy": 0.9312, "nll": 0.2407, "ece": 0.0105, "confidence": 0.9226}}}
+    (sub / "results" / "metrics.json").write_text(json.dumps(shipped))
+    (sub / "README.md").write_text("Label smoothing reproduction (work in progress).\n")
+    (sub / "train.py").write_text(
+        "import json, os\nos.makedirs('results', exist_ok=True)\n"
+        f"json.dump({BROKEN_METRICS!r}, open('results/metrics.json', 'w'))\n"
+        "raise RuntimeError('model diverged')\n"
+    )
+    (sub / "reproduce.sh").write_text("set -e\npython train.py\n")
+    leaves = _leaves(paper)
+    needs_model = [leaf for leaf in leaves if leaf.check is None]
+    result = grade_submission(sub, PAPERS / paper, _script(tmp_path, 0, len(needs_model)), out=tmp_path / "out")
+    assert result.reproduction is not None and result.reproduction.returncode == 1
+    assert result.reproduction.changed == ["results/metrics.json"] and result.reproduction.created == []
+    assert result.valid, [n.explanation for n in result.tree.walk() if not n.valid]
+    by_req = {n.requirements: n for n in result.tree.walk()}
+    assert by_req["Running reproduce.sh produces results/metrics.json"].score == 1
+    assert by_req["ECE with epsilon = 0.1 is 0.132 +/- 0.03"].score == 0
+    assert 0 < result.score < 0.1
+
+
+def test_code_dev_mode_grades_only_code_and_skips_reproduction(tmp_path: Path) -> None:
+    paper = "label-smoothing-calibration"
+    code_leaves = _leaves(paper, code_dev=True)
+    result = grade_submission(REFERENCES / paper, PAPERS / paper, _script(tmp_path, 1, len(code_leaves)), code_dev=True, out=tmp_path)
+    assert result.reproduction is None and result.code_dev
+    assert {n.task_category for n in result.tree.walk() if not n.sub_tasks} == {"Code Development"}
+    assert result.leaves_graded == len(code_leaves) and result.score == 1 and result.valid
+
+
+def test_cli_offline_judge_and_bad_input(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    base = [sys.executable, "-m", "aiscientist", "grade"]
+    proc = subprocess.run([*base, str(empty), "--paper", str(PAPERS / "knn-scaling")], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "score 0.000" in proc.stdout and (empty / "grade.json").is_file()
+    proc = subprocess.run([*base, str(empty), "--paper", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and "paper folder not found" in proc.stderr
+    bad = tmp_path / "bad_paper"
+    bad.mkdir()
+    (bad / "paper.md").write_text("# A paper\n")
+    (bad / "rubric.json").write_text(json.dumps({"id": "r", "requirements": "r", "weight": 1, "sub_tasks": [
+        {"id": "a", "requirements": "a", "weight": 1, "sub_tasks": []}]}))
+    proc = subprocess.run([*base, str(empty), "--paper", str(bad)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and "leaf 'a' has no task_category" in proc.stderr
