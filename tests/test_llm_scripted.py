@@ -92,3 +92,13 @@ def test_langchain_messages_reach_the_model_as_openai_dicts(tmp_path: Path) -> N
     assert role_of(dicts) == "helper"
     with pytest.raises(ValueError, match="unsupported message type int"):
         client.complete([1])
+
+
+def test_record_and_replay_come_from_the_environment_the_cli_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiscientist.cli import build_parser
+
+    args = build_parser().parse_args(["--record", str(tmp_path / "rec"), "verify", str(tmp_path)])
+    assert args.record == str(tmp_path / "rec") and args.replay is None
+    monkeypatch.setenv("AISCIENTIST_LLM_REPLAY", str(tmp_path / "rec"))
+    assert load_llm_config("offline").replay_dir == tmp_path / "rec"
+    assert load_llm_config("offline", replay_dir=tmp_path / "other").replay_dir == tmp_path / "other"

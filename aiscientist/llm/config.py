@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiscientist.llm.types import ModelConfigError, describe_validation
 
 DEFAULT_MODELS_FILE = Path(__file__).resolve().parents[2] / "configs" / "models.yaml"
+# set by the CLI's --record / --replay, so every client of the process records or replays
+RECORD_ENV, REPLAY_ENV = "AISCIENTIST_LLM_RECORD", "AISCIENTIST_LLM_REPLAY"
 
 
 class BudgetLimits(BaseModel):
@@ -45,7 +48,8 @@ class LLMConfig(BaseModel):
 
 def load_llm_config(model: str, path: Path | None = None, **overrides: Any) -> LLMConfig:
     """Settings for `model`: the file's `defaults`, then its `models[model]` entry,
-    then `overrides`. The file is optional unless `path` names it explicitly."""
+    then the record/replay environment variables, then `overrides`. The file is
+    optional unless `path` names it explicitly."""
     file = Path(path) if path is not None else DEFAULT_MODELS_FILE
     raw: dict[str, Any] = {}
     if file.is_file():
@@ -64,6 +68,9 @@ def load_llm_config(model: str, path: Path | None = None, **overrides: Any) -> L
             merged["budget"] = {**merged.get("budget", {}), **value}
         else:
             merged[key] = value
+    for key, env in (("record_dir", RECORD_ENV), ("replay_dir", REPLAY_ENV)):
+        if os.environ.get(env):
+            merged[key] = os.environ[env]
     merged.update({k: v for k, v in overrides.items() if v is not None})
     merged["model"] = model
     try:

@@ -8,6 +8,7 @@ replayed with the same sequence of answers.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import Counter
 from pathlib import Path
@@ -55,7 +56,7 @@ class Replayer:
 
     def _nearest(self, request: dict[str, Any]) -> str:
         """Where the request first departs from the closest recorded one."""
-        best: tuple[int, str] | None = None
+        best: tuple[tuple[int, int], str] | None = None
         for path in sorted(self.dir.glob("*.json")):
             try:
                 recorded = json.loads(path.read_text())["request"]
@@ -67,17 +68,28 @@ class Replayer:
         return best[1] if best else "the directory holds no recordings"
 
 
-def _first_difference(recorded: dict[str, Any], request: dict[str, Any]) -> tuple[int, str]:
-    """A similarity score (shared leading messages) and a description of the first difference."""
+def _first_difference(recorded: dict[str, Any], request: dict[str, Any]) -> tuple[tuple[int, int], str]:
+    """A similarity score (shared leading messages, then shared leading characters of
+    the first differing one) and a description of the first difference."""
     if recorded.get("model") != request.get("model"):
-        return -1, f"model differs ({recorded.get('model')} recorded, {request.get('model')} asked)"
+        return (-1, 0), f"model differs ({recorded.get('model')} recorded, {request.get('model')} asked)"
     old, new = recorded.get("messages", []), request.get("messages", [])
     for i, (a, b) in enumerate(zip(old, new)):
         if canonical_json(a) != canonical_json(b):
             field = next((k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)), "?")
-            return i, f"message {i} ({b.get('role')}) differs in '{field}': recorded {str(a.get(field))[:80]!r}, asked {str(b.get(field))[:80]!r}"
+            was, now = _excerpts(str(a.get(field)), str(b.get(field)))
+            shared = len(os.path.commonprefix([canonical_json(a), canonical_json(b)]))
+            return (i, shared), f"message {i} ({b.get('role')}) differs in '{field}': recorded {was!r}, asked {now!r}"
     if len(old) != len(new):
-        return min(len(old), len(new)), f"{len(new)} messages asked, {len(old)} recorded"
+        return (min(len(old), len(new)), 0), f"{len(new)} messages asked, {len(old)} recorded"
     if canonical_json(recorded.get("tools")) != canonical_json(request.get("tools")):
-        return len(new), "the tool schemas differ"
-    return len(new), "identical request body (hash scheme changed?)"
+        return (len(new), 0), "the tool schemas differ"
+    return (len(new), 0), "identical request body (hash scheme changed?)"
+
+
+def _excerpts(a: str, b: str, width: int = 40) -> tuple[str, str]:
+    """The two texts around their first differing character."""
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, at - width // 2)
+    cut = (lambda t: ("..." if start else "") + t[start : at + width] + ("..." if len(t) > at + width else ""))
+    return cut(a), cut(b)
