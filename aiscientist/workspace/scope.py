@@ -73,7 +73,7 @@ class Scope:
         except OSError as err:
             raise ToolError(f"{rel}: cannot write: {err.strerror}") from None
         self.ws.events.record(self.role, "file.write", {"path": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-        self.ws.changed()
+        self.ws.changed(lazy=True)
         return f"wrote {len(data)} bytes to {rel}"
 
     def edit(self, path: str, old: str, new: str) -> str:

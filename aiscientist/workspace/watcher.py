@@ -5,12 +5,15 @@ and written to the event log in batches (`files.changed`). Two kinds of change
 are checked on the spot:
 
 - protected files in submission/: hashed as soon as the change arrives. Outside
-  an experiment they are restored from the pristine copy at once; during one the
-  engine restores them after the step, and the watcher marks that step invalid
-  (this also catches a script that edits a protected file and puts it back).
-- logs: the markdown logs are compared with the line hashes the event chain
-  holds, and events.jsonl with the chain head. Text added outside the API is cut
-  off again (restored); any other damage is flagged for `verify`.
+  a step they are restored from the pristine copy at once (unless the task's own
+  commands are running, e.g. preprocessing; the engine restores after those);
+  during a step the engine restores them after the run, and the watcher marks
+  that step invalid, which also catches a script that edits a protected file
+  and puts it back before the engine looks.
+- logs: the markdown logs are compared with the line hashes in the event chain
+  and put back from their mirror copy when they differ; events.jsonl is
+  compared with the chain head and lines added outside the API are cut off.
+  Whatever cannot be repaired is flagged, and `verify` reports it.
 """
 
 from __future__ import annotations

@@ -185,7 +185,8 @@ class Workspace:
         return self.paths.workspace_map.read_text()
 
     def changed(self, lazy: bool = False) -> None:
-        """Something that matters changed: regenerate the map now or on next read."""
+        """Something that matters changed: regenerate the map now, or (for agents'
+        writes, which can come in quick runs) when it is next read."""
         self._map_dirty = True
         if not lazy:
             self.refresh_map()
