@@ -76,16 +76,21 @@ def drive(client, toolbox: ToolBox, prompt: str, max_turns: int = 40) -> tuple[l
     raise AssertionError("the offline policy never finished")
 
 
-def test_default_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path) -> None:
+def run_policy(root: Path, config: LLMConfig) -> tuple[Task, ExperimentEngine, list[dict], dict]:
     task = load_task(TINY)
-    paths = RunPaths(tmp_path / "run")
+    paths = RunPaths(root)
     task.copy_repository(paths.submission)
     engine = ExperimentEngine(task, paths, get_sandbox("local"))
     engine.ensure_setup()
     prompt = f"ROLE: experimentation\n{task.summary()}\nThe code lives in submission/. Step budget: 4"
-    client = make_client("offline", paths.root, role="experimentation", config=LLMConfig(seed=3))
+    client = make_client("offline", paths.root, role="experimentation", config=config)
     messages, finish = drive(client, ToolBox(task, engine), prompt)
+    return task, engine, messages, finish
 
+
+def test_default_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path) -> None:
+    task, engine, messages, finish = run_policy(tmp_path / "run", LLMConfig(seed=3, record_dir=tmp_path / "rec"))
+    paths = engine.paths
     steps = load_steps(paths)
     assert len(steps) == 4
     for step in steps:
@@ -106,6 +111,14 @@ def test_default_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path
     records = read_records(paths.logs / "llm_calls.jsonl")
     assert all(r["role"] == "experimentation" and r["model"] == "offline" and r["cost"] == 0 for r in records)
     assert len(records) == sum(1 for m in messages if m["role"] == "assistant")
+
+    # replayed from its recording (with a seed that would choose differently), the run repeats itself
+    _, engine2, messages2, finish2 = run_policy(tmp_path / "replayed", LLMConfig(seed=99, replay_dir=tmp_path / "rec"))
+    assert messages2 == messages and finish2 == finish
+    assert all(r["replayed"] for r in read_records(engine2.paths.logs / "llm_calls.jsonl"))
+    replayed = load_steps(engine2.paths)
+    assert [(s.hypothesis, s.metric) for s in replayed] == [(s.hypothesis, s.metric) for s in steps[:4]]
+    assert [(engine2.paths.root / s.diff_path).read_text() for s in replayed] == [(paths.root / s.diff_path).read_text() for s in steps[:4]]
 
 
 def fake_results(metrics: list[float]):
