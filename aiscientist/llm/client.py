@@ -144,9 +144,15 @@ class LLMClient:
                 attempts.waited_s += delay
 
     def _count(self, **kwargs: Any) -> int:
+        """Tokens by the model's tokenizer where litellm has it offline, else tiktoken's default."""
         import litellm
 
-        return int(litellm.token_counter(model=self.model if self.priced else "", **kwargs))
+        if self.priced:
+            try:
+                return int(litellm.token_counter(model=self.model, **kwargs))
+            except Exception:  # e.g. a Hugging Face tokenizer that would need the network
+                pass
+        return int(litellm.token_counter(model="", **kwargs))
 
     def _count_reply(self, reply: Reply) -> int:
         text = reply.content + "".join(c.name + c.arguments for c in reply.tool_calls)

@@ -19,10 +19,11 @@ from aiscientist.llm.types import ReplayMiss, Reply
 
 
 class Recorder:
+    _lock = threading.Lock()  # shared: several clients of a run may record the same request
+
     def __init__(self, directory: Path):
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
 
     def save(self, key: str, request: dict[str, Any], reply: Reply) -> None:
         with self._lock:
