@@ -38,7 +38,7 @@ NEVER = [".pristine", "state", "logs/events.jsonl", "logs/llm_calls.jsonl", "sub
 SEGMENTS = [
     "", ".", "..", "submission", "plan", "scratch", "task", "paper_analysis", "experiments", "logs", "state", ".pristine", ".git",
     "files", "manifest.json", "events.jsonl", "exp_log.md", "train.py", "config.py", "evaluate.py", "data.py", "heldout", "seed.json",
-    "out_dir", "out_file", "to_pristine", "to_protected", "to_train", "to_state", "loop", "~", "etc", "passwd",
+    "out_dir", "out_file", "hard_out", "hard_protected", "fifo", "to_pristine", "to_protected", "to_train", "to_state", "loop", "~", "etc", "passwd",
 ]
 
 
@@ -63,6 +63,9 @@ def planted(tmp_path_factory):
             (root / folder / "to_train").symlink_to(root / "submission" / "train.py")
             (root / folder / "loop").symlink_to("loop")
         (root / "submission" / "heldout" / "seed.json").write_text("{}")  # a hidden asset that leaked in
+        os.link(outside / "secret.txt", root / "scratch" / "hard_out")  # 3 links once both runs exist
+        os.link(root / "submission" / "evaluate.py", root / "submission" / "hard_protected")
+        os.mkfifo(root / "scratch" / "fifo")
         runs[set_name] = ws
     yield runs
     shutil.rmtree(base, ignore_errors=True)
@@ -175,6 +178,8 @@ def test_refusals_are_specific_recorded_and_not_crashes(planted):
         ("write", "plan/prioritized_tasks.md"): "outside the files this role may write (submission/train.py, submission/config.py)",
         ("read", "state/workspace.json"): "outside the areas this role may read",
         ("write", "scratch/" + "n" * 300): "longer than 255 bytes",
+        ("read", "scratch/hard_out"): "implementation may not read scratch/hard_out: the file has 3 hard links (it may alias another file)",
+        ("read", "submission/hard_protected"): "implementation may not read submission/hard_protected: the file has 2 hard links",
     }
     before = sum(1 for e in read_events(ws.paths.root) if e["kind"] == "access.denied")
     for (op, path), message in cases.items():
@@ -183,13 +188,20 @@ def test_refusals_are_specific_recorded_and_not_crashes(planted):
         assert message in str(info.value), (op, path, str(info.value))
     denied = [e for e in read_events(ws.paths.root) if e["kind"] == "access.denied"]
     assert len(denied) - before == len(cases)
-    assert denied[-1]["role"] == "implementation" and denied[-1]["payload"]["op"] == "write"
+    assert [(e["role"], e["payload"]["op"], e["payload"]["path"]) for e in denied[-len(cases):]] == [("implementation", op, path[:200]) for op, path in cases]
     with pytest.raises(PermissionDenied, match="may not append to exp_log: this role may not append"):
         impl.append("exp_log", "x")
     with pytest.raises(PermissionDenied, match="exceeds the 1000000-byte write limit"):
         impl.write("submission/config.py", "x" * 1_000_001)
     with pytest.raises(ValueError, match="unknown role 'nobody'"):
         ws.scope("nobody")
+    helper = ws.scope("helper")
+    with pytest.raises(PermissionDenied, match="helper may not read scratch/hard_out: the file has 3 hard links"):
+        helper.read("scratch/hard_out")
+    with pytest.raises(PermissionDenied, match="helper may not read scratch/fifo: not a regular file"):
+        helper.read("scratch/fifo")
+    assert not {"scratch/hard_out", "scratch/fifo"} & set(helper.list("scratch"))
+    assert helper.search("secret", "scratch") == []
 
 
 def test_an_editable_name_that_is_a_link_to_a_protected_file_is_refused(planted):

@@ -93,3 +93,15 @@ def test_events_appended_outside_the_api_are_cut_back(ws):
     assert flagged and flagged[0]["payload"]["file"] == "logs/events.jsonl" and flagged[0]["payload"]["restored"] is True
     assert not any(e.get("kind") == "forged" for e in kinds(ws))
     assert verify_run(ws.paths.root).clean
+
+
+def test_a_damaged_pristine_copy_is_flagged_and_verify_names_it(ws):
+    with ws.watch(flush_s=0.05):
+        (ws.paths.pristine / "files" / "data.py").write_text("# gone\n")
+        deadline = time.monotonic() + 5
+        while not any(e["kind"] == "pristine.tampered" for e in kinds(ws)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    flagged = [e for e in kinds(ws) if e["kind"] == "pristine.tampered"]
+    assert flagged and flagged[0]["payload"]["files"] == ["data.py"]
+    problems = [str(p) for p in verify_run(ws.paths.root).problems]
+    assert problems == [".pristine/files/data.py: differs from its pristine hash"]

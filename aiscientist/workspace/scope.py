@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -216,6 +217,9 @@ class Scope:
             reason = self.policy.refusal(op, real_rel)
             if reason:
                 self._deny(verb, rel, f"it leads to {real_rel}: {reason}")
+        reason = _odd_file(real)
+        if reason:
+            self._deny(verb, rel, reason)
 
     def _visible(self, rel: str, full: Path) -> str | None:
         """How a folder entry is listed (`name/` for folders), or None when the
@@ -225,6 +229,8 @@ class Scope:
         if not real.is_relative_to(root):
             return None
         candidates = dict.fromkeys([rel, self._rel(real)])
+        if _odd_file(real):
+            return None
         if real.is_dir():
             return rel + "/" if all(self.policy.dir_refusal(c) is None for c in candidates) else None
         return rel if all(self.policy.refusal("read", c) is None for c in candidates) else None
@@ -242,7 +248,7 @@ class Scope:
             for name in sorted(files):
                 file_rel = _join(folder_rel, name)
                 full = base / name
-                if full.is_symlink() or self.policy.refusal("read", file_rel) is not None:
+                if full.is_symlink() or _odd_file(full) or self.policy.refusal("read", file_rel) is not None:
                     continue
                 yield file_rel, full
 
@@ -250,6 +256,23 @@ class Scope:
         error = PermissionDenied(self.role, verb, path, reason)
         self.ws.events.record(self.role, "access.denied", {"op": verb, "path": path, "reason": reason})
         raise error
+
+
+def _odd_file(path: Path) -> str | None:
+    """Why an existing path is unsafe to open whatever its name says: a FIFO or
+    device would block or leak, and a file with several hard links may alias a
+    protected file or one outside the workspace."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_nlink > 1:
+        return f"the file has {info.st_nlink} hard links (it may alias another file)"
+    return None
 
 
 def _read_lines(path: Path, start_line: int, max_lines: int | None) -> str:

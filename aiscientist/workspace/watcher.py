@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-IGNORED = ("state/", "submission/.git/", "WORKSPACE.md")
+# Written all the time by the system itself (checkpoints, git, the map, the
+# model client's call log, the log mirrors); not listed as changes.
+IGNORED = ("state/", "submission/.git/", "WORKSPACE.md", "logs/llm_calls.jsonl", ".pristine/logs/")
 MAX_LISTED = 100
 
 
@@ -50,6 +52,7 @@ class Watcher(FileSystemEventHandler):
         self._protected_hits: list[dict[str, Any]] = []
         self._dirty_logs: set[str] = set()
         self._pending_invalid: dict[int, set[str]] = {}
+        self._pristine_touched = False
         self._manifest = ws.engine.protected_manifest()
         self._log_files = set(ws.permissions.logs.values())
         self._expected: dict[str, list[str]] = {}
@@ -108,6 +111,9 @@ class Watcher(FileSystemEventHandler):
             inside = rel.removeprefix("submission/")
             if rel.startswith("submission/") and inside in self._manifest:
                 self._check_protected(inside, who)
+            if rel.startswith(".pristine/"):
+                with self._lock:
+                    self._pristine_touched = True
 
     def _rel(self, path: str) -> str | None:
         try:
@@ -138,6 +144,9 @@ class Watcher(FileSystemEventHandler):
                 changes, self._changes = list(self._changes.values()), {}
                 hits, self._protected_hits = self._protected_hits, []
                 dirty, self._dirty_logs = self._dirty_logs, set()
+                pristine, self._pristine_touched = self._pristine_touched, False
+            if pristine:
+                self._check_pristine()
             if hits:
                 self._handle_protected(hits)
             self._invalidate_finished_steps()
@@ -175,6 +184,19 @@ class Watcher(FileSystemEventHandler):
         self.ws.events.record("system", "protected.tampered", {"files": files, "found": "watcher", "by": others[0]["by"], "seen_at": others[0]["ts"], "restored": running is None})
         if running is None:
             self.ws.engine.restore_protected()
+
+    def _check_pristine(self) -> None:
+        """Pristine copies cannot be restored from anywhere: flag them for verify."""
+        bad = []
+        for inside, digest in self._manifest.items():
+            copy = self.ws.paths.pristine / "files" / inside
+            try:
+                if copy.is_symlink() or hashlib.sha256(copy.read_bytes()).hexdigest() != digest:
+                    bad.append(inside)
+            except OSError:
+                bad.append(inside)
+        if bad:
+            self.ws.events.record("system", "pristine.tampered", {"files": bad, "found": "watcher", "by": self.ws.activity(), "restored": False})
 
     def _invalidate_finished_steps(self) -> None:
         """Mark a step invalid even when the file was put back before it ended
