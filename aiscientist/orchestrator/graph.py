@@ -80,7 +80,8 @@ def build_graph(rt: Runtime, checkpointer: Any):
         limit = config.orchestrator.max_decisions_per_step * rt.steps + 10
         if state.get("decision", 0) >= limit:
             return {"stop_reason": f"decision limit reached ({limit} decisions without spending the step budget)"}
-        view = {**state, "final_call": final, "stage": stage_of(state.get("calls", {}), steps_done, rt.steps)}
+        stage = ("submit" if final else "research") if agent.flat else stage_of(state.get("calls", {}), steps_done, rt.steps)
+        view = {**state, "final_call": final, "stage": stage}
         try:
             completion = rt.complete(agent.role, agent.messages(view), agent.submit_only if final else agent.schemas)
         except BudgetExhausted as err:

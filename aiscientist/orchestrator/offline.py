@@ -27,8 +27,10 @@ def orchestrator_policy(ctx: PolicyContext) -> PolicyReply:
         return PolicyReply(f"{BANNER} The step budget is spent; submitting.", [("submit", {"reason": f"{BANNER} step budget spent ({count.get('steps_done', 0)} steps); the best validated step is kept."})])
     if not count.get("comprehension"):
         return PolicyReply(f"{BANNER} Stage understand.", [("comprehension", {"focus": "targets, metric and baseline, method structure, evaluation protocol"})])
+    bus_off = "File-as-Bus is off" in ctx.prompt_text
     if not count.get("prioritization"):
-        return PolicyReply(f"{BANNER} Stage plan.", [("prioritization", {"guidance": "rank diverse candidate changes, one per knob before any second variant"})])
+        analysis = _output_of(ctx, "comprehension") if bus_off else ""
+        return PolicyReply(f"{BANNER} Stage plan.", [("prioritization", {"guidance": "rank diverse candidate changes, one per knob before any second variant", "context": analysis})])
     specialist = [e for e in ctx.history if e.name in ("implementation", "experimentation")]
     last = specialist[-1] if specialist else None
     if last is not None and last.name == "implementation":
@@ -38,7 +40,7 @@ def orchestrator_policy(ctx: PolicyContext) -> PolicyReply:
     edit = EDIT.findall(impl.result or "") if impl else []
     verdict = re.findall(r"^verdict: (.*)$", last.result or "", re.M) if last else []
     k = count.get("explore", 0) + 1
-    plan = _plan_from_conversation(ctx) if "File-as-Bus is off" in ctx.prompt_text else ""
+    plan = "\n".join(line for line in _output_of(ctx, "prioritization").splitlines() if line.startswith(("## P", "- change:"))) if bus_off else ""
     if verdict and verdict[-1].startswith("failed") and edit:
         context = f"EDIT {edit[-1]}\nThe last experiment failed:\n{(last.result or '')[:1500]}"
         return PolicyReply(f"{BANNER} The last run failed: fixing by undoing the change that broke it.", [("implementation", {"mode": "fix", "task": "the last experiment failed; undo the change named in EDIT", "context": context})])
@@ -49,16 +51,18 @@ def orchestrator_policy(ctx: PolicyContext) -> PolicyReply:
     return PolicyReply(f"{BANNER} Exploring candidate #{k}.", [("implementation", {"mode": "explore", "task": task, "context": context.strip()})])
 
 
-def _plan_from_conversation(ctx: PolicyContext) -> str:
-    """File-as-Bus off: the plan only exists in prioritization's returned output."""
+def _output_of(ctx: PolicyContext, specialist: str) -> str:
+    """File-as-Bus off: a specialist's output exists only in the conversation."""
     for exchange in reversed(ctx.history):
-        if exchange.name == "prioritization" and exchange.result:
-            return "\n".join(line for line in exchange.result.splitlines() if line.startswith(("## P", "- change:")))
+        if exchange.name == specialist and exchange.result:
+            return exchange.result
     return ""
 
 
 def flat_policy(ctx: PolicyContext) -> PolicyReply:
     """The single-agent ablation offline: read, change one literal, run, keep or revert."""
+    if "run_experiment" not in ctx.tool_names:
+        return PolicyReply(f"{BANNER} The step budget is spent; submitting.", [("submit", {"reason": f"{BANNER} step budget spent; the best validated step is kept."})])
     return default_policy(ctx)
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from aiscientist.config import RunConfig
 from aiscientist.experiment import best_step
+from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
@@ -91,11 +92,11 @@ def solve(
             wall_time_s=config.wall_time_s or task.budget.wall_time_s,
             config=config,
         )
+        check_model(info)  # an unknown model or a missing key fails before anything is created
         ws = Workspace.create(task, run_dir, file_bus=config.file_bus, sandbox=config.sandbox)
         resumed = False
     _save(ws, info)
     rt = Runtime(ws=ws, config=info.config, model=info.model, steps=info.steps, journal=Journal(ws.paths.state / "journal.jsonl"), wall_time_s=info.wall_time_s)
-    rt.client("orchestrator")  # model problems (unknown name, missing key) surface before any work
     started = time.monotonic()
     with ExitStack() as stack:
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
@@ -116,6 +117,11 @@ def solve(
     ws.events.record("orchestrator", "run.end", {"stop_reason": stop_reason, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
     _save(ws, info.model_copy(update={"finished": True, "stop_reason": stop_reason}))
     return result
+
+
+def check_model(info: RunInfo) -> None:
+    """Raise ModelConfigError for a model that cannot be used as configured."""
+    make_client(info.model, None, "orchestrator", load_llm_config(info.model, info.config.models_file))
 
 
 def finish(rt: Runtime, info: RunInfo, stop_reason: str) -> RunResult:

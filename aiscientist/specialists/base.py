@@ -92,7 +92,10 @@ def read_or_empty(rt: Runtime, role: str, path: str) -> str:
     """A workspace file as `role` may see it; empty when absent or not allowed."""
     from aiscientist.workspace.errors import ToolError
 
+    scope = rt.ws.scope(role)
+    if scope.policy.refusal("read", path) is not None:
+        return ""  # not this role's to see (File-as-Bus off): no attempt, no denial on record
     try:
-        return rt.ws.scope(role).read(path)
+        return scope.read(path)
     except (ToolError, OSError):
         return ""

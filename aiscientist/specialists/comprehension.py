@@ -55,7 +55,8 @@ def reader_files(rt: Runtime, axis: str) -> list[str]:
     else:
         names = [*task.protected, *task.related]
     files = ["task/task.md"] + [f"submission/{n}" for n in dict.fromkeys(names) if "*" not in n]
-    return files[:8]
+    policy = rt.ws.scope(ROLE).policy  # with File-as-Bus off, submission/ is not comprehension's to read
+    return [f for f in files if policy.refusal("read", f) is None][:8]
 
 
 def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:

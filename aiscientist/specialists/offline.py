@@ -27,6 +27,10 @@ def _field(ctx: PolicyContext, name: str) -> str:
     return found[-1].strip() if found else ""
 
 
+def _bus_off(ctx: PolicyContext) -> bool:
+    return "File-as-Bus is OFF" in ctx.prompt_text
+
+
 def _reads(ctx: PolicyContext) -> dict[str, str]:
     """Contents of the files read so far (whole-file reads from line 1)."""
     return {str(e.arguments.get("path")): strip_line_numbers(e.result or "") for e in ctx.history if e.name == "read_file" and not e.failed}
@@ -48,7 +52,7 @@ def reader_policy(ctx: PolicyContext) -> PolicyReply:
     axis = _field(ctx, "Axis").split(" ")[0] or "code"
     notes = [f"{BANNER} notes on the {axis} axis (extracted mechanically, not interpreted):"]
     for path, text in _reads(ctx).items():
-        notes.append(f"- {path}: " + _digest(text, axis))
+        notes.append(f"- {path}: " + _digest(text, axis if path.startswith("submission/") else "evaluation"))
     return ctx.finish("\n".join(notes))
 
 
@@ -56,13 +60,13 @@ def _digest(text: str, axis: str) -> str:
     lines = text.splitlines()
     doc = next((line.strip().strip('"#').strip() for line in lines if line.strip()), "")
     defs = re.findall(r"^\s*(?:def|class) (\w+)", text, re.M)
-    knobs = [c.name for c in candidates.find_candidates(text)] if axis != "evaluation" else []
+    knobs = [lines[c.line - 1].strip() for c in candidates.find_candidates(text)] if axis != "evaluation" else []
     metric_lines = [f"line {i}: {line.strip()[:100]}" for i, line in enumerate(lines, 1) if axis == "evaluation" and re.search(r"mse|acc|loss|metric|final_info|split", line, re.I)]
     parts = [doc[:160]]
     if defs:
         parts.append("defines " + ", ".join(defs[:10]))
     if knobs:
-        parts.append("tunable literals " + ", ".join(dict.fromkeys(knobs)))
+        parts.append("knobs: " + "; ".join(f"`{k}`" for k in dict.fromkeys(knobs)))
     if metric_lines:
         parts.append("; ".join(metric_lines[:5]))
     return " | ".join(p for p in parts if p)
@@ -131,7 +135,7 @@ def prioritization_policy(ctx: PolicyContext) -> PolicyReply:
         entries = re.findall(r"^## (P\d\. .*)$", str(written[-1].arguments.get("content", "")), re.M)
         top = "; ".join(entries[:3]) or "no candidates"
         return ctx.finish(f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes ranked for breadth. Top: {top}")
-    files = editable_files(ctx.prompt_text)
+    files = [] if _bus_off(ctx) else editable_files(ctx.prompt_text)  # bus off: the code is not prioritization's to read
     contents = _reads(ctx)
     todo = [f for f in files if f not in contents and f not in {str(e.arguments.get("path")) for e in ctx.history}]
     if todo:
@@ -153,7 +157,7 @@ def prioritization_policy(ctx: PolicyContext) -> PolicyReply:
             "",
         ]
     if not changes:
-        lines.append("No tunable literal was found in the editable files.")
+        lines.append("No candidate change: " + ("with File-as-Bus off this role cannot read the code; implementation chooses changes itself." if _bus_off(ctx) else "no tunable literal was found in the editable files."))
     return PolicyReply(f"{BANNER} Writing the plan ({len(changes)} candidates).", [("write_file", {"path": PLAN, "content": "\n".join(lines)})])
 
 
@@ -173,7 +177,7 @@ def implementation_policy(ctx: PolicyContext) -> PolicyReply:
         return PolicyReply(f"{BANNER} Undoing the change that failed.", [("edit_file", {"path": m["path"], "old": m["new"], "new": m["old"]})])
     plan = [json.loads(body) for body in CHANGE.findall(ctx.prompt_text)]
     read_paths = {str(e.arguments.get("path")) for e in ctx.history if e.name == "read_file"}
-    if not plan and PLAN not in read_paths:
+    if not plan and PLAN not in read_paths and not _bus_off(ctx):
         return PolicyReply(f"{BANNER} Reading the plan.", _read_calls([PLAN]))
     plan = plan or [json.loads(body) for body in CHANGE.findall(_reads(ctx).get(PLAN, ""))]
     files = editable_files(ctx.prompt_text)

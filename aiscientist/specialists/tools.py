@@ -24,7 +24,7 @@ RESULT_CHARS = 12_000
 class ReadFileArgs(BaseModel):
     path: str = Field(description="path relative to the run folder, e.g. submission/train.py")
     start_line: int = Field(1, ge=1)
-    max_lines: int = Field(READ_LIMIT, ge=1, le=2000)
+    max_lines: int = Field(READ_LIMIT, ge=1, description="the read stops earlier at 200,000 characters")
 
 
 class WriteFileArgs(BaseModel):
