@@ -113,11 +113,22 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         return "skipped"
     started = time.monotonic()
     task = load_task(spec.task_path)
-    ws = _open_workspace(task, folder, config.sandbox)
-    ws.engine.env.update(_thread_env())
     agent = get_agent(spec.agent)
-    ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=config.options.get(spec.agent, {}))
-    stop = _solve(agent, ctx)
+    options = config.options.get(spec.agent, {})
+    if getattr(agent, "creates_workspace", False):
+        ws_dir = folder / "ws"
+        if ws_dir.exists() and not (ws_dir / "state" / "run.json").is_file():
+            shutil.rmtree(ws_dir)  # created only half-way before a crash
+        folder.mkdir(parents=True, exist_ok=True)
+        stop = _guard(lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, _seed(spec, config.seed), config.sandbox, options))
+        from aiscientist.workspace import Workspace
+
+        ws = Workspace.open(ws_dir)
+    else:
+        ws = _open_workspace(task, folder, config.sandbox)
+        ws.engine.env.update(_thread_env())
+        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=options)
+        stop = "step budget spent" if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx) or "agent stopped")
     timing = folder / "timing.json"
     prior = json.loads(timing.read_text())["wall_time_s"] if timing.is_file() else 0.0
     wall = prior + time.monotonic() - started
@@ -128,13 +139,12 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     return stop
 
 
-def _solve(agent, ctx: RunContext) -> str:
+def _guard(solve) -> str:
+    """Run an agent; the ways a run legitimately ends become its stop reason."""
     from aiscientist.llm.types import BudgetExhausted, ModelError
 
-    if ctx.steps_left() == 0:
-        return "step budget spent"
     try:
-        return agent.solve(ctx) or "agent stopped"
+        return solve()
     except StepBudgetExhausted:
         return "step budget spent"
     except BudgetExhausted as err:
@@ -144,17 +154,28 @@ def _solve(agent, ctx: RunContext) -> str:
 
 
 def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, stop: str, wall: float) -> RunSummary:
-    """Hidden test on the best validation step, diversity, judge labels, summaries."""
-    from aiscientist.result import summarise, write_result
+    """Hidden test on the best validation step (once), diversity, judge labels, summaries."""
+    from aiscientist.llm import read_records
+    from aiscientist.result import RunResult, summarise, write_result
 
     steps = load_steps(ws.paths)
     direction = task.metric.direction if task.metric else "max"
     best = best_step(task, steps) if task.metric else None
-    test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
-    write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop, config={"model": config.model, "steps": config.steps, "round": spec.round}))
+    previous = RunResult.model_validate_json(ws.paths.result.read_text()) if ws.paths.result.is_file() else None
+    if previous is not None and best is not None and previous.test is not None and previous.test.step == best.step:
+        test = previous.test  # the agent's own finish already ran the hidden test on this step
+    else:
+        test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
+        write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop, config={"model": config.model, "steps": config.steps, "round": spec.round}))
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
+    usage = summarise_steps(steps, direction)
+    calls = [r for r in read_records(ws.paths.logs / "llm_calls.jsonl") if r.get("outcome") == "ok"]
+    if calls:  # the model-call log is the ground truth for usage (some agents do not charge steps)
+        usage["tokens"] = sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in calls)
+        usage["cost"] = sum(float(r.get("cost", 0.0)) for r in calls)
+    judge_calls = read_records(folder / "judge" / "logs" / "llm_calls.jsonl")
     return RunSummary(
         task=spec.task,
         agent=spec.agent,
@@ -171,9 +192,10 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         diversity=diversity,
         embedder=embedder,
         labels=labels,
+        judge_tokens=sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in judge_calls),
         rubric_score=_rubric(task, ws, config),
-        error=None if stop in ("step budget spent", "agent stopped") else stop,
-        **summarise_steps(steps, direction),
+        error=None if stop in ("step budget spent", "agent stopped", "submitted") else stop,
+        **usage,
     )
 
 

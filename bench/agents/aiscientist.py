@@ -1,0 +1,52 @@
+"""`aiscientist`, `aiscientist-nobus`, `aiscientist-flat`: this system and its
+ablation arms, run through `aiscientist.orchestrator.solve`.
+
+`solve` creates (or resumes) its own workspace, so these agents take the run
+folder rather than a prepared RunContext. Each run gets a models file with its own
+seed (the project's `configs/models.yaml` plus `seed`), so rounds of the offline
+policy differ.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ARMS = {
+    "aiscientist": {},
+    "aiscientist-nobus": {"file_bus": False},
+    "aiscientist-flat": {"hierarchy": False},
+}
+
+
+class AiScientist:
+    name = "aiscientist"
+    needs_model = True
+    creates_workspace = True
+
+    def solve_run(self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]) -> str:
+        from aiscientist.config import load_config
+        from aiscientist.llm.config import DEFAULT_MODELS_FILE
+        from aiscientist.orchestrator import solve
+
+        models_file = run_dir.parent / "models.yaml"
+        raw = yaml.safe_load(DEFAULT_MODELS_FILE.read_text()) if DEFAULT_MODELS_FILE.is_file() else {}
+        raw = raw or {}
+        raw.setdefault("defaults", {})["seed"] = seed
+        if model in (raw.get("models") or {}):
+            raw["models"][model] = {**(raw["models"][model] or {}), "seed": seed}
+        models_file.write_text(yaml.safe_dump(raw))
+        sets = [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in {**ARMS[self.name], **options}.items()]
+        config = load_config(sets=sets, base={"sandbox": sandbox, "models_file": str(models_file)})
+        result = solve(task_path, run_dir, config=config, model=model, steps=steps)
+        return result.stop_reason or "agent stopped"
+
+
+class AiScientistNoBus(AiScientist):
+    name = "aiscientist-nobus"
+
+
+class AiScientistFlat(AiScientist):
+    name = "aiscientist-flat"
