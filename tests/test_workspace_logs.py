@@ -161,3 +161,15 @@ def test_text_appended_outside_the_api_is_named(logged_run, tmp_path):
     problems = {p.file: p for p in verify_run(copy).problems}
     assert problems["logs/exp_log.md"].line == lines + 1
     assert problems["logs/events.jsonl"].line == event["seq"]
+
+
+def test_a_line_torn_by_a_dead_writer_is_dropped_and_recorded(tmp_path):
+    ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
+    with open(ws.paths.logs / "events.jsonl", "ab") as handle:
+        handle.write(b'{"seq": 3, "ts": "2026-')  # a process killed inside its write
+    assert not verify_run(ws.paths.root).clean
+    event = ws.events.record("system", "after.crash", {})
+    repaired = list(read_events(ws.paths.root))[-1]
+    assert repaired["kind"] == "log.repaired" and repaired["payload"]["dropped_bytes"] == 23
+    assert repaired["seq"] == event["seq"] + 1
+    assert verify_run(ws.paths.root).clean

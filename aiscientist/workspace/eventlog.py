@@ -126,6 +126,10 @@ class EventLog:
     def _append_event(self, fd: int, role: str, kind: str, payload: dict[str, Any], log_size: tuple[str, int] | None = None) -> dict[str, Any]:
         head = self._read_head()
         size = os.fstat(fd).st_size
+        torn = _torn_tail(fd, size)
+        if torn:  # a writer died mid-line: drop the partial line, say so below
+            size -= len(torn)
+            os.ftruncate(fd, size)
         seq, prev = head.get("seq", 0), head.get("hash", GENESIS)
         if head.get("size") != size:  # head missing or stale: trust the file's last line
             seq, prev = _last_event(fd, size) or (seq, prev)
@@ -137,6 +141,9 @@ class EventLog:
         if log_size is not None:
             logs[log_size[0]] = log_size[1]
         self._write_head({"seq": event["seq"], "hash": event["hash"], "size": size + len(line), "logs": logs})
+        if torn:
+            note = {"file": EVENTS, "dropped_bytes": len(torn), "preview": torn[:200].decode(errors="replace")}
+            self._append_event(fd, "system", "log.repaired", note)
         return event
 
     def _read_head(self) -> dict[str, Any]:
@@ -171,6 +178,20 @@ def _last_event(fd: int, size: int) -> tuple[int, str] | None:
         return int(last["seq"]), str(last["hash"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _torn_tail(fd: int, size: int) -> bytes:
+    """The bytes after the file's last newline (empty when it ends cleanly)."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return b""
+    start = size
+    while start > 0:
+        start = max(0, start - 65536)
+        chunk = os.pread(fd, size - start, start)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            return chunk[cut + 1 :]
+    return os.pread(fd, size, 0)
 
 
 def _count_sessions(path: Path) -> int:
