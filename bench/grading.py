@@ -17,7 +17,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from aiscientist.sandbox import Sandbox
-from aiscientist.task import load_task
+from aiscientist.task import Task, load_task
 from bench import rubric as rubric_mod
 from bench.judge import OFFLINE, Completer, Evidence, Judge
 from bench.reproduce import GRADE_FILE, LOG, LOG_COPY, Reproduction, reproduce
@@ -142,6 +142,15 @@ def grade_submission(
     )
     (out_dir / GRADE_FILE).write_text(result.model_dump_json(indent=2) + "\n")
     return result
+
+
+def grade_task(task: Task, submission_dir: str | Path, judge_model: str = OFFLINE, out: str | Path | None = None,
+               code_dev: bool = False, **options) -> GradeResult:
+    """`grade_submission` for a loaded task of kind `reproduce`: the paper folder is
+    the one holding its task.yaml (with rubric.json beside it)."""
+    if task.kind != "reproduce" or task.source is None:
+        raise RubricError(f"task {task.name!r} is not a paper-reproduction task loaded from a task.yaml")
+    return grade_submission(submission_dir, Path(task.source).parent, judge_model, code_dev, out, **options)
 
 
 def render_tree(node: GradedNode, width: int = 90) -> Tree:

@@ -223,7 +223,7 @@ class Judge:
             try:
                 grade = self.grade(node, subtree, evidence, parents.get(node.id, []))
             except Exception as err:  # one leaf's failure must not sink the whole grading
-                log.exception("grading %s failed", node.id)
+                log.warning("grading %s failed: %s", node.id, err, exc_info=log.isEnabledFor(logging.DEBUG))
                 grade = LeafGrade(score=0, valid=False, method="error", explanation=f"grading error: {type(err).__name__}: {err}")
             if on_grade is not None:
                 on_grade(node, grade)

@@ -130,19 +130,32 @@ def test_code_dev_mode_grades_only_code_and_skips_reproduction(tmp_path: Path) -
     assert result.leaves_graded == len(code_leaves) and result.score == 1 and result.valid
 
 
-def test_cli_offline_judge_and_bad_input(tmp_path: Path) -> None:
+def test_cli_offline_judge_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aiscientist.cli import main
+
     empty = tmp_path / "empty"
     empty.mkdir()
-    base = [sys.executable, "-m", "aiscientist", "grade"]
-    proc = subprocess.run([*base, str(empty), "--paper", str(PAPERS / "knn-scaling")], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    assert "score 0.000" in proc.stdout and (empty / "grade.json").is_file()
-    proc = subprocess.run([*base, str(empty), "--paper", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert proc.returncode == 2 and "paper folder not found" in proc.stderr
+    assert main(["grade", str(empty), "--paper", str(PAPERS / "knn-scaling")]) == 0
+    assert "score 0.000" in capsys.readouterr().out and (empty / "grade.json").is_file()
+    assert main(["grade", str(empty), "--paper", str(tmp_path / "nope")]) == 2
+    assert "paper folder not found" in capsys.readouterr().err
     bad = tmp_path / "bad_paper"
     bad.mkdir()
     (bad / "paper.md").write_text("# A paper\n")
     (bad / "rubric.json").write_text(json.dumps({"id": "r", "requirements": "r", "weight": 1, "sub_tasks": [
         {"id": "a", "requirements": "a", "weight": 1, "sub_tasks": []}]}))
-    proc = subprocess.run([*base, str(empty), "--paper", str(bad)], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert proc.returncode == 2 and "leaf 'a' has no task_category" in proc.stderr
+    assert main(["grade", str(empty), "--paper", str(bad)]) == 2
+    assert "leaf 'a' has no task_category" in capsys.readouterr().err
+    assert main(["grade", str(empty), "--paper", str(PAPERS / "knn-scaling"), "--judge-model", "scripted:/no/such/script.yaml"]) == 2
+    assert "no such script file" in capsys.readouterr().err
+
+
+def test_grade_task_finds_the_paper_folder_from_the_task(tmp_path: Path) -> None:
+    from aiscientist.task import load_task
+    from bench.grading import grade_task
+
+    task = load_task(PAPERS / "knn-scaling" / "task.yaml")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = grade_task(task, empty, "offline", out=tmp_path / "out")
+    assert result.paper == "knn-scaling" and result.score == 0 and (tmp_path / "out" / "grade.json").is_file()

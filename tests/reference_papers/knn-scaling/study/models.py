@@ -14,7 +14,7 @@ def build(name: str) -> Pipeline:
     if base == "knn":
         estimator = KNeighborsClassifier(n_neighbors=5)
     elif base == "logreg":
-        estimator = LogisticRegression(C=1.0, max_iter=500)
+        estimator = LogisticRegression(C=1.0, max_iter=100)
     else:
         raise ValueError(f"unknown model {name!r}")
     return make_pipeline(StandardScaler(), estimator) if scaled == "std" else make_pipeline(estimator)

@@ -17,7 +17,7 @@ DATASETS = {"wine": load_wine, "breast_cancer": load_breast_cancer, "digits": lo
 
 
 def main() -> None:
-    # lbfgs is capped at 500 iterations (paper, Section 3); on raw features it may stop early.
+    # lbfgs is capped at 100 iterations (paper, Section 3); on raw features it may stop early.
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
     results: dict[str, dict[str, dict[str, float]]] = {}
