@@ -9,7 +9,9 @@ Conventions (FML-bench, paper appendix C and the `main` branch):
   task has test commands (and the test ran), else that step's validation metric;
 - gains are signed by direction (positive = better); normalised improvement is
   `max(0, gain / |p_best - p_worst|)` where the per-task range spans the baseline
-  and every compared run's value on that task;
+  and every compared run's value on that task; the score's baseline is the
+  baseline code's hidden-test metric when it was measured (the validation
+  baseline otherwise), the curves' baseline is the validation baseline;
 - steps-to-target: the first step whose best-so-far reaches the worst best-run
   among the compared agents on that task;
 - AUC: the mean over the assigned steps of the best-so-far normalised-improvement
@@ -145,7 +147,8 @@ class RunSummary(BaseModel):
     kind: Literal["improve", "reproduce"] = "improve"
     metric: str | None = None
     direction: Direction = "max"
-    baseline: float | None = None
+    baseline: float | None = None  # validation baseline: the task's stated value, else measured
+    baseline_test: float | None = None  # hidden-test metric of the baseline code, when measured
     has_test: bool = False
     assigned: int
     completed: int
@@ -170,6 +173,10 @@ class RunSummary(BaseModel):
     def score(self) -> float | None:
         """The hidden-test metric when the task has one, else the validation best."""
         return self.test_metric if self.has_test else self.best_val
+
+    @property
+    def score_baseline(self) -> float | None:
+        return self.baseline_test if self.has_test and self.baseline_test is not None else self.baseline
 
 
 def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
@@ -230,6 +237,7 @@ class TaskInfo(BaseModel):
     metric: str | None
     direction: Direction
     baseline: float | None
+    score_baseline: float | None
     target: float | None  # steps-to-target threshold
     score_span: float
     curve_span: float
@@ -267,8 +275,9 @@ def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTas
             metric=first.metric,
             direction=first.direction,
             baseline=first.baseline,
+            score_baseline=first.score_baseline,
             target=target,
-            score_span=span((r.score for r in task_runs), first.baseline),
+            score_span=span((r.score for r in task_runs), first.score_baseline),
             curve_span=span((r.best_val for r in task_runs), first.baseline),
         )
         infos.append(info)
@@ -281,10 +290,10 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
     completed = sum(r.completed for r in runs)
     assigned = sum(r.assigned for r in runs)
     tokens, cost, wall = sum(r.tokens for r in runs), sum(r.cost for r in runs), sum(r.wall_time_s for r in runs)
-    baseline = info.baseline
+    baseline, score_baseline = info.baseline, info.score_baseline
     shown = best if best is not None else min(runs, key=lambda r: r.round)
     score = best.score if best else None
-    gain = signed_gain(score, baseline, info.direction) if score is not None and baseline is not None else None
+    gain = signed_gain(score, score_baseline, info.direction) if score is not None and score_baseline is not None else None
     rubric_mean, rubric_stderr, _ = mean_stderr(r.rubric_score for r in runs)
     return AgentTask(
         task=info.name,
@@ -294,7 +303,7 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         best_val=best.best_val if best else None,
         score=score,
         gain=gain,
-        normalised=normalised_improvement(score, baseline, info.direction, info.score_span) if baseline is not None else 0.0,
+        normalised=normalised_improvement(score, score_baseline, info.direction, info.score_span) if score_baseline is not None else 0.0,
         diversity=shown.diversity,
         embedder=shown.embedder,
         academic_rate=academic_rate(shown.labels.values()),

@@ -52,7 +52,7 @@ def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents:
     for info in infos:
         if info.kind != "improve":
             continue
-        row = [info.name, info.metric or "", info.direction, fmt(info.baseline)]
+        row = [info.name, info.metric or "", info.direction, f"{fmt(info.score_baseline)} (val {fmt(info.baseline)})"]
         for agent in agents:
             cell = by.get((info.name, agent))
             row.append("–" if cell is None else f"{fmt(cell.score)} (val {fmt(cell.best_val)})")

@@ -8,6 +8,7 @@ OUT/runs/<task>/<agent>/round_<k>/ws/           the run's workspace (step record
 OUT/runs/<task>/<agent>/round_<k>/result.json   RunSummary: written last, marks the run finished
 OUT/runs/<task>/<agent>/round_<k>/labels.json   contribution-judge labels (cache)
 OUT/runs/<task>/<agent>/round_<k>/error.txt     why the last attempt crashed, if it did
+OUT/baselines/<task>/baseline.json              the unchanged code measured once (val and hidden test)
 ```
 
 A finished run (result.json present) is never redone; an interrupted one is
@@ -167,6 +168,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
     else:
         test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
         write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop, config={"model": config.model, "steps": config.steps, "round": spec.round}))
+    measured = measure_baseline(task, out_of(folder), config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
@@ -183,7 +185,8 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         kind=task.kind,
         metric=task.metric.label if task.metric else None,
         direction=direction,
-        baseline=task.baseline,
+        baseline=task.baseline if task.baseline is not None else measured.get("val"),
+        baseline_test=measured.get("test"),
         has_test=bool(task.test_commands),
         assigned=config.steps,
         test_metric=test.metric if test else None,
@@ -197,6 +200,35 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         error=None if stop in ("step budget spent", "agent stopped", "submitted") else stop,
         **usage,
     )
+
+
+def out_of(folder: Path) -> Path:
+    """OUT from OUT/runs/<task>/<agent>/round_<k>."""
+    return folder.parents[2]
+
+
+def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
+    """The unchanged code's validation and hidden-test metrics, measured once per
+    task (under a file lock, so parallel workers share one measurement)."""
+    import fcntl
+
+    folder = out / "baselines" / task.name
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / "baseline.json"
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.is_file():
+            return json.loads(record.read_text())
+        from aiscientist.workspace import Workspace
+
+        if (folder / "ws").exists():
+            shutil.rmtree(folder / "ws")
+        ws = Workspace.create(task, folder / "ws", sandbox=sandbox)
+        step = ws.engine.run_step(agent="baseline", hypothesis="baseline: the unchanged code")
+        test = ws.engine.run_test(step.step) if step.eligible and task.test_commands else None
+        result = {"val": step.metric if step.eligible else None, "test": test.metric if test else None, "error": step.error or (test.error if test else None)}
+        record.write_text(json.dumps(result, indent=1))
+        return result
 
 
 def _diversity(task: Task, ws, good: list[StepRecord], prefer: str) -> tuple[float | None, str | None]:

@@ -1,0 +1,86 @@
+"""The baselines not covered by the grid test, each for a couple of real steps on
+the tiny task with the offline model, plus the sandbox boundary of the bash tool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiscientist.experiment import load_steps
+from aiscientist.paths import RunPaths
+from bench.agents import UnknownAgent, get_agent
+from bench.runner import GridConfig, RunSpec, execute_run
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = ROOT / "tests/fixtures/tiny/task.yaml"
+
+
+def run_agent(out: Path, agent: str, steps: int = 2, **options: str) -> tuple[Path, dict]:
+    config = GridConfig(agents=[agent], tasks=[TASK], rounds=1, steps=steps, model="offline", options={agent: options} if options else {}, embedder="minilm")
+    spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
+    execute_run(spec, config, out)
+    folder = spec.folder(out)
+    return folder / "ws", json.loads((folder / "result.json").read_text())
+
+
+def test_ai_scientist_explores_ideas_from_the_baseline(tmp_path: Path):
+    ws, result = run_agent(tmp_path, "ai-scientist", steps=2)
+    steps = load_steps(RunPaths(ws))
+    assert [s.agent for s in steps] == ["ai-scientist"] * 2 and result["completed"] == 2
+    progress = json.loads((ws / "state/ai_scientist.json").read_text())
+    assert progress["ideas"] and all(i["title"].startswith("tune ") for i in progress["ideas"])
+    assert all(s.hypothesis.startswith("ai-scientist idea 1 ") for s in steps)
+    snapshots = [(ws / s.code_path / "config.py").read_text() for s in steps]
+    assert (ws / steps[0].diff_path).read_text() and snapshots[0] != snapshots[1]  # each run changed the code
+    assert result["tokens"] > 0
+
+
+@pytest.mark.parametrize("agent", ["basic", "iterative"])
+def test_paperbench_agents_edit_through_sandboxed_bash(tmp_path: Path, agent: str):
+    ws, result = run_agent(tmp_path, agent, steps=2)
+    steps = load_steps(RunPaths(ws))
+    assert len(steps) == 2 and all(s.success for s in steps)
+    calls = [json.loads(line) for line in (ws / "logs/llm_calls.jsonl").read_text().splitlines()]
+    assert {"bash", "read_file_chunk", "run_experiment"} <= {name for c in calls for name in c.get("tool_calls", [])}
+    assert "config.py" in (ws / steps[0].diff_path).read_text()
+
+
+def test_bash_tool_writes_only_submission_and_scratch(tmp_path: Path):
+    from aiscientist.task import load_task
+    from aiscientist.workspace import Workspace
+    from bench.agents.base import RunContext
+    from bench.agents.tools import BASH, Toolbox
+
+    ws = Workspace.create(load_task(TASK), tmp_path / "ws")
+    if ws.engine.sandbox.name != "bwrap":
+        pytest.skip("bubblewrap is not usable here")
+    tools = Toolbox(RunContext(agent="basic", ws=ws, model="offline", assigned=1), [BASH])
+    assert tools.call("bash", {"command": "echo hi > notes.txt && echo ok > ../scratch/s.txt && cat notes.txt"}).startswith("[exit 0]")
+    assert not tools.call("bash", {"command": "echo x >> evaluate.py"}).startswith("[exit 0]")  # protected
+    assert not tools.call("bash", {"command": "touch ../task/x"}).startswith("[exit 0]")
+    assert not tools.call("bash", {"command": f"cat {ws.task.repository}/heldout/seed.json"}).startswith("[exit 0]")  # hidden
+    assert tools.call("submit", {}).startswith("ERROR: unknown tool")  # not offered
+
+
+def test_external_agent_steps_are_counted_by_the_wrapper(tmp_path: Path):
+    script = "sed -i 's/EPOCHS = 40/EPOCHS = 80/' config.py; run_experiment more epochs; run_experiment again; run_experiment third; echo exit=$? > ../scratch/third.txt; cat $AISCI_TASK_FILE > ../scratch/task.txt"
+    ws, result = run_agent(tmp_path, "external", steps=2, command=script)
+    steps = load_steps(RunPaths(ws))
+    assert [s.hypothesis for s in steps] == ["more epochs", "again"]
+    assert (ws / "scratch/third.txt").read_text().strip() == "exit=3"  # the budget is enforced
+    assert "Step budget: 2" in (ws / "scratch/task.txt").read_text()
+    assert result["completed"] == 2 and result["best_val"] < 0.6072  # 80 epochs fit better than 40
+
+
+def test_aiscientist_arm_runs_through_solve(tmp_path: Path):
+    ws, result = run_agent(tmp_path, "aiscientist-flat", steps=2)
+    assert json.loads((ws / "result.json").read_text())["agent"] == "aiscientist-flat"
+    assert result["completed"] == 2 and result["agent"] == "aiscientist-flat"
+    assert (ws.parent / "models.yaml").is_file()
+
+
+def test_unknown_agent_is_a_clear_error():
+    with pytest.raises(UnknownAgent, match="known agents: aiscientist"):
+        get_agent("gpt-engineer")
