@@ -272,7 +272,7 @@ class Judge:
             status = "did not run" if not reproduction.ran else ("timed out" if reproduction.timed_out else f"exited with code {reproduction.returncode}")
             parts.append(f"# Reproduction\n\nreproduce.sh {status} after {reproduction.duration_s:.0f}s; "
                          f"files it produced: {', '.join(sorted(reproduction.produced)) or 'none'}")
-        parts.append("# Files in the submission\n\n" + "\n".join(evidence.listing[:300]))
+        parts.append("# Files (the submission's, and those its reproduction produced)\n\n" + "\n".join(evidence.listing[:300]))
         for f in files:
             body = f"(binary file, {f.size} bytes)" if f.binary else _clip(f.text)
             parts.append(f"## File: {f.path}\n\n```\n{body}\n```")
