@@ -64,9 +64,15 @@ class Watcher(FileSystemEventHandler):
     # ---- lifecycle ----------------------------------------------------------------
 
     def __enter__(self) -> Watcher:
-        self._observer = Observer()
-        self._observer.schedule(self, str(self.root), recursive=True)
-        self._observer.start()
+        observer = Observer()
+        try:
+            observer.schedule(self, str(self.root), recursive=True)
+            observer.start()
+        except OSError as err:  # e.g. inotify limits reached: the engine's own checks still hold
+            log.warning("workspace watcher unavailable: %s", err)
+            self.ws.events.record("system", "watcher.unavailable", {"error": str(err)})
+            return self
+        self._observer = observer
         self._thread = threading.Thread(target=self._loop, name="workspace-watcher", daemon=True)
         self._thread.start()
         self.ws.watcher = self
@@ -74,6 +80,8 @@ class Watcher(FileSystemEventHandler):
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._observer is None:
+            return
         self._observer.stop()
         self._observer.join()
         self._stop.set()
