@@ -101,10 +101,12 @@ class RubricNode(BaseModel):
 
 
 def parse_node(data: Any, where: str = "root") -> RubricNode:
-    """Build a node from JSON data, remembering each node's key order."""
+    """Build a node from JSON data, keeping the data so `to_dict` can give it back unchanged."""
     if not isinstance(data, dict):
         raise RubricError(f"{where}: expected a JSON object for a rubric node, got {type(data).__name__}")
-    children = data.get("sub_tasks", [])
+    if "sub_tasks" not in data:
+        raise RubricError(f"node {data.get('id', where)!r}: sub_tasks: Field required (use [] on a leaf)")
+    children = data["sub_tasks"]
     if not isinstance(children, list):
         raise RubricError(f"node {data.get('id', where)!r}: sub_tasks must be a list")
     node_id = data.get("id", where)

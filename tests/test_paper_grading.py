@@ -159,3 +159,15 @@ def test_grade_task_finds_the_paper_folder_from_the_task(tmp_path: Path) -> None
     empty.mkdir()
     result = grade_task(task, empty, "offline", out=tmp_path / "out")
     assert result.paper == "knn-scaling" and result.score == 0 and (tmp_path / "out" / "grade.json").is_file()
+
+
+def test_depth_limited_code_dev_grading(tmp_path: Path) -> None:
+    paper = "label-smoothing-calibration"
+    view = rubric.code_dev_view(rubric.load(PAPERS / paper / "rubric.json").root)
+    answer = {"expectations": "e", "reality": "r", "score": 0.5, "explanation": "half of the group"}
+    script = tmp_path / "judge.yaml"
+    script.write_text(yaml.safe_dump([json.dumps(answer)] * len(view.sub_tasks)))
+    result = grade_submission(REFERENCES / paper, PAPERS / paper, f"scripted:{script}", code_dev=True, out=tmp_path, max_depth=1)
+    assert result.leaves_graded == len(view.sub_tasks) == 3
+    assert all(child.subtree and child.score == 0.5 for child in result.tree.sub_tasks)
+    assert result.score == pytest.approx(0.5) and result.valid and result.max_depth == 1

@@ -101,6 +101,7 @@ GOOD_CHECK = {"type": "json_metric", "file": "r.json", "path": "a.b", "value": 1
         ({"id": "root", "requirements": "r", "weight": 1, "sub_tasks": {"a": 1}}, "sub_tasks must be a list"),
         (_tree([{"requirements": "no id", "weight": 1, "sub_tasks": [], "task_category": "Code Development"}]), "id: Field required"),
         ([1, 2], "expected a JSON object"),
+        (_tree([{"id": "a", "requirements": "a", "weight": 1, "task_category": "Code Development"}]), "node 'a': sub_tasks: Field required"),
     ],
 )
 def test_bad_rubrics_are_rejected_with_a_clear_error(data, message: str) -> None:
