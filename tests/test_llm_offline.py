@@ -82,8 +82,9 @@ def run_policy(root: Path, config: LLMConfig) -> tuple[Task, ExperimentEngine, l
     task.copy_repository(paths.submission)
     engine = ExperimentEngine(task, paths, get_sandbox("local"))
     engine.ensure_setup()
-    prompt = f"ROLE: experimentation\n{task.summary()}\nThe code lives in submission/. Step budget: 4"
-    client = make_client("offline", paths.root, role="experimentation", config=config)
+    # a role no module registers a handler for: the generic default policy answers
+    prompt = f"ROLE: llm-test-tuner\n{task.summary()}\nThe code lives in submission/. Step budget: 4"
+    client = make_client("offline", paths.root, role="llm-test-tuner", config=config)
     messages, finish = drive(client, ToolBox(task, engine), prompt)
     return task, engine, messages, finish
 
@@ -109,7 +110,7 @@ def test_default_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path
     final = engine.run_step("check", "final code")
     assert final.metric == pytest.approx(best.metric)
     records = read_records(paths.logs / "llm_calls.jsonl")
-    assert all(r["role"] == "experimentation" and r["model"] == "offline" and r["cost"] == 0 for r in records)
+    assert all(r["role"] == "llm-test-tuner" and r["model"] == "offline" and r["cost"] == 0 for r in records)
     assert len(records) == sum(1 for m in messages if m["role"] == "assistant")
 
     # replayed from its recording (with a seed that would choose differently), the run repeats itself

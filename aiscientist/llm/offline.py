@@ -141,20 +141,19 @@ def default_policy(ctx: PolicyContext) -> PolicyReply:
     files = editable_files(ctx.prompt_text)
     if not files:
         return ctx.finish("The prompt names no editable files (an 'Editable files:' line of file names); nothing to change.")
-    run = _Replay(ctx, files)
+    run = _Progress(ctx, files)
     if run.reads:
         return PolicyReply("Reading the editable files.", [("read_file", _read_args(ctx, p)) for p in run.reads])
     if not run.contents:
         return ctx.finish("Could not read any editable file: " + ", ".join(files))
     limit = min(ctx.max_steps, step_budget(ctx.prompt_text) or ctx.max_steps)
-    last = ctx.history[-1] if ctx.history else None
-    if last and last.name == "edit_file" and not last.failed and run.pending is not None:
-        change = run.pending
-        hypothesis = f"{BANNER} change {change[3]} in {change[0]} (a blind perturbation, no reasoning behind it)"
-        return PolicyReply(f"Running an experiment with {change[3]}.", [("run_experiment", {"hypothesis": hypothesis})])
+    if run.pending is not None:
+        edit = run.pending
+        hypothesis = f"{BANNER} change {edit.what} in {edit.path} (a blind perturbation, no reasoning behind it)"
+        return PolicyReply(f"Running an experiment with {edit.what}.", [("run_experiment", {"hypothesis": hypothesis})])
     if run.revert is not None:
-        path, old, new, what = run.revert
-        return PolicyReply(f"Reverting {what}: it did not improve the metric.", [("edit_file", {"path": path, "old": new, "new": old})])
+        edit = run.revert
+        return PolicyReply(f"Reverting {edit.what}: it did not improve the metric.", [("edit_file", {"path": edit.path, "old": edit.new, "new": edit.old})])
     if len(run.experiments) >= limit or len(ctx.history) > 6 * limit + 2 * len(files) + 4:
         return ctx.finish(run.summary(limit))
     change = run.next_change(ctx.rng("change", len(run.experiments), len(run.tried)))
@@ -167,16 +166,35 @@ def default_policy(ctx: PolicyContext) -> PolicyReply:
     )
 
 
-class _Replay:
+@dataclass(frozen=True)
+class _Edit:
+    path: str
+    old: str
+    new: str
+
+    @property
+    def what(self) -> str:
+        return f"`{self.old.strip()}` -> `{self.new.strip()}`"
+
+
+@dataclass
+class _Experiment:
+    edit: _Edit | None
+    ok: bool
+    metric: float | None
+
+
+class _Progress:
     """What the conversation so far amounts to, rebuilt from its tool calls."""
 
     def __init__(self, ctx: PolicyContext, files: list[str]):
-        self.contents: dict[str, str] = {}
-        self.tried: set[tuple[str, str, str]] = set()
-        self.experiments: list[tuple[tuple[str, str, str, str] | None, bool, float | None, str]] = []
-        self.pending: tuple[str, str, str, str] | None = None  # applied, not yet measured
-        self.revert: tuple[str, str, str, str] | None = None  # measured, not better: undo
-        direction, best = metric_direction(ctx.prompt_text), baseline(ctx.prompt_text)
+        self.contents: dict[str, str] = {}  # path as read -> text with the applied edits
+        self.tried: set[_Edit] = set()
+        self.experiments: list[_Experiment] = []
+        self.pending: _Edit | None = None  # applied, not yet measured
+        self.revert: _Edit | None = None  # measured and not better: to undo
+        direction = metric_direction(ctx.prompt_text)
+        self.best = baseline(ctx.prompt_text)
         failed_reads: set[str] = set()
         for ex in ctx.history:
             path = str(ex.arguments.get("path", ""))
@@ -186,23 +204,23 @@ class _Replay:
                 elif int(ex.arguments.get("start_line", 1) or 1) == 1:
                     self.contents[path] = strip_line_numbers(ex.result or "")
             elif ex.name == "edit_file" and path in self.contents:
-                old, new = str(ex.arguments.get("old", "")), str(ex.arguments.get("new", ""))
-                if self.revert and (path, new, old) == self.revert[:3]:
+                edit = _Edit(path, str(ex.arguments.get("old", "")), str(ex.arguments.get("new", "")))
+                self.tried.add(edit)
+                if ex.failed:
+                    continue
+                if self.revert is not None and edit == _Edit(path, self.revert.new, self.revert.old):
                     self.revert = None
-                elif not ex.failed:
-                    self.pending = (path, old, new, _describe(old, new))
-                self.tried.add((path, old, new))
-                if not ex.failed:
-                    self.contents[path] = self.contents[path].replace(old, new, 1)
+                else:
+                    self.pending = edit
+                self.contents[path] = self.contents[path].replace(edit.old, edit.new, 1)
             elif ex.name == "run_experiment":
                 ok, metric = experiment_outcome(ex.result or "")
-                change, self.pending = self.pending, None
-                self.experiments.append((change, ok, metric, (ex.result or "")[:200]))
-                improved = ok and (metric is None or best is None or direction is None or _better(metric, best, direction))
-                if ok and metric is not None and (best is None or direction is None or _better(metric, best, direction)):
-                    best = metric
-                self.revert = None if improved or change is None else change
-        self.best = best
+                self.experiments.append(_Experiment(self.pending, ok, metric))
+                better = metric is None or self.best is None or direction is None or _better(metric, self.best, direction)
+                if ok and metric is not None and better:
+                    self.best = metric
+                self.revert = None if ok and better else self.pending
+                self.pending = None
         self.reads = []
         for name in files:
             options = [name] if name.startswith("submission/") else [name, f"submission/{name}"]
@@ -218,22 +236,18 @@ class _Replay:
             text = self.contents[path]
             for cand in candidates.find_candidates(text):
                 change = candidates.perturb(text, cand, rng)
-                if change is not None and (path, change.old, change.new) not in self.tried:
+                if change is not None and _Edit(path, change.old, change.new) not in self.tried:
                     options.append((path, change))
         return rng.choice(options) if options else None
 
     def summary(self, limit: int) -> str:
         lines = [f"{BANNER} Ran {len(self.experiments)} experiment(s) (limit {limit}), one blind change each:"]
-        for i, (change, ok, metric, _) in enumerate(self.experiments, start=1):
-            what = change[3] + f" in {change[0]}" if change else "no change"
-            lines.append(f"- {i}: {what}: {'ok' if ok else 'failed'}" + (f", metric {metric:g}" if metric is not None else ""))
+        for i, exp in enumerate(self.experiments, start=1):
+            what = f"{exp.edit.what} in {exp.edit.path}" if exp.edit else "no change"
+            lines.append(f"- {i}: {what}: {'ok' if exp.ok else 'failed'}" + (f", metric {exp.metric:g}" if exp.metric is not None else ""))
         if self.best is not None:
-            lines.append(f"Best metric seen: {self.best:g}.")
+            lines.append(f"Best metric (baseline included): {self.best:g}.")
         return "\n".join(lines)
-
-
-def _describe(old: str, new: str) -> str:
-    return f"`{old.strip()}` -> `{new.strip()}`"
 
 
 def _better(a: float, b: float, direction: str) -> bool:
