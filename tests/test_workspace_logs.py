@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import multiprocessing
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from aiscientist.cli import main as cli_main
 from aiscientist.task import load_task
-from aiscientist.workspace import EventLog, Workspace, verify_run
+from aiscientist.workspace import EventLog, Workspace, command, verify_run
 from aiscientist.workspace.eventlog import read_events
 
 TINY = Path(__file__).parent / "fixtures" / "tiny" / "task.yaml"
 PROCS, PER_PROC = 4, 500
+
+
+def cli_main(argv: list[str]) -> int:
+    """`aiscientist verify RUN_DIR` through the subcommand module itself."""
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    return command.run(parser.parse_args(argv[1:]))
 
 
 def _writer(root: str, proc: int) -> None:
@@ -173,3 +182,12 @@ def test_a_line_torn_by_a_dead_writer_is_dropped_and_recorded(tmp_path):
     assert repaired["kind"] == "log.repaired" and repaired["payload"]["dropped_bytes"] == 23
     assert repaired["seq"] == event["seq"] + 1
     assert verify_run(ws.paths.root).clean
+
+
+def test_verify_command_line(logged_run, tmp_path):
+    """The real program once (it imports every subcommand, so it is slow)."""
+    copy = tmp_path / "copy"
+    shutil.copytree(logged_run, copy, symlinks=True)
+    delete(copy / "logs" / "impl_log.md", 2)
+    done = subprocess.run([sys.executable, "-m", "aiscientist", "verify", str(copy)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "logs/impl_log.md line 2" in done.stdout, done.stderr
