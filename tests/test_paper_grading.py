@@ -8,10 +8,7 @@ a model (one answer too few or too many calls would show up as invalid leaves).
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -63,18 +60,18 @@ def test_reference_label_smoothing_scores_high(tmp_path: Path) -> None:
     assert not (submission / "results").exists()  # reproduction ran on a copy
 
 
-def test_reference_knn_scaling_scores_high_through_the_cli(tmp_path: Path) -> None:
+def test_reference_knn_scaling_scores_high_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiscientist.cli import main
+
     paper = "knn-scaling"
     model_leaves = [leaf for leaf in _leaves(paper) if leaf.check is None]
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "aiscientist", "grade", str(REFERENCES / paper), "--paper", str(PAPERS / paper),
-         "--judge-model", _script(tmp_path, 1, len(model_leaves)), "--out", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, "COLUMNS": "160"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "score 1.000 (valid)" in proc.stdout
-    assert "The results of Table 1 are reproduced" in proc.stdout and "[check]" in proc.stdout
+    monkeypatch.setenv("COLUMNS", "160")
+    argv = ["grade", str(REFERENCES / paper), "--paper", str(PAPERS / paper), "--judge-model", _script(tmp_path, 1, len(model_leaves)), "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "score 1.000 (valid)" in printed
+    assert "The results of Table 1 are reproduced" in printed and "[check]" in printed
     saved = json.loads((out / "grade.json").read_text())
     assert saved["score"] == pytest.approx(1.0) and saved["reproduction"]["created"] == ["results/accuracy.json", "results/table.md"]
     assert not (REFERENCES / paper / "results").exists() and not (REFERENCES / paper / "grade.json").exists()
