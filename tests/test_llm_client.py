@@ -20,7 +20,7 @@ from aiscientist.llm import (
     tool_error_message,
 )
 from aiscientist.llm.budget import forget_run
-from tests.fixtures.llm.fake_openai import FakeOpenAI, error, reply, stall
+from tests.fixtures.llm.fake_openai import FakeOpenAI, error, reply, stall, trickle
 
 MODEL = "openai/fake-model"  # not in litellm's cost map: the fallback price applies
 READ_FILE = {
@@ -118,6 +118,16 @@ def test_timeouts_exhaust_attempts_into_model_error(tmp_path: Path) -> None:
     [record] = calls_log(tmp_path)
     assert record["outcome"] == "error" and record["attempts"] == 2 and "Timeout" in record["error"]
     assert record["prompt_tokens"] == 0 and record["retry_wait_s"] > 0
+
+
+def test_hard_limit_stops_an_answer_that_trickles_in(tmp_path: Path) -> None:
+    with FakeOpenAI([trickle(0.05), reply("fast")]) as server:
+        client = make_client(MODEL, tmp_path, config=config(server, timeout_s=0.3))
+        start = time.monotonic()
+        assert client.complete(MESSAGES).content == "fast"  # each byte came well within 0.3 s
+        assert time.monotonic() - start < 3.0
+    [record] = calls_log(tmp_path)
+    assert record["attempts"] == 2 and 1.3 <= record["latency_s"] < 3.0
 
 
 def test_client_error_is_not_retried(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.types import ModelConfigError, describe_validation, ModelError, RawToolCall, Reply, ScriptExhausted
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
+HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is abandoned
 
 
 class Transient(Exception):
@@ -48,6 +49,27 @@ class LiteLLMBackend:
         check_credentials(config.model, config.api_base)
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        """One attempt under a hard wall-clock limit. httpx's timeout bounds each read,
+        not the whole answer (a server trickling bytes never trips it), so the attempt
+        runs in a worker thread that is abandoned once the limit passes."""
+        outcome: dict[str, Any] = {}
+
+        def attempt() -> None:
+            try:
+                outcome["reply"] = self._attempt(messages, tools)
+            except BaseException as err:  # handed to the caller's thread
+                outcome["error"] = err
+
+        worker = threading.Thread(target=attempt, name="llm-attempt", daemon=True)
+        worker.start()
+        worker.join(self.config.timeout_s + HARD_LIMIT_GRACE_S)
+        if worker.is_alive():
+            raise Transient(f"no complete answer within the hard limit of {self.config.timeout_s + HARD_LIMIT_GRACE_S:g}s")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["reply"]
+
+    def _attempt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         litellm, cfg = self._litellm, self.config
         kwargs: dict[str, Any] = {"api_base": cfg.api_base, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
