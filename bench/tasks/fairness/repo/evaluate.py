@@ -29,9 +29,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)  # small model: a second thread only adds contention
     start = time.time()
+    split = data.load(args.split)
     train = data.load("train")
     model = adversarial.fit(train.X.copy(), train.y.copy(), train.s.copy(), seed=data.run_seed())
-    split = data.load(args.split)
     pred = np.asarray(model.predict(split.X.copy(), split.s.copy())).astype(np.int64).ravel()
     if pred.shape != split.y.shape or not np.isin(pred, [0, 1]).all():
         raise SystemExit(f"predict must return one 0/1 label per row ({len(split.y)}), got shape {pred.shape}")

@@ -29,9 +29,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)  # small model: a second thread only adds contention
     start = time.time()
+    x_out, y_out = data.nonmembers(args.split)
     x_in, y_in = data.members()
     model = train.fit(x_in.copy(), y_in.copy(), seed=data.run_seed())
-    x_out, y_out = data.nonmembers(args.split)
     p_in, p_out = model.predict_proba(x_in), model.predict_proba(x_out)
     for name, p in (("members", p_in), ("non-members", p_out)):
         if p.shape != (len(p), 10) or not np.all(np.isfinite(p)) or not np.allclose(p.sum(1), 1.0, atol=1e-3):

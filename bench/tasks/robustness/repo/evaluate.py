@@ -33,9 +33,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)  # small model: a second thread only adds contention
     start = time.time()
+    x, y = data.eval_split(args.split)
     poisoned = data.poisoned_train()
     classifier = train.fit(poisoned.x.copy(), poisoned.y.copy(), seed=data.run_seed())
-    x, y = data.eval_split(args.split)
     clean_acc = float(np.mean(classifier.predict(x) == y))
     keep = y != data.TARGET
     asr = float(np.mean(classifier.predict(data.add_trigger(x[keep])) == data.TARGET))
