@@ -90,3 +90,12 @@ def test_flat_arm_runs_one_agent(tmp_path):
     assert not [e for e in events if e["kind"] == "specialist.start"]
     assert {e["role"] for e in events if e["kind"] == "orchestrator.decision"} == {"flat"}
     assert verify_run(tmp_path / "run").clean
+
+
+def test_model_budget_exhausted_wraps_up_and_keeps_the_best(tmp_path):
+    config = load_config([], ["sandbox=local", "max_tokens=40000", "specialists.readers=[code]"])
+    result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=20)
+    assert result.stop_reason == "model budget exhausted (tokens)"
+    assert 0 < result.steps_total < 20 and result.tokens <= 40000
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["stop_reason"] == result.stop_reason
+    assert verify_run(tmp_path / "run").clean

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/red] {err}")
         return 2
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}")
+        console.print(f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
         return 130
     console.print(summary_table(result, str(run_dir)))
     return 0 if result.steps_successful else 1

@@ -53,7 +53,7 @@ class LiveProgress:
             self.live.update(status_table(s))
         elif s["steps_done"] != self._last_steps:
             self._last_steps = s["steps_done"]
-            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · best {_fmt(s['best'])} (baseline {_fmt(s['baseline'])}) · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False)
+            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · best {_fmt(s['best'])} (baseline {_fmt(s['baseline'])}) · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False, soft_wrap=True)
 
 
 def summary_table(result: RunResult, run_dir: str) -> Table:

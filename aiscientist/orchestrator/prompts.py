@@ -82,7 +82,7 @@ def progress_line(rt: Runtime) -> str:
 
 def best_line(rt: Runtime) -> str:
     task = rt.task
-    best = best_step(task, rt.ws.steps()) if task.metric else None
+    best = best_step(task, rt.step_records()) if task.metric else None
     base = f"baseline {task.baseline}" if task.baseline is not None else "baseline unknown"
     if best is None:
         return f"Best: none yet ({base})"

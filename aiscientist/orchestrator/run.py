@@ -127,7 +127,7 @@ def check_model(info: RunInfo) -> None:
 def finish(rt: Runtime, info: RunInfo, stop_reason: str) -> RunResult:
     """result.json: best validated step (hidden test run once on it), counts, usage."""
     ws, task = rt.ws, rt.task
-    steps = ws.steps()
+    steps = rt.step_records()
     best = best_step(task, steps) if task.metric else None
     test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
     tokens, cost = rt.usage()
@@ -142,7 +142,7 @@ def finish(rt: Runtime, info: RunInfo, stop_reason: str) -> RunResult:
 def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
     task = rt.task
-    best = best_step(task, rt.ws.steps()) if task.metric else None
+    best = best_step(task, rt.step_records()) if task.metric else None
     tokens, cost = rt.usage()
     return {
         "task": task.name,

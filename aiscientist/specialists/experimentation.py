@@ -84,7 +84,7 @@ def run_step_once(rt: Runtime, role: str, key: str, hypothesis: str) -> StepReco
 
 def _spent_since_last_step(rt: Runtime) -> tuple[int, float]:
     tokens, cost = rt.usage()
-    steps = rt.ws.steps()
+    steps = rt.step_records()
     return max(0, tokens - sum(s.tokens for s in steps)), max(0.0, cost - sum(s.cost for s in steps))
 
 
@@ -93,7 +93,7 @@ def improved(rt: Runtime, record: StepRecord) -> bool:
     task = rt.task
     if not record.eligible or record.metric is None or task.metric is None:
         return False
-    earlier = best_step(task, [s for s in rt.ws.steps() if s.step < record.step])
+    earlier = best_step(task, [s for s in rt.step_records() if s.step < record.step])
     for reference in (task.baseline, earlier.metric if earlier else None):
         if reference is not None and not task.metric.better(record.metric, reference):
             return False
@@ -112,7 +112,7 @@ def describe(rt: Runtime, record: StepRecord) -> str:
     """The step's outcome in a few lines (what exp_log.md and the agent get)."""
     task = rt.task
     metric = task.metric
-    best = best_step(task, rt.ws.steps())
+    best = best_step(task, rt.step_records())
     lines = [f"[step {record.step:04d}] hypothesis: {record.hypothesis[:300]}"]
     if record.success:
         lines.append(f"success: true; metric: {record.metric!r} ({metric.label if metric else 'metric'}, {metric.direction if metric else ''})")

@@ -51,18 +51,13 @@ def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
         ]
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
-    changed = _changed_files(rt)
-    entry = f"mode: {args.mode}\ntask: {clip(args.task, 500)}\nchanged (vs baseline): {', '.join(changed) or 'nothing'}\n{clip(summary, 2000)}"
+    changed = [a for a in box.artifacts if a.startswith("submission/")]
+    entry = f"mode: {args.mode}\ntask: {clip(args.task, 500)}\nfiles changed: {', '.join(changed) or 'none'}\n{clip(summary, 2000)}"
     key_log = f"{key}.impl_log"
     if not rt.journal.has(key_log):
         scope.append("impl_log", entry)
         rt.journal.record(key_log, {"tool": "append_log"})
-    artifacts = [*box.artifacts, "logs/impl_log.md"]
-    diff = git(rt.ws.paths.submission, "diff", "--stat", "HEAD")
-    full = f"{summary}\n\nFiles changed since the last best/baseline commit:\n{diff or '(none)'}"
-    return SpecialistResult(role=ROLE, summary=summary, artifacts=artifacts, full_output=full, ok=ok, turns=turns)
-
-
-def _changed_files(rt: Runtime) -> list[str]:
-    out = git(rt.ws.paths.submission, "diff", "--name-only", "baseline")
-    return [line for line in out.splitlines() if rt.task.is_editable(line)]
+    full = summary
+    if not rt.ws.file_bus:  # the orchestrator sees the full output only without the bus
+        full += "\n\nCode now differs from the baseline in:\n" + (git(rt.ws.paths.submission, "diff", "--stat", "baseline") or "(nothing)")
+    return SpecialistResult(role=ROLE, summary=summary, artifacts=[*box.artifacts, "logs/impl_log.md"], full_output=full, ok=ok, turns=turns)

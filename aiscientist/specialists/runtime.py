@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiscientist.config import RunConfig
+from aiscientist.experiment import StepRecord
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.specialists.journal import Journal
 from aiscientist.task import Task
@@ -23,6 +25,7 @@ class Runtime:
     wall_time_s: float | None = None
     model_s: float = 0.0  # wall time spent inside model calls (this session)
     _clients: dict[str, LLMClient] = field(default_factory=dict)
+    _steps: dict[Path, tuple[int, StepRecord]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -59,6 +62,18 @@ class Runtime:
 
     def elapsed_s(self) -> float:
         return self.client("orchestrator").budget.elapsed_s()
+
+    def step_records(self) -> list[StepRecord]:
+        """Every recorded step, in order; a step.json is parsed again only when it changed
+        (a long run asks for this several times per step)."""
+        out = []
+        for path in sorted(self.ws.paths.experiments.glob("step_*/step.json")):
+            stamp = path.stat().st_mtime_ns
+            cached = self._steps.get(path)
+            if cached is None or cached[0] != stamp:
+                cached = self._steps[path] = (stamp, StepRecord.model_validate_json(path.read_text()))
+            out.append(cached[1])
+        return out
 
     def steps_done(self) -> int:
         return len(list(self.ws.paths.experiments.glob("step_*/step.json")))
