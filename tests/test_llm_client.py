@@ -82,7 +82,7 @@ def test_completion_with_tool_calls(tmp_path: Path) -> None:
     assert record["role"] == "helper" and record["model"] == MODEL and record["outcome"] == "ok"
     assert (record["prompt_tokens"], record["completion_tokens"], record["attempts"]) == (120, 30, 1)
     assert record["cost"] == pytest.approx(c.cost) and record["retry_wait_s"] == 0
-    assert record["latency_s"] >= 0 and record["tool_calls"] == ["read_file"]
+    assert record["latency_s"] >= 0 and record["tool_calls"] == ["read_file"] and record["tokens_estimated"] is False
 
 
 def test_rate_limit_honours_retry_after(tmp_path: Path) -> None:
@@ -250,7 +250,8 @@ def test_missing_usage_is_counted_with_tiktoken(tmp_path: Path) -> None:
 
     assert c.prompt_tokens == litellm.token_counter(model=MODEL, messages=MESSAGES) > 5
     assert c.completion_tokens == litellm.token_counter(model=MODEL, text="a short answer of several words")
-    assert calls_log(tmp_path)[0]["prompt_tokens"] == c.prompt_tokens
+    [record] = calls_log(tmp_path)
+    assert record["prompt_tokens"] == c.prompt_tokens and record["tokens_estimated"] is True
 
 
 def test_too_long_retry_after_fails_instead_of_hanging(tmp_path: Path) -> None:

@@ -108,6 +108,7 @@ class LLMClient:
                 "attempts": attempts.count,
                 "retries": max(0, attempts.count - 1),
                 "outcome": "ok",
+                "tokens_estimated": reply.prompt_tokens is None,  # counted here with tiktoken
                 "replayed": self.replayer is not None,
                 "tool_calls": [c.name for c in reply.tool_calls],
             },
