@@ -100,6 +100,8 @@ def adult_csv(path: str) -> Table:
     columns, no header), mapped onto the same feature layout."""
     occ_map = {"Exec-managerial": 0, "Prof-specialty": 1, "Craft-repair": 2, "Adm-clerical": 3, "Other-service": 4}
     rel_map = {"Husband": 0, "Wife": 1, "Own-child": 2}
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"FML_LITE_ADULT_CSV={path}: no such file (expected UCI adult.data)")
     rows = []
     with open(path, newline="") as handle:
         for row in csv.reader(handle):
