@@ -102,6 +102,8 @@ def test_default_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path
     reads = [json.loads(tc["function"]["arguments"])["path"] for m in messages if m["role"] == "assistant" for tc in m.get("tool_calls", []) if tc["function"]["name"] == "read_file"]
     assert reads[:2] == ["train.py", "config.py"] and set(reads[2:]) == {"submission/train.py", "submission/config.py"}
     assert "engineering-only baseline" in finish["summary"]
+    step_texts = [m["content"] for m in messages if m["role"] == "assistant" and (m["content"] or "").count("Step ")]
+    assert "submission/config.py:LEARNING_RATE" in step_texts[0] and "submission/config.py:EPOCHS" in step_texts[0]
     for step in steps:
         assert f"metric {step.metric:g}" in finish["summary"]
     # worse changes were reverted, so the code left behind is the best measured state

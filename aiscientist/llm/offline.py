@@ -160,8 +160,10 @@ def default_policy(ctx: PolicyContext) -> PolicyReply:
     if change is None:
         return ctx.finish(run.summary(limit) + " No untried candidate change is left.")
     path, c = change
+    found = sorted({f"{p}:{cand.name}" for p, text in run.contents.items() for cand in candidates.find_candidates(text)})
     return PolicyReply(
-        f"Step {len(run.experiments) + 1}: changing {c.description} in {path}.",
+        f"Step {len(run.experiments) + 1}: changing {c.description} in {path}. "
+        f"Candidate literals found without understanding the method: {', '.join(found)}.",
         [("edit_file", {"path": path, "old": c.old, "new": c.new})],
     )
 
