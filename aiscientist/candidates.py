@@ -16,8 +16,16 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-# names whose values are bookkeeping, not method: changing them is noise-mining or breaks I/O
-SKIP_NAME = re.compile(r"seed|verbose|debug|worker|port|gpu|device|rank|log|print|save|checkpoint|version", re.I)
+# Names whose values are bookkeeping, not method: changing them is noise-mining, breaks
+# I/O or shapes. A name is skipped when one of its `_`-separated words is in SKIP_WORDS
+# or the whole name is in SKIP_NAMES.
+SKIP_WORDS = frozenset(
+    "seed verbose verbosity debug worker workers port gpu gpus device rank log logging print save checkpoint ckpt version interval every".split()
+)
+SKIP_NAMES = frozenset(
+    "indent figsize dpi fontsize exist_ok parents flush sort_keys ensure_ascii pin_memory non_blocking inplace "
+    "dim axis keepdim keepdims protocol timeout maxsplit".split()
+)
 NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 KEY_VALUE = re.compile(rf"^(?P<key>\s*[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*)(?P<value>{NUMBER}|true|false|True|False)(?P<rest>\s*,?\s*(?:#.*)?)$")
 
@@ -48,6 +56,11 @@ class Change:
         return f"{self.name}: {self.before} -> {self.after} (line {self.line})"
 
 
+def skipped(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in SKIP_NAMES or not SKIP_WORDS.isdisjoint(re.split(r"[_.\-]+", lowered))
+
+
 def find_candidates(source: str) -> list[Candidate]:
     """Tunable literals in `source` (Python if it parses, else `key: value` lines)."""
     try:
@@ -63,7 +76,7 @@ def _python_candidates(source: str, tree: ast.Module) -> list[Candidate]:
     found: dict[tuple[int, int], Candidate] = {}
 
     def add(name: str | None, node: ast.expr) -> None:
-        if name is None or SKIP_NAME.search(name) or node.lineno != node.end_lineno:
+        if name is None or skipped(name) or node.lineno != node.end_lineno:
             return
         if not isinstance(node, ast.Constant) or node.col_offset is None:
             return
@@ -120,7 +133,7 @@ def _key_value_candidates(source: str) -> list[Candidate]:
     found = []
     for number, line in enumerate(source.splitlines(), start=1):
         match = KEY_VALUE.match(line)
-        if not match or SKIP_NAME.search(match["name"]):
+        if not match or skipped(match["name"]):
             continue
         value = match["value"]
         kind: Literal["number", "bool"] = "bool" if value.lower() in ("true", "false") else "number"

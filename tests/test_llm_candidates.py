@@ -24,6 +24,11 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--batch-size", type=int, default=64)
 parser.add_argument("--seed", type=int, default=7)
 parser.add_argument("--use-ema", action="store_true", default=False)
+parser.add_argument("--log-interval", type=int, default=10)
+hidden_dim, logit_scale = 64, 2.0
+HIDDEN_DIM = 256
+out = torch.cat(parts, dim=1)
+json.dump(result, handle, indent=1)
 '''
 
 
@@ -38,7 +43,8 @@ def test_finds_constants_defaults_and_flags_but_not_bookkeeping() -> None:
         ("bias", "bool", "True"),
         ("batch_size", "number", "64"),
         ("use_ema", "bool", "False"),
-    }  # seeds, debug flags, zeros and strings are left alone
+        ("HIDDEN_DIM", "number", "256"),
+    }  # seeds, debug flags, logging, shapes, I/O settings, zeros and strings are left alone
 
 
 def test_changes_are_exact_unique_edits_that_keep_the_code_valid() -> None:
@@ -59,7 +65,7 @@ def test_same_seed_same_proposals_and_exclusions() -> None:
     a = propose_changes(SOURCE, random.Random(42), n=3)
     assert a == propose_changes(SOURCE, random.Random(42), n=3)
     rest = propose_changes(SOURCE, random.Random(42), n=10, exclude={c.name for c in a})
-    assert not {c.name for c in rest} & {c.name for c in a} and len(rest) == 5
+    assert not {c.name for c in rest} & {c.name for c in a} and len(rest) == 6
 
 
 def test_repeated_lines_are_skipped_and_yaml_is_read() -> None:
