@@ -71,20 +71,25 @@ def planted(tmp_path_factory):
     shutil.rmtree(base, ignore_errors=True)
 
 
-paths = st.builds(
-    lambda lead, parts: lead + "/".join(parts),
-    st.sampled_from(["", "", "", "/", "./", "//"]),
-    st.lists(
-        st.one_of(
-            st.sampled_from(SEGMENTS),
-            st.text(min_size=1, max_size=12),
-            st.text(alphabet="ßé字🙂\u202e\u0301x", min_size=1, max_size=6),
-            st.integers(200, 300).map(lambda n: "n" * n),
-        ),
-        min_size=1,
-        max_size=6,
-    ),
+NAMES = st.one_of(
+    st.sampled_from(SEGMENTS),
+    st.sampled_from(SEGMENTS),
+    st.sampled_from(SEGMENTS),
+    st.text(min_size=1, max_size=12),
+    st.text(alphabet="ßé字🙂\u202e\u0301x", min_size=1, max_size=6),
+    st.integers(200, 300).map(lambda n: "n" * n),
 )
+LEADS = st.sampled_from(["", "", "", "", "", "", "./", "/", "//"])
+# Mostly paths that start in a real area (so that many are accepted and the
+# property has something to bite on), some entirely arbitrary.
+structured = st.builds(
+    lambda lead, area, rest: lead + "/".join([area, *rest]),
+    LEADS,
+    st.sampled_from(["task", "paper_analysis", "plan", "submission", "experiments", "logs", "scratch", "state", ".pristine", "WORKSPACE.md", "."]),
+    st.lists(NAMES, max_size=4),
+)
+wild = st.builds(lambda lead, parts: lead + "/".join(parts), LEADS, st.lists(NAMES, min_size=1, max_size=6))
+paths = st.one_of(structured, structured, structured, wild)
 
 
 def allowed(root: Path, real: str, areas: list[str]) -> bool:
@@ -119,13 +124,31 @@ def attempt(scope, op: str, path: str) -> bool:
     return True
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(path=paths, set_name=st.sampled_from(sorted(ORACLE)), data=st.data())
-def test_no_accepted_path_leaves_the_roles_area(planted, path, set_name, data):
+LINKS = ["out_dir", "out_file", "to_pristine", "to_protected", "to_state", "to_train", "loop", "hard_out", "hard_protected", "fifo"]
+# Through one of the planted links, then on into what lies behind it.
+linked = st.builds(
+    lambda lead, area, link, rest: lead + "/".join([area, link, *rest]),
+    LEADS,
+    st.sampled_from(["submission", "scratch", "plan", "paper_analysis"]),
+    st.sampled_from(LINKS),
+    st.lists(st.one_of(st.sampled_from(["manifest.json", "files", "secret.txt", "evaluate.py", "workspace.json", "logs", ".", ".."]), NAMES), max_size=2),
+)
+
+
+def near(areas: list[str]) -> st.SearchStrategy[str]:
+    """Paths that start inside one of `areas`, then wander (links, dots, names)."""
+    return st.builds(lambda lead, area, rest: lead + "/".join([area, *rest]), LEADS, st.sampled_from(areas), st.lists(NAMES, max_size=3))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(set_name=st.sampled_from(sorted(ORACLE)), data=st.data())
+def test_no_accepted_path_leaves_the_roles_area(planted, set_name, data):
     ws = planted[set_name]
     role = data.draw(st.sampled_from(sorted(ORACLE[set_name])))
     op = data.draw(st.sampled_from(["read", "write", "list"]))
     read_areas, write_areas = ORACLE[set_name][role]
+    nearby = near((write_areas if op == "write" else read_areas) or ["scratch"])
+    path = data.draw(st.one_of(nearby, linked, paths))
     root = ws.paths.root
     if not attempt(ws.scope(role), op, path):
         return
