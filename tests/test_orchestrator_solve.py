@@ -90,6 +90,11 @@ def test_flat_arm_runs_one_agent(tmp_path):
     assert not [e for e in events if e["kind"] == "specialist.start"]
     assert {e["role"] for e in events if e["kind"] == "orchestrator.decision"} == {"flat"}
     assert verify_run(tmp_path / "run").clean
+    # solving a finished run folder again returns its result; a larger budget reopens it
+    assert solve(None, tmp_path / "run").model_dump() == result.model_dump()
+    extended = solve(None, tmp_path / "run", steps=4)
+    assert extended.steps_total == 4 and extended.config["steps"] == 4
+    assert [p.name for p in sorted((tmp_path / "run" / "experiments").iterdir())][-1] == "step_0004"
 
 
 def test_model_budget_exhausted_wraps_up_and_keeps_the_best(tmp_path):

@@ -8,12 +8,14 @@ node; effects inside an interrupted `act` are replayed from the journal.
 
 from __future__ import annotations
 
-import logging
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
+from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, ModelError
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
@@ -23,8 +25,6 @@ from aiscientist.specialists.base import run_tool
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.specialists.tools import Tool, Toolbox, clip, file_tools
-
-log = logging.getLogger(__name__)
 
 
 class SubmitArgs(BaseModel):
@@ -42,6 +42,7 @@ class Agent:
         self.rt = rt
         self.flat = not rt.config.hierarchy
         self.role = "flat" if self.flat else "orchestrator"
+        rt.ws.set_active(self.role)
         self.box = Toolbox()
         scope = rt.ws.scope(self.role)
         if self.flat:
@@ -109,48 +110,17 @@ def build_graph(rt: Runtime, checkpointer: Any):
 
     def act(state: OrchestratorState) -> dict[str, Any]:
         decision = state["decision"]
-        calls = {**state.get("calls", {})}
-        summaries = list(state.get("summaries", []))
-        since_impl, since_exp = state.get("since_impl", 0), state.get("since_exp", 0)
-        last_outcome, stop = state.get("last_outcome", ""), ""
+        tally = Tally.of(state)
         turn: list[dict[str, Any]] = [state["pending"]] if state.get("pending") else []
         pending = [ToolCall.model_validate(c) for c in state.get("pending_calls", [])]
         if not pending:
             turn.append({"role": "user", "content": NUDGE})
+        stop = ""
         for i, call in enumerate(pending):
-            key = f"d{decision}.c{i}"
-            if call.name == "submit" and call.error is None:
-                reason = str(call.arguments.get("reason", ""))
-                rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
-                turn.append({"role": "tool", "tool_call_id": call.id, "content": "submitted"})
-                stop = f"submitted: {clip(reason, 300)}"
-                break
-            if call.name in SPECIALISTS and not agent.flat and call.error is None:
-                try:
-                    result = _run_specialist(rt, call, key)
-                except BudgetExhausted as err:
-                    turn.append({"role": "tool", "tool_call_id": call.id, "content": f"Error: {err}"})
-                    stop = f"model budget exhausted ({err.limit})"
-                    break
-                content = result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars) if isinstance(result, SpecialistResult) else result
-                if isinstance(result, SpecialistResult):
-                    calls[call.name] = calls.get(call.name, 0) + 1
-                    if call.name == "implementation":
-                        mode = str(call.arguments.get("mode"))
-                        calls[mode] = calls.get(mode, 0) + 1
-                        since_impl, since_exp = 0, since_exp + 1
-                    elif call.name == "experimentation":
-                        since_impl, since_exp = since_impl + 1, 0
-                    verdict = _verdict(result) if call.name == "experimentation" else ("ok" if result.ok else "not ok")
-                    last_outcome = f"{call.name} (decision {decision}): {verdict}"
-                    summaries.append({"decision": decision, "tool": call.name, "ok": result.ok, "text": clip(result.summary, config.orchestrator.summary_chars)})
-            else:
-                try:
-                    content = run_tool(rt, agent.box, call, key)
-                except BudgetExhausted as err:
-                    content, stop = f"Error: {err}", f"model budget exhausted ({err.limit})"
-                if call.name == "run_experiment":
-                    last_outcome = f"run_experiment (decision {decision}): {content.splitlines()[-2] if content.count(chr(10)) else content[:200]}"
+            try:
+                content, stop = execute(call, f"d{decision}.c{i}", decision, tally)
+            except BudgetExhausted as err:
+                content, stop = f"Error: {err}", f"model budget exhausted ({err.limit})"
             if not agent.grows:
                 content = clip(content, config.orchestrator.tool_result_chars)
             turn.append({"role": "tool", "tool_call_id": call.id, "content": content})
@@ -160,16 +130,29 @@ def build_graph(rt: Runtime, checkpointer: Any):
         answered = {m.get("tool_call_id") for m in turn if m.get("role") == "tool"}
         turn += [{"role": "tool", "tool_call_id": c.id, "content": "not run: the run stopped"} for c in pending if c.id not in answered]
         return {
-            "calls": calls,
-            "summaries": bound_summaries(summaries, config),
+            **tally.update(config),
             "turns": bound_turns([*state.get("turns", []), turn], config, agent.grows),
-            "since_impl": since_impl,
-            "since_exp": since_exp,
-            "last_outcome": last_outcome,
             "pending": None,
             "pending_calls": [],
             "stop_reason": stop or state.get("stop_reason", ""),
         }
+
+    def execute(call: ToolCall, key: str, decision: int, tally: Tally) -> tuple[str, str]:
+        """(tool result, stop reason or "") for one call of the deciding agent."""
+        if call.name == "submit" and call.error is None:
+            reason = str(call.arguments.get("reason", ""))
+            rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
+            return "submitted", f"submitted: {clip(reason, 300)}"
+        if call.name in SPECIALISTS and not agent.flat and call.error is None:
+            result = _run_specialist(rt, call, key)
+            if isinstance(result, str):  # arguments did not validate
+                return result, ""
+            tally.count(call, result, decision, config)
+            return result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars), ""
+        content = run_tool(rt, agent.box, call, key)
+        if call.name == "run_experiment":
+            tally.last_outcome = f"run_experiment (decision {decision}): {_verdict(content)}"
+        return content, ""
 
     def after_decide(state: OrchestratorState) -> str:
         return END if state.get("stop_reason") else "act"
@@ -198,15 +181,47 @@ def _run_specialist(rt: Runtime, call: ToolCall, key: str) -> SpecialistResult |
     if recorded is not None:
         return SpecialistResult.model_validate(recorded)
     rt.ws.events.record("orchestrator", "specialist.start", {"key": key, "specialist": call.name, "arguments": {k: clip(str(v), 300) for k, v in call.arguments.items()}})
-    result = run(rt, key, args)
-    rt.ws.set_active("system")
+    rt.ws.set_active(call.name)  # file changes seen by the watcher are attributed to it
+    try:
+        result = run(rt, key, args)
+    finally:
+        rt.ws.set_active("orchestrator")
     rt.ws.events.record("orchestrator", "specialist.end", {"key": key, "specialist": call.name, "ok": result.ok, "turns": result.turns, "artifacts": result.artifacts, "summary": clip(result.summary, 500)})
     rt.journal.record(key, result.model_dump())
     return result
 
 
-def _verdict(result: SpecialistResult) -> str:
-    for line in result.full_output.splitlines():
-        if line.startswith("verdict:"):
-            return line.removeprefix("verdict:").strip()
-    return "no experiment ran" if result.ok is False else "ok"
+def _verdict(text: str) -> str:
+    """The `verdict:` line of an experiment outcome, or the first line of an error."""
+    found = re.findall(r"^verdict: (.*)$", text, re.M)
+    return found[-1] if found else (text.strip().splitlines() or ["no experiment ran"])[0][:200]
+
+
+@dataclass
+class Tally:
+    """The counters, summaries and last outcome an `act` step updates."""
+
+    calls: dict[str, int]
+    summaries: list[dict[str, Any]]
+    since_impl: int
+    since_exp: int
+    last_outcome: str
+
+    @classmethod
+    def of(cls, state: OrchestratorState) -> Tally:
+        return cls({**state.get("calls", {})}, list(state.get("summaries", [])), state.get("since_impl", 0), state.get("since_exp", 0), state.get("last_outcome", ""))
+
+    def count(self, call: ToolCall, result: SpecialistResult, decision: int, config: RunConfig) -> None:
+        self.calls[call.name] = self.calls.get(call.name, 0) + 1
+        if call.name == "implementation":
+            mode = str(call.arguments.get("mode"))
+            self.calls[mode] = self.calls.get(mode, 0) + 1
+            self.since_impl, self.since_exp = 0, self.since_exp + 1
+        elif call.name == "experimentation":
+            self.since_impl, self.since_exp = self.since_impl + 1, 0
+        outcome = _verdict(result.full_output) if call.name == "experimentation" else ("ok" if result.ok else "not ok")
+        self.last_outcome = f"{call.name} (decision {decision}): {outcome}"
+        self.summaries.append({"decision": decision, "tool": call.name, "ok": result.ok, "text": clip(result.summary, config.orchestrator.summary_chars)})
+
+    def update(self, config: RunConfig) -> dict[str, Any]:
+        return {"calls": self.calls, "summaries": bound_summaries(self.summaries, config), "since_impl": self.since_impl, "since_exp": self.since_exp, "last_outcome": self.last_outcome}

@@ -102,7 +102,11 @@ def solve(
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
         graph = build_graph(rt, SqliteSaver(conn))
         stack.enter_context(ws.watch())
-        has_checkpoint = bool(graph.get_state(THREAD).values)
+        checkpoint = graph.get_state(THREAD)
+        has_checkpoint = bool(checkpoint.values)
+        if has_checkpoint and not checkpoint.next and rt.steps_left() > 0:
+            # a finished run given a larger step budget: reopen it at the decision node
+            graph.update_state(THREAD, {"stop_reason": "", "final_call": False}, as_node="act")
         ws.events.record("orchestrator", "run.resume" if resumed else "run.start", {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()})
         state: dict[str, Any] = {}
         try:

@@ -8,7 +8,6 @@ journaled by position so a resumed run replays them instead of redoing them.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,8 +16,6 @@ from aiscientist.llm import ModelError
 from aiscientist.llm.types import ToolCall
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.specialists.tools import Toolbox, clip, finish_tool
-
-log = logging.getLogger(__name__)
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
 

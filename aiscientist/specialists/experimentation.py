@@ -41,14 +41,13 @@ End with finish(summary): outcome, metric, and what it suggests next."""
 
 
 def experiment_tool(rt: Runtime, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
-    """`run_experiment` for `scope.role`; at most `limit` runs through this toolbox."""
-    role = scope.role
+    """`run_experiment`, logging through `scope`; at most `limit` runs through this toolbox."""
     runs: list[int] = []
 
     def run_experiment(args: RunExperimentArgs) -> str:
         if limit is not None and len(runs) >= limit:
             raise ToolError(f"this call may run {limit} experiment(s); finish and report")
-        record = run_step_once(rt, role, box.current_key, args.hypothesis)
+        record = run_step_once(rt, box.current_key, args.hypothesis)
         runs.append(record.step)
         outcome = describe(rt, record)
         marker = f"{box.current_key}.exp_log"
@@ -61,7 +60,7 @@ def experiment_tool(rt: Runtime, scope: Any, box: Toolbox, limit: int | None = N
     return Tool("run_experiment", "Run the task's experiment commands on the current code (one counted step).", RunExperimentArgs, run_experiment)
 
 
-def run_step_once(rt: Runtime, role: str, key: str, hypothesis: str) -> StepRecord:
+def run_step_once(rt: Runtime, key: str, hypothesis: str) -> StepRecord:
     """Run one step, or return the step this journal position already ran.
 
     The step number is noted before the run: after a kill, a step that finished is
@@ -76,7 +75,6 @@ def run_step_once(rt: Runtime, role: str, key: str, hypothesis: str) -> StepReco
         raise ToolError(f"step budget reached ({rt.steps_done()}/{rt.steps} steps used): no more experiments")
     rt.journal.note_intent(key, engine.next_step())
     tokens, cost = _spent_since_last_step(rt)
-    rt.ws.set_active(role)
     record = engine.run_step(agent=rt.agent, hypothesis=hypothesis, tokens=tokens, cost=cost)
     _tag_if_best(rt, record)
     return record

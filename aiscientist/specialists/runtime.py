@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ class Runtime:
     steps: int
     journal: Journal
     wall_time_s: float | None = None
-    model_s: float = 0.0  # wall time spent inside model calls (this session)
     _clients: dict[str, LLMClient] = field(default_factory=dict)
     _steps: dict[Path, tuple[int, StepRecord]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -46,14 +44,8 @@ class Runtime:
             return self._clients[role]
 
     def complete(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
-        """One model call, timed (the benchmark separates model time from framework time)."""
-        client = self.client(role)
-        started = time.monotonic()
-        try:
-            return client.complete(messages, tools, role=role)
-        finally:
-            with self._lock:
-                self.model_s += time.monotonic() - started
+        """One model call with `role`'s client (one client per role, shared run budget)."""
+        return self.client(role).complete(messages, tools, role=role)
 
     def usage(self) -> tuple[int, float]:
         """(tokens, cost) used by the run so far, earlier sessions included."""
