@@ -77,7 +77,13 @@ class LiteLLMBackend:
             kwargs["tools"] = tools
         try:
             response = litellm.completion(
-                model=cfg.model, messages=messages, timeout=cfg.timeout_s, num_retries=0, max_retries=0, **kwargs
+                model=cfg.model,
+                messages=messages,
+                timeout=cfg.timeout_s,
+                num_retries=0,
+                max_retries=0,
+                drop_params=True,  # e.g. temperature on models that refuse it
+                **kwargs,
             )
         except (litellm.Timeout, litellm.APIConnectionError) as err:
             raise Transient(f"{type(err).__name__}: {_short(err)}") from err
@@ -86,7 +92,10 @@ class LiteLLMBackend:
             if isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500):
                 raise Transient(f"HTTP {status}: {_short(err)}", retry_after(err)) from err
             raise ModelError(f"{cfg.model}: {type(err).__name__}: {_short(err)}") from err
-        return _reply_from_response(response)
+        try:
+            return _reply_from_response(response)
+        except (AttributeError, IndexError, TypeError) as err:
+            raise ModelError(f"{cfg.model}: malformed response ({type(err).__name__}: {err})") from err
 
 
 def _reply_from_response(response: Any) -> Reply:
