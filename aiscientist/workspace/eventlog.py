@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -32,6 +33,7 @@ HEAD = "state/events_head.json"
 MIRROR = ".pristine/logs"
 HEAD_PAD = 512
 SESSION_MARK = "=== Session "
+_NOT_A_SESSION = re.compile("^" + re.escape(SESSION_MARK), re.M)
 LINE_HASH_CHARS = 12
 FIELDS = ("seq", "ts", "role", "kind", "payload", "prev_hash")
 
@@ -78,6 +80,7 @@ class EventLog:
                 if session is None:
                     session = _count_sessions(target) + 1
                     header = ("\n" if offset else "") + f"{SESSION_MARK}{session} === ({role}, {now()})\n"
+                text = _NOT_A_SESSION.sub(" " + SESSION_MARK, text)  # only the API opens sessions
                 data = (header + text + ("" if text.endswith("\n") else "\n")).encode()
                 os.write(out, data)
             finally:

@@ -49,6 +49,14 @@ class PermissionsFile(BaseModel):
         for name in ("file_bus", "file_bus_off"):
             if name not in data.sets:
                 raise ValueError(f"{path}: sets: missing permission set {name!r}")
+        for name, rules_by_role in data.sets.items():
+            for alias, target in data.aliases.items():
+                if target not in rules_by_role:
+                    raise ValueError(f"{path}: aliases.{alias}: role {target!r} is missing from set {name!r}")
+            for role, rules in rules_by_role.items():
+                unknown = set(rules.append) - set(data.logs)
+                if unknown:
+                    raise ValueError(f"{path}: sets.{name}.{role}.append: unknown log(s) {', '.join(sorted(unknown))}")
         return data
 
     def canonical_role(self, role: str) -> str:
