@@ -173,3 +173,15 @@ def test_the_map_stays_short_with_a_thousand_experiments(tmp_path, task):
     assert "second line" not in text
     assert ws.state().best_step == 777
     StepRecord.model_validate_json((ws.paths.step_dir(1000) / "step.json").read_text())
+
+
+def test_a_broken_permissions_file_is_named_and_leaves_nothing(tmp_path, task):
+    from aiscientist.workspace.workspace import TEMPLATE
+
+    template = tmp_path / "template"
+    shutil.copytree(TEMPLATE, template)
+    text = (template / "permissions.yaml").read_text()
+    (template / "permissions.yaml").write_text(text.replace("aide: agent", "aide: nobody"))
+    with pytest.raises(ValueError, match="aliases.aide: role 'nobody' is missing from set 'file_bus'"):
+        Workspace.create(task, tmp_path / "run", sandbox="local", template=template)
+    assert not (tmp_path / "run").exists()
