@@ -43,6 +43,7 @@ def fmt_pm(mean: float | None, spread: float | None) -> str:
 
 
 Table = tuple[list[str], list[list[str]]]
+OUTPUTS = ("utility.md", "utility.csv", "agents.md", "agents.csv", "rubric.md", "rubric.csv", "per_task.csv", "curves_*.png", "perf_vs_diversity.png", "report.md", "index.html")
 
 
 def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str]) -> Table:
@@ -173,13 +174,17 @@ def write_report(results: Path, out: Path | None = None) -> Path:
     """Write every table, plot and page; return the path of index.html."""
     out = out or results / "report"
     out.mkdir(parents=True, exist_ok=True)
+    for pattern in OUTPUTS:  # a previous report's files (this one may have fewer tables or tasks)
+        for old in out.glob(pattern):
+            old.unlink()
     runs = load_runs(results)
     infos, cells = aggregate(runs)
     agents = sorted({r.agent for r in runs})
-    tables = {
-        "utility": ("Utility per task (best round: hidden-test score, validation best in brackets)", utility_table(infos, cells, agents)),
-        "agents": ("Per agent: mean ± std over tasks", agents_table([c for c in cells if c.task in {i.name for i in infos if i.kind == "improve"}])),
-    }
+    improve = [c for c in cells if c.task in {i.name for i in infos if i.kind == "improve"}]
+    tables = {}
+    if improve:
+        tables["utility"] = ("Utility per task (best round: hidden-test score, validation best in brackets)", utility_table(infos, cells, agents))
+        tables["agents"] = ("Per agent: mean ± std over tasks", agents_table(improve))
     if any(r.kind == "reproduce" for r in runs):
         tables["rubric"] = ("Paper tasks: rubric score", rubric_table(runs))
     for name, (_, table) in tables.items():
@@ -192,9 +197,9 @@ def write_report(results: Path, out: Path | None = None) -> Path:
             path = out / f"curves_{_slug(info.name)}.png"
             plot_curves(info, [c for c in cells if c.task == info.name], path)
             images.append((f"{info.name}: best-so-far curves", path))
-    if cells:
+    if improve:
         path = out / "perf_vs_diversity.png"
-        plot_perf_vs_diversity([c for c in cells if c.task in {i.name for i in infos if i.kind == "improve"}], path)
+        plot_perf_vs_diversity(improve, path)
         images.append(("performance vs diversity", path))
     notes = _notes(runs, infos)
     md = [f"# Benchmark report: {results.name}", "", *notes, ""]

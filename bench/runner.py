@@ -68,11 +68,17 @@ class RunSpec(BaseModel):
         return out / "runs" / self.task / self.agent / f"round_{self.round}"
 
 
+PAPER_AGENTS = ("basic", "iterative", "aiscientist", "aiscientist-nobus", "aiscientist-flat")
+
+
 def run_specs(config: GridConfig) -> list[RunSpec]:
     """Every run of the grid (tasks are loaded here, so bad input fails before any work)."""
     specs = []
     for path in config.tasks:
         task = load_task(path)
+        unfit = [a for a in config.agents if task.kind == "reproduce" and a not in PAPER_AGENTS]
+        if unfit:
+            raise TaskError(path, "agents", f"{', '.join(unfit)} cannot work on a paper task (kind reproduce: they edit files of a metric-driven task); paper tasks take {', '.join(PAPER_AGENTS)}")
         for agent in config.agents:
             for k in range(1, config.rounds + 1):
                 specs.append(RunSpec(task_path=Path(path).resolve(), task=task.name, agent=agent, round=k))
@@ -196,7 +202,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         embedder=embedder,
         labels=labels,
         judge_tokens=sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in judge_calls),
-        rubric_score=_rubric(task, ws, config),
+        rubric_score=_rubric(task, ws, folder, config),
         error=None if stop in ("step budget spent", "agent stopped", "submitted") else stop,
         **usage,
     )
@@ -204,7 +210,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
 
 def out_of(folder: Path) -> Path:
     """OUT from OUT/runs/<task>/<agent>/round_<k>."""
-    return folder.parents[2]
+    return folder.parents[3]
 
 
 def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
@@ -255,14 +261,16 @@ def label_steps(task: Task, ws, good: list[StepRecord], cache: Path, model: str)
     return labels
 
 
-def _rubric(task: Task, ws, config: GridConfig) -> float | None:
+def _rubric(task: Task, ws, folder: Path, config: GridConfig) -> float | None:
+    """Paper tasks: reproduce and grade the final submission against the rubric (once)."""
     if task.kind != "reproduce":
         return None
-    try:
-        from bench.grade_command import grade_submission
-    except ImportError:
-        return None
-    return grade_submission(task, ws.paths.submission, config.judge_model or config.model or "offline")  # type: ignore[call-arg]
+    from bench.grading import GradeResult, grade_task
+
+    record = folder / "grade" / "grade.json"
+    if record.is_file():
+        return GradeResult.model_validate_json(record.read_text()).score
+    return grade_task(task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade").score
 
 
 # ---- the pool ----------------------------------------------------------------------

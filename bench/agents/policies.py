@@ -131,8 +131,11 @@ def _track(ctx: PolicyContext, read_tool: str) -> tuple[dict[str, str], Any]:
 
 def _single_track(ctx: PolicyContext, read_tool: str, write_with_bash: bool) -> PolicyReply:
     paths = _paths(ctx.prompt_text)
-    if not paths:
-        return PolicyReply("The prompt lists no editable files.")
+    if not paths:  # a paper task: this policy cannot write a reproduction, only run what is there
+        ran = any(ex.name == "run_experiment" for ex in ctx.history)
+        if ran and "submit" in ctx.tool_names:
+            return PolicyReply("Nothing more the offline policy can do for a paper task.", [("submit", {"reason": "offline policy: no reproduction written"})])
+        return PolicyReply("Running the task's commands on the submission as it is.", [("run_experiment", {"hypothesis": "offline policy: run the submission unchanged"})])
     contents, last = _track(ctx, read_tool)
     unread = [p for p in paths if p not in contents]
     if unread:

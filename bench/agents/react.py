@@ -81,6 +81,9 @@ class ReactAgent:
         return f"stopped after {max_calls} model calls"
 
     def _task_message(self, ctx: RunContext) -> str:
+        if ctx.task.kind == "reproduce":
+            paper = f"The paper is at task/paper{ctx.task.paper.suffix}" if ctx.task.paper else "There is no paper file"
+            return f"{ctx.task.summary()}\n\n{paper}; see task/ for the rest. Build the reproduction in submission/ with bash; run_experiment runs: {' ; '.join(ctx.task.commands)}.\nStep budget: {ctx.steps_left()}"
         files = ", ".join(f"submission/{f}" for f in ctx.editable_files())
         return f"{ctx.task.summary()}\n\nRun folder paths of the editable files: {files}\nStep budget: {ctx.steps_left()}"
 
