@@ -26,7 +26,18 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from aiscientist.workspace.eventlog import EVENTS, LINE_HASH_CHARS, now
@@ -40,12 +51,15 @@ log = logging.getLogger(__name__)
 # model client's call log, the log mirrors); not listed as changes.
 IGNORED = ("state/", "submission/.git/", "WORKSPACE.md", "logs/llm_calls.jsonl", ".pristine/logs/")
 MAX_LISTED = 100
+# Only changes: reads (open/close without writing) never reach Python at all.
+WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 
 
 class Watcher(FileSystemEventHandler):
     def __init__(self, ws: Workspace, flush_s: float = 0.5):
         self.ws, self.flush_s = ws, flush_s
         self.root = Path(os.path.realpath(ws.paths.root))
+        self._prefix = str(self.root) + os.sep
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._changes: dict[str, dict[str, Any]] = {}
@@ -66,7 +80,7 @@ class Watcher(FileSystemEventHandler):
     def __enter__(self) -> Watcher:
         observer = Observer()
         try:
-            observer.schedule(self, str(self.root), recursive=True)
+            observer.schedule(self, str(self.root), recursive=True, event_filter=WATCHED)
             observer.start()
         except OSError as err:  # e.g. inotify limits reached: the engine's own checks still hold
             log.warning("workspace watcher unavailable: %s", err)
@@ -101,12 +115,16 @@ class Watcher(FileSystemEventHandler):
     # ---- events from watchdog -----------------------------------------------------
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in ("opened", "closed", "closed_no_write") or (event.is_directory and event.event_type == "modified"):
+        if event.is_directory and event.event_type == "modified":
             return
         paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
         for path in paths:
             rel = self._rel(os.fsdecode(path))
             if rel is None or rel.startswith(IGNORED):
+                continue
+            if event.event_type == "closed":  # the write that closed it was seen already
+                if rel.startswith("submission/") and rel[len("submission/") :] in self._manifest:
+                    self._check_protected(rel[len("submission/") :], self.ws.activity())
                 continue
             if rel in self._log_files or rel == EVENTS:
                 with self._lock:
@@ -124,11 +142,8 @@ class Watcher(FileSystemEventHandler):
                     self._pristine_touched = True
 
     def _rel(self, path: str) -> str | None:
-        try:
-            rel = Path(path).relative_to(self.root).as_posix()
-        except ValueError:
-            return None
-        return None if rel == "." else rel
+        prefix = self._prefix
+        return path[len(prefix) :] if path.startswith(prefix) and len(path) > len(prefix) else None
 
     def _check_protected(self, inside: str, who: str) -> None:
         """Hash the file as soon as the change arrives, so a script that edits a
