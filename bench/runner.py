@@ -105,10 +105,9 @@ def _open_workspace(task: Task, folder: Path, sandbox: str):
 
     ws_dir = folder / "ws"
     if ws_dir.exists():
-        try:
+        if (ws_dir / "state" / "setup.json").is_file():
             return Workspace.open(ws_dir)
-        except Exception:  # created only half-way before a crash: start the run over
-            shutil.rmtree(ws_dir)
+        shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
     folder.mkdir(parents=True, exist_ok=True)
     return Workspace.create(task, ws_dir, sandbox=sandbox)
 

@@ -84,3 +84,26 @@ def test_aiscientist_arm_runs_through_solve(tmp_path: Path):
 def test_unknown_agent_is_a_clear_error():
     with pytest.raises(UnknownAgent, match="known agents: aiscientist"):
         get_agent("gpt-engineer")
+
+
+def test_pool_shape_and_worker_pinning():
+    import functools
+    import multiprocessing
+    import os
+    import subprocess
+    from concurrent.futures import ProcessPoolExecutor
+
+    from bench.runner import _pin_worker, pool_shape
+
+    cpus = sorted(os.sched_getaffinity(0))
+    workers, slots = pool_shape(n_runs=50, workers=None, cores_per_run=1)
+    assert workers == len(cpus) and slots == [[c] for c in cpus]
+    workers, slots = pool_shape(n_runs=1, workers=None, cores_per_run=None)
+    assert workers == 1 and slots == [cpus]  # a lone run gets the whole machine
+
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    queue.put([cpus[-1]])
+    probe = functools.partial(subprocess.check_output, ["bash", "-c", "nproc; echo $OMP_NUM_THREADS $MKL_NUM_THREADS"], text=True)
+    with ProcessPoolExecutor(1, mp_context=context, initializer=_pin_worker, initargs=(queue,)) as pool:
+        assert pool.submit(probe).result(timeout=120).split() == ["1", "1", "1"]  # experiments inherit the pinning
