@@ -1,0 +1,83 @@
+"""Colored MNIST environments, built as in Arjovsky et al. (2019), "Invariant Risk Minimization".
+
+Each example is an MNIST digit downsampled to 14x14 and put in one of two colour
+channels. The label is binary (digit < 5 -> 0, else 1) and flipped with
+probability 0.25, so the shape of the digit predicts the label with 75% accuracy.
+The colour equals the (noisy) label, flipped with the environment's probability
+`e`: colour predicts the label with accuracy 1 - e. Training environments use
+e = 0.1 and 0.2 (colour is the easier, spurious cue); the validation and test
+environments use e = 0.9 (the correlation is reversed).
+
+Protected: the environments, their sizes and the held-out test split are part of
+the task definition. The test environment is built from the official MNIST test
+images with parameters read from heldout/test_env.json, a file that exists only
+when the hidden test runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.resources
+import json
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SMOKE = os.environ.get("FML_LITE_SMOKE") == "1"
+SEED = int(os.environ.get("FML_LITE_SEED", "0"))
+# One thread by default: on a shared, busy CPU more threads make torch much slower.
+THREADS = int(os.environ.get("FML_LITE_THREADS", "1"))
+
+LABEL_NOISE = 0.25
+TRAIN_ENVS = (0.1, 0.2)
+SHIFTED_ENV = 0.9
+TRAIN_PER_ENV = 2000 if SMOKE else 10000
+EVAL_SIZE = 1000 if SMOKE else 10000
+HELDOUT = Path(__file__).resolve().parent / "heldout" / "test_env.json"
+
+Environment = tuple[torch.Tensor, torch.Tensor]  # images (n, 2, 14, 14), binary labels (n,) as float
+
+
+@functools.cache
+def _mnist() -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """(train, valid, test) pairs of MNIST images (n, 784) in [0, 1] and digit labels."""
+    path = importlib.resources.files("mnist") / "data" / "mnist.pkl.gz"
+    with gzip.open(str(path), "rb") as handle:
+        return pickle.load(handle, encoding="latin1")
+
+
+def make_environment(images: np.ndarray, digits: np.ndarray, e: float, rng: np.random.Generator) -> Environment:
+    """Colour `images` so that colour agrees with the noisy label with probability 1 - e."""
+    x = images.reshape(-1, 28, 28)[:, ::2, ::2]
+    label = (digits >= 5).astype(np.float32)
+    label = np.abs(label - (rng.random(len(label)) < LABEL_NOISE))
+    colour = np.abs(label - (rng.random(len(label)) < e)).astype(np.int64)
+    coloured = np.stack([x, x], axis=1)
+    coloured[np.arange(len(x)), 1 - colour] = 0.0
+    return torch.from_numpy(coloured.astype(np.float32)), torch.from_numpy(label.astype(np.float32))
+
+
+def load_environments(split: str) -> list[Environment]:
+    """`train`: the two training environments; `val`: the shifted validation
+    environment (MNIST validation images); `test`: the shifted test environment
+    (MNIST test images), available only with the hidden heldout/ folder."""
+    train, valid, test = _mnist()
+    if split == "train":
+        rng = np.random.default_rng(0)
+        order = rng.permutation(len(train[1]))
+        chunks = np.array_split(order[: TRAIN_PER_ENV * len(TRAIN_ENVS)], len(TRAIN_ENVS))
+        return [make_environment(train[0][idx], train[1][idx], e, rng) for idx, e in zip(chunks, TRAIN_ENVS)]
+    if split == "val":
+        rng = np.random.default_rng(1)
+        return [make_environment(valid[0][:EVAL_SIZE], valid[1][:EVAL_SIZE], SHIFTED_ENV, rng)]
+    if split == "test":
+        if not HELDOUT.is_file():
+            raise FileNotFoundError(f"{HELDOUT} is missing: the test environment is only available to the hidden test run")
+        spec = json.loads(HELDOUT.read_text())
+        rng = np.random.default_rng(spec["seed"])
+        return [make_environment(test[0][:EVAL_SIZE], test[1][:EVAL_SIZE], spec["e"], rng)]
+    raise ValueError(f"unknown split {split!r}; expected train, val or test")

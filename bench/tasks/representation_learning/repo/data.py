@@ -1,0 +1,72 @@
+"""MNIST for self-supervised pre-training and linear-probe evaluation.
+
+Pre-training sees unlabelled MNIST training images. The linear probe is fitted
+on a small labelled subset (PROBE_PER_CLASS images per digit) of the training
+images and scored on MNIST validation images (`val`) or on a held-out subset of
+the official MNIST test images (`test`), selected with a seed read from
+heldout/test_split.json, a file that exists only when the hidden test runs.
+
+Protected: the splits are part of the task definition.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.resources
+import json
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SMOKE = os.environ.get("FML_LITE_SMOKE") == "1"
+SEED = int(os.environ.get("FML_LITE_SEED", "0"))
+# One thread by default: on a shared, busy CPU more threads make torch much slower.
+THREADS = int(os.environ.get("FML_LITE_THREADS", "1"))
+
+PRETRAIN_SIZE = 2000 if SMOKE else 40000
+PROBE_PER_CLASS = 20 if SMOKE else 200
+EVAL_SIZE = 1000 if SMOKE else 10000
+HELDOUT = Path(__file__).resolve().parent / "heldout" / "test_split.json"
+
+
+@functools.cache
+def _mnist() -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """(train, valid, test) pairs of MNIST images (n, 784) in [0, 1] and digit labels."""
+    path = importlib.resources.files("mnist") / "data" / "mnist.pkl.gz"
+    with gzip.open(str(path), "rb") as handle:
+        return pickle.load(handle, encoding="latin1")
+
+
+def _images(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(x).reshape(-1, 1, 28, 28))
+
+
+def unlabelled() -> torch.Tensor:
+    """Images (n, 1, 28, 28) for self-supervised pre-training, without labels."""
+    return _images(_mnist()[0][0][:PRETRAIN_SIZE])
+
+
+def probe_train() -> tuple[torch.Tensor, torch.Tensor]:
+    """The small labelled set the linear probe is fitted on (the last training images)."""
+    x, y = _mnist()[0]
+    pool = np.arange(len(y) - 10000, len(y))
+    idx = np.concatenate([pool[y[pool] == c][:PROBE_PER_CLASS] for c in range(10)])
+    return _images(x[idx]), torch.from_numpy(y[idx])
+
+
+def probe_eval(split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images and labels the fitted probe is scored on."""
+    _, valid, test = _mnist()
+    if split == "val":
+        return _images(valid[0][:EVAL_SIZE]), torch.from_numpy(valid[1][:EVAL_SIZE])
+    if split == "test":
+        if not HELDOUT.is_file():
+            raise FileNotFoundError(f"{HELDOUT} is missing: the test split is only available to the hidden test run")
+        spec = json.loads(HELDOUT.read_text())
+        idx = np.random.default_rng(spec["seed"]).permutation(len(test[1]))[: min(EVAL_SIZE, spec["size"])]
+        return _images(test[0][idx]), torch.from_numpy(test[1][idx])
+    raise ValueError(f"unknown split {split!r}; expected val or test")
