@@ -178,7 +178,7 @@ def _run_specialist(rt: Runtime, call: ToolCall, key: str) -> SpecialistResult |
         first = err.errors()[0]
         return f"Error: bad arguments for {call.name}: {'.'.join(map(str, first['loc']))}: {first['msg']}"
     recorded = rt.journal.get(key)
-    if recorded is not None:
+    if recorded is not None and recorded.get("role") == call.name:  # the role is the specialist's name
         return SpecialistResult.model_validate(recorded)
     rt.ws.events.record("orchestrator", "specialist.start", {"key": key, "specialist": call.name, "arguments": {k: clip(str(v), 300) for k, v in call.arguments.items()}})
     rt.ws.set_active(call.name)  # file changes seen by the watcher are attributed to it

@@ -4,14 +4,16 @@ Deterministic and stateless: each answer is derived from the prompt's status blo
 (counters, steps used) and the recent tool results. The orchestrator policy calls
 comprehension, then prioritization, then alternates implementation (explore, or fix
 after a failed run, reverting a change that did not improve) and experimentation until
-the step budget is spent, then submits. It is an engineering baseline, not research.
+the step budget is spent, then submits. The flat policy does the same engineering in one agent. Both are engineering
+baselines, not research.
 """
 
 from __future__ import annotations
 
 import re
 
-from aiscientist.llm.offline import BANNER, PolicyContext, PolicyReply, default_policy, register_role_policy
+from aiscientist import candidates
+from aiscientist.llm.offline import BANNER, PolicyContext, PolicyReply, editable_files, register_role_policy, step_budget, strip_line_numbers
 
 EDIT = re.compile(r"^EDIT (\{.*\})$", re.M)
 
@@ -60,10 +62,54 @@ def _output_of(ctx: PolicyContext, specialist: str) -> str:
 
 
 def flat_policy(ctx: PolicyContext) -> PolicyReply:
-    """The single-agent ablation offline: read, change one literal, run, keep or revert."""
-    if "run_experiment" not in ctx.tool_names:
-        return PolicyReply(f"{BANNER} The step budget is spent; submitting.", [("submit", {"reason": f"{BANNER} step budget spent; the best validated step is kept."})])
-    return default_policy(ctx)
+    """The single-agent ablation offline: read the editable files, then repeatedly change
+    one literal (a seeded perturbation of the current code), run, keep the change if it
+    set a new best and revert it otherwise, until the step budget is spent."""
+    submit = PolicyReply(f"{BANNER} The step budget is spent; submitting.", [("submit", {"reason": f"{BANNER} step budget spent; the best validated step is kept."})])
+    runs = [e for e in ctx.history if e.name == "run_experiment"]
+    if "run_experiment" not in ctx.tool_names or len(runs) >= (step_budget(ctx.prompt_text) or 1) or (runs and "step budget reached" in (runs[-1].result or "")):
+        return submit
+    files = editable_files(ctx.prompt_text)
+    read = {str(e.arguments.get("path")) for e in ctx.history if e.name == "read_file" and not e.failed}
+    if [f for f in files if f not in read]:
+        return PolicyReply(f"{BANNER} Reading the editable files.", [("read_file", {"path": f, "max_lines": 5000}) for f in files if f not in read])
+    contents, applied, revert = _replay_edits(ctx)
+    last = ctx.history[-1]
+    if last.name == "edit_file" and not last.failed and applied is not None:
+        return PolicyReply(f"{BANNER} Measuring the change.", [("run_experiment", {"hypothesis": f"{BANNER} `{applied[1]}` -> `{applied[2]}` in {applied[0]} (a blind perturbation)"})])
+    if revert is not None:
+        path, old, new = revert
+        return PolicyReply(f"{BANNER} Reverting a change that did not set a new best.", [("edit_file", {"path": path, "old": new, "new": old})])
+    rng = ctx.rng("flat", len(runs))
+    options = [(path, c) for path in sorted(contents) for c in candidates.find_candidates(contents[path])]
+    rng.shuffle(options)
+    for path, cand in options:
+        change = candidates.perturb(contents[path], cand, rng)
+        if change is not None:
+            return PolicyReply(f"{BANNER} Step {len(runs) + 1}: {change.description}.", [("edit_file", {"path": path, "old": change.old, "new": change.new})])
+    return submit
+
+
+def _replay_edits(ctx: PolicyContext) -> tuple[dict[str, str], tuple[str, str, str] | None, tuple[str, str, str] | None]:
+    """(current file contents, change applied since the last run, change to revert)."""
+    contents: dict[str, str] = {}
+    applied = revert = None
+    for e in ctx.history:
+        path = str(e.arguments.get("path", ""))
+        if e.name == "read_file" and not e.failed:
+            contents[path] = strip_line_numbers(e.result or "")
+        elif e.name == "edit_file" and not e.failed and path in contents:
+            old, new = str(e.arguments.get("old", "")), str(e.arguments.get("new", ""))
+            contents[path] = contents[path].replace(old, new, 1)
+            if revert == (path, new, old):
+                revert = None
+            else:
+                applied = (path, old, new)
+        elif e.name == "run_experiment":
+            verdict = (re.findall(r"^verdict: (.*)$", e.result or "", re.M) or [""])[-1]
+            revert = applied if applied and not verdict.startswith("new best") else None
+            applied = None
+    return contents, applied, revert
 
 
 def register() -> None:

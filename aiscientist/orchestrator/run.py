@@ -100,6 +100,8 @@ def solve(
     started = time.monotonic()
     with ExitStack() as stack:
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # survives a killed process; only power loss can drop the last commit
         graph = build_graph(rt, SqliteSaver(conn))
         stack.enter_context(ws.watch())
         checkpoint = graph.get_state(THREAD)
@@ -110,7 +112,8 @@ def solve(
         ws.events.record("orchestrator", "run.resume" if resumed else "run.start", {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()})
         state: dict[str, Any] = {}
         try:
-            for state in graph.stream(None if has_checkpoint else initial_state(), THREAD, stream_mode="values"):
+            # durability "sync": a decision's tool calls are on disk before any of them runs
+            for state in graph.stream(None if has_checkpoint else initial_state(), THREAD, stream_mode="values", durability="sync"):
                 if progress is not None:
                     progress(snapshot(rt, state))
         except KeyboardInterrupt:

@@ -78,11 +78,25 @@ def run_tool(rt: Runtime, box: Toolbox, call: ToolCall, key: str) -> str:
             box.note(recorded["artifact"])
         return str(recorded["content"])
     before = set(box.artifacts)
-    box.current_key = key
-    content, ok = box.call(call)
+    if rt.journal.intent(key) is not None and _append_landed(rt, call):
+        content, ok = f"appended to {call.arguments['log']} (before an interruption)", True
+    else:
+        rt.journal.note_intent(key, call.name)
+        box.current_key = key
+        content, ok = box.call(call)
     added = [a for a in box.artifacts if a not in before]
     rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifact": added[0] if added else None})
     return content
+
+
+def _append_landed(rt: Runtime, call: ToolCall) -> bool:
+    """An append_log that was done but not yet journaled when the run was interrupted
+    (writes are idempotent, and a repeated edit fails harmlessly)."""
+    if call.name != "append_log" or call.error:
+        return False
+    path = rt.ws.paths.logs / f"{call.arguments.get('log')}.md"
+    text = str(call.arguments.get("text", "")).strip()
+    return bool(text) and path.is_file() and text in path.read_text(errors="replace")[-len(text) - 200 :]
 
 
 def read_or_empty(rt: Runtime, role: str, path: str) -> str:
@@ -96,3 +110,12 @@ def read_or_empty(rt: Runtime, role: str, path: str) -> str:
         return scope.read(path)
     except (ToolError, OSError):
         return ""
+
+
+def append_once(rt: Runtime, scope: Any, log: str, marker: str, text: str) -> None:
+    """Append `text` (which starts with the unique `marker`) unless the log already has
+    it: after an interruption the same entry may be offered again and must not repeat."""
+    path = rt.ws.paths.logs / f"{log}.md"
+    if path.is_file() and marker in path.read_text(errors="replace"):
+        return
+    scope.append(log, text)

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.experiment import StepRecord, best_step, git
-from aiscientist.specialists.base import SpecialistResult, run_loop
+from aiscientist.specialists.base import SpecialistResult, append_once, run_loop
 from aiscientist.specialists.context import bus_rules, task_brief
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.specialists.tools import Tool, Toolbox, file_tools
@@ -50,10 +50,7 @@ def experiment_tool(rt: Runtime, scope: Any, box: Toolbox, limit: int | None = N
         record = run_step_once(rt, box.current_key, args.hypothesis)
         runs.append(record.step)
         outcome = describe(rt, record)
-        marker = f"{box.current_key}.exp_log"
-        if not rt.journal.has(marker):
-            scope.append("exp_log", outcome)
-            rt.journal.record(marker, {"tool": "append_log"})
+        append_once(rt, scope, "exp_log", outcome.splitlines()[0], outcome)
         box.note(str(rt.ws.paths.step_dir(record.step).relative_to(rt.ws.paths.root)))
         return outcome
 

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from aiscientist.experiment import git
-from aiscientist.specialists.base import SpecialistResult, read_or_empty, run_loop
+from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, run_loop
 from aiscientist.specialists.context import bus_rules, tail, task_brief
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.specialists.tools import Toolbox, clip, file_tools
@@ -52,11 +52,9 @@ def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
     changed = [a for a in box.artifacts if a.startswith("submission/")]
-    entry = f"mode: {args.mode}\ntask: {clip(args.task, 500)}\nfiles changed: {', '.join(changed) or 'none'}\n{clip(summary, 2000)}"
-    key_log = f"{key}.impl_log"
-    if not rt.journal.has(key_log):
-        scope.append("impl_log", entry)
-        rt.journal.record(key_log, {"tool": "append_log"})
+    marker = f"[call {key}] mode: {args.mode}"
+    entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {', '.join(changed) or 'none'}\n{clip(summary, 2000)}"
+    append_once(rt, scope, "impl_log", marker, entry)
     full = summary
     if not rt.ws.file_bus:  # the orchestrator sees the full output only without the bus
         full += "\n\nCode now differs from the baseline in:\n" + (git(rt.ws.paths.submission, "diff", "--stat", "baseline") or "(nothing)")
