@@ -319,10 +319,10 @@ def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> t
 
 def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, Any]:
     """Run every unfinished run of the grid; return counts and failures."""
-    out.mkdir(parents=True, exist_ok=True)
     specs = run_specs(config)
     for name in config.agents:
         get_agent(name)  # unknown agent names fail before any work
+    out.mkdir(parents=True, exist_ok=True)
     (out / "grid.json").write_text(config.model_dump_json(indent=1))
     todo = [s for s in specs if not is_finished(s, out)]
     failures: dict[str, str] = {}
