@@ -38,7 +38,7 @@ def build_map(ws: Workspace) -> str:
             goal += f" · stated baseline {task.baseline:.6g}"
         if task.target is not None:
             goal += f" · target {task.target:.6g}"
-        lines.append(goal + f" · step budget {task.budget.steps}")
+        lines.append(goal)
     lines += ["", "| area | written by | holds | files | size | updated | main file: first line |", "|---|---|---|---|---|---|---|"]
     for area, info in ws.permissions.areas.items():
         count, size, mtime = _stats(root / area)
@@ -56,7 +56,7 @@ def _writers(rules: dict[str, RoleRules], area: str) -> str:
 
 def _stats(folder: Path) -> tuple[int, int, float]:
     count = size = 0
-    latest = folder.stat().st_mtime if folder.exists() else 0.0
+    latest = 0.0
     for base, dirs, files in os.walk(folder):
         dirs[:] = [d for d in dirs if d != ".git"]
         for name in files:
