@@ -61,7 +61,11 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
     table.add_column("", style="bold")
     table.add_column("")
     table.add_row("stopped", escape(result.stop_reason[:160]))
-    table.add_row(f"best {result.metric or 'metric'}", f"{_fmt(result.best_metric)} at step {result.best_step}" if result.best_step else "no successful step")
+    best = f"{_fmt(result.best_metric)} at step {result.best_step}" if result.best_step else "no successful step"
+    if result.best_metric is not None and result.baseline is not None and result.direction:
+        better = result.best_metric > result.baseline if result.direction == "max" else result.best_metric < result.baseline
+        best += "" if better else " (not better than the baseline)"
+    table.add_row(f"best {result.metric or 'metric'}", best)
     table.add_row("baseline", _fmt(result.baseline) + (f" ({result.direction})" if result.direction else ""))
     if result.test is not None:
         table.add_row("hidden test", _fmt(result.test.metric) if result.test.success else escape(f"failed: {result.test.error}"))
