@@ -105,6 +105,9 @@ def test_scope_operations(tmp_path, task):
         impl.search("(", "submission")
     with pytest.raises(ToolError, match="no such file"):
         impl.read("submission/missing.py")
+    ws.scope("helper").write("scratch/blob.bin", "\0\1\2")
+    with pytest.raises(ToolError, match=r"binary file \(3 bytes\)"):
+        ws.scope("helper").read("scratch/blob.bin")
     assert "submission/heldout/" in impl.list("submission") and "submission/evaluate.py" in impl.list("submission")
     assert ".pristine/" not in impl.list(".") and "state/" not in impl.list(".")
 

@@ -12,6 +12,12 @@ Writers serialise on an exclusive `flock` of events.jsonl (safe across threads
 and processes, since every call opens its own file description) and write each
 line with a single O_APPEND write. `state/events_head.json` keeps the last seq,
 hash and the expected log sizes, so truncation at a line boundary is caught.
+
+The chain is plain sha256, not keyed: it proves that nothing was changed by
+anyone who did not also rewrite every later line and the head (agents and
+experiment scripts, which reach the folder only through the API or a sandbox
+that does not mount logs/ writable). It is not a defence against someone
+with full write access who knows the scheme.
 """
 
 from __future__ import annotations

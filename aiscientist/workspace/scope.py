@@ -276,6 +276,9 @@ def _odd_file(path: Path) -> str | None:
 
 
 def _read_lines(path: Path, start_line: int, max_lines: int | None) -> str:
+    with open(path, "rb") as handle:
+        if b"\0" in handle.read(1024):
+            raise ToolError(f"binary file ({path.stat().st_size} bytes); it cannot be shown as text")
     out: list[str] = []
     size = 0
     with open(path, encoding="utf-8", errors="replace") as handle:
