@@ -47,6 +47,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+class _StopRace(logging.Filter):
+    """watchdog logs an error when a change arrives while its observer stops;
+    nothing is wrong (the final flush handles what was delivered)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
+
 # Written all the time by the system itself (checkpoints, git, the map, the
 # model client's call log, the log mirrors); not listed as changes.
 IGNORED = ("state/", "submission/.git/", "WORKSPACE.md", "logs/llm_calls.jsonl", ".pristine/logs/")
