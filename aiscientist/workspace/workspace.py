@@ -76,6 +76,8 @@ class Workspace:
         """Lay out a new run folder and set up the baseline. On any failure the
         run folder is removed again (nothing left behind) and the error raised."""
         root = Path(run_dir).absolute()
+        if not (template / "permissions.yaml").is_file():
+            raise FileNotFoundError(f"workspace template not found at {template} (it ships beside the package in the source tree; install with pip install -e .)")
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise FileExistsError(f"run folder {root} already exists and is not empty; resume it with Workspace.open")
         existed = root.exists()
