@@ -88,6 +88,7 @@ def measure(run_dir: Path, steps: int) -> dict:
         "prompt_ratio": (statistics.median(late) / statistics.median(early)) if early and late else None,
         "overhead_ms_median": 1000 * statistics.median(overhead) if overhead else None,
         "overhead_ms_mean": 1000 * statistics.mean(overhead) if overhead else None,
+        "overhead_ms_late_median": 1000 * statistics.median(overhead[-window:]) if overhead else None,
         "steps_done": len(durations),
         "model_s": sum(latency for _, latency in call_spans),
         "experiment_s": sum(durations.values()),
@@ -122,11 +123,11 @@ def main() -> int:
             console.print(f"{arm}: {figures[arm]['steps_done']} steps in {figures[arm]['wall_s']:.1f} s", highlight=False)
     w = figures[arms[0]]["window"]
     table = Table(title=f"Thin control · {task.name} · {args.steps} steps · offline model · sandbox {args.sandbox}")
-    for column in ("arm", "decisions", f"prompt tok, steps 1-{w} (median)", f"prompt tok, steps {args.steps - w + 1}-{args.steps} (median)", "late/early", "overhead ms/step (median)", "overhead ms/step (mean)", "model s", "experiments s", "wall s"):
+    for column in ("arm", "decisions", f"prompt tok, steps 1-{w} (median)", f"prompt tok, steps {args.steps - w + 1}-{args.steps} (median)", "late/early", "overhead ms/step (median)", "overhead ms/step (mean)", f"overhead ms/step, last {w} (median)", "model s", "experiments s", "wall s"):
         table.add_column(column, justify="right")
     fmt = lambda v, f="{:.0f}": "-" if v is None else f.format(v)  # noqa: E731
     for arm, f in figures.items():
-        table.add_row(arm, str(f["decisions"]), fmt(f["prompt_early_median"]), fmt(f["prompt_late_median"]), fmt(f["prompt_ratio"], "{:.2f}x"), fmt(f["overhead_ms_median"]), fmt(f["overhead_ms_mean"]), fmt(f["model_s"], "{:.1f}"), fmt(f["experiment_s"], "{:.1f}"), fmt(f["wall_s"], "{:.1f}"))
+        table.add_row(arm, str(f["decisions"]), fmt(f["prompt_early_median"]), fmt(f["prompt_late_median"]), fmt(f["prompt_ratio"], "{:.2f}x"), fmt(f["overhead_ms_median"]), fmt(f["overhead_ms_mean"]), fmt(f["overhead_ms_late_median"]), fmt(f["model_s"], "{:.1f}"), fmt(f["experiment_s"], "{:.1f}"), fmt(f["wall_s"], "{:.1f}"))
     console.print(table)
     if "bus" in figures:
         bus = figures["bus"]

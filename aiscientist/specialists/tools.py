@@ -8,6 +8,8 @@ with a handler. `Toolbox.call` validates arguments, runs the handler, and turns 
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -56,6 +58,20 @@ class FinishArgs(BaseModel):
     summary: str = Field(description="what you did and found, and the files you wrote")
 
 
+@functools.lru_cache(maxsize=None)
+def _parameters(args: type[BaseModel]) -> str:
+    """The JSON schema of an argument model (generated once: it takes milliseconds)."""
+    parameters = args.model_json_schema()
+    parameters.pop("title", None)
+    for prop in parameters.get("properties", {}).values():
+        prop.pop("title", None)
+    return json.dumps(parameters)
+
+
+def parameters_of(args: type[BaseModel]) -> dict[str, Any]:
+    return json.loads(_parameters(args))  # a fresh copy: callers may not share one dict
+
+
 @dataclass
 class Tool:
     name: str
@@ -65,11 +81,7 @@ class Tool:
     effect: bool = False  # changes the workspace: replayed from the journal on resume
 
     def schema(self) -> dict[str, Any]:
-        parameters = self.args.model_json_schema()
-        parameters.pop("title", None)
-        for prop in parameters.get("properties", {}).values():
-            prop.pop("title", None)
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters_of(self.args)}}
 
 
 @dataclass
