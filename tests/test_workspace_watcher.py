@@ -59,7 +59,7 @@ def test_experiment_overwriting_a_protected_file_and_a_log(ws):
 
 
 def test_a_protected_file_edited_and_put_back_during_a_step_invalidates_it(ws):
-    plant(ws, 'import pathlib, time\np = pathlib.Path("evaluate.py")\nkeep = p.read_text()\np.write_text(keep + "# fake scores\\n")\ntime.sleep(0.4)\np.write_text(keep)')
+    plant(ws, 'import pathlib, time\np = pathlib.Path("evaluate.py")\nkeep = p.read_text()\np.write_text(keep + "# fake scores\\n")\ntime.sleep(1.0)\np.write_text(keep)')
     with ws.watch(flush_s=0.1):
         record = ws.engine.run_step("experimentation", "sneaky")
     assert record.valid  # the engine alone, checking after the run, sees nothing
