@@ -42,7 +42,6 @@ class SpecialistConfig(BaseModel):
     experiments_per_call: int = Field(1, ge=1, description="run_experiment calls one experimentation call may make")
     readers: list[Literal["code", "method", "evaluation"]] = Field(default_factory=lambda: ["code", "method", "evaluation"])
     exp_log_tail_chars: int = Field(3000, ge=0, description="tail of exp_log.md given to implementation")
-    summary_chars: int = Field(1500, ge=200)
 
 
 class RunConfig(BaseModel):

@@ -24,7 +24,7 @@ from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import run_tool
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.specialists.runtime import Runtime
-from aiscientist.specialists.tools import Tool, Toolbox, clip, file_tools
+from aiscientist.specialists.tools import Tool, Toolbox, clip, file_tools, parameters_of
 
 
 class SubmitArgs(BaseModel):
@@ -50,8 +50,8 @@ class Agent:
         else:
             self.box.add(*file_tools(scope, self.box, write=False))
         self.box.add(_submit_tool())
-        specialist_tools = [] if self.flat else [Tool(name, description, args, _unused) for name, (args, _, description) in SPECIALISTS.items()]
-        self.schemas = [t.schema() for t in specialist_tools] + self.box.schemas()
+        specialists = [] if self.flat else [{"type": "function", "function": {"name": name, "description": description, "parameters": parameters_of(args)}} for name, (args, _, description) in SPECIALISTS.items()]
+        self.schemas = specialists + self.box.schemas()
         self.submit_only = [_submit_tool().schema()]
 
     def messages(self, state: OrchestratorState) -> list[dict[str, Any]]:
@@ -61,10 +61,6 @@ class Agent:
     def grows(self) -> bool:
         """Whether the conversation itself carries results (no thin control)."""
         return self.flat or not self.rt.ws.file_bus
-
-
-def _unused(_: Any) -> str:  # specialist tools are dispatched by name, not through a Toolbox
-    raise AssertionError("specialists are run by the act node")
 
 
 def build_graph(rt: Runtime, checkpointer: Any):
