@@ -56,7 +56,7 @@ class RunConfig(BaseModel):
     file_bus: bool = True
     hierarchy: bool = True
     sandbox: Literal["auto", "bwrap", "local"] = "auto"
-    seed: int = Field(0, description="seed of the offline policy (benchmark rounds vary it)")
+    seed: int | None = Field(None, description="seed of the offline policy (None: the models file's, default 0)")
     models_file: Path | None = None
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
     specialists: SpecialistConfig = Field(default_factory=SpecialistConfig)

@@ -39,7 +39,7 @@ class Runtime:
         with self._lock:
             if role not in self._clients:
                 limits = BudgetLimits(tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s)
-                llm_config = load_llm_config(self.model, self.config.models_file, budget=limits.model_dump(), offline_max_steps=self.steps, seed=self.config.seed)
+                llm_config = load_llm_config(self.model, self.config.models_file, budget=limits.model_dump(), offline_max_steps=self.steps, seed=self.config.seed)  # None keeps the file's
                 self._clients[role] = make_client(self.model, self.ws.paths.root, role, llm_config)
             return self._clients[role]
 
