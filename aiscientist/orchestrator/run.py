@@ -78,7 +78,6 @@ def solve(
             info = info.model_copy(update={"steps": steps, "finished": False})
         if info.finished and run_dir.joinpath("result.json").is_file():
             return RunResult.model_validate_json(run_dir.joinpath("result.json").read_text())
-        forget_run(run_dir)
         ws = Workspace.open(run_dir)
         resumed = True
     else:
@@ -96,6 +95,7 @@ def solve(
         ws = Workspace.create(task, run_dir, file_bus=config.file_bus, sandbox=config.sandbox)
         resumed = False
     _save(ws, info)
+    forget_run(run_dir)  # the budget tracker is rebuilt from this run's own call log
     rt = Runtime(ws=ws, config=info.config, model=info.model, steps=info.steps, journal=Journal(ws.paths.state / "journal.jsonl"), wall_time_s=info.wall_time_s)
     started = time.monotonic()
     with ExitStack() as stack:
