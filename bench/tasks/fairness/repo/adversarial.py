@@ -19,7 +19,7 @@ from model import Adversary, Predictor
 
 @dataclass(frozen=True)
 class DebiasConfig:
-    epochs: int = 20
+    epochs: int = 10
     batch_size: int = 128
     lr: float = 1e-3
     adversary_weight: float = 0.1

@@ -22,9 +22,9 @@ HERE = Path(__file__).resolve().parent
 
 @dataclass(frozen=True)
 class Sizes:
-    n_train: int = 20_000
-    n_val: int = 5_000
-    n_test: int = 10_000
+    n_train: int = 60_000
+    n_val: int = 40_000
+    n_test: int = 40_000
 
 
 FULL = Sizes()
