@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from aiscientist.config import RunConfig
 from aiscientist.experiment import best_step
@@ -73,7 +73,7 @@ def solve(
     from aiscientist.workspace import Workspace
 
     if is_run_folder(run_dir):
-        info = RunInfo.model_validate_json((run_dir / "state" / RUN_FILE).read_text())
+        info = _load_info(run_dir)
         if steps is not None and steps != info.steps:
             info = info.model_copy(update={"steps": steps, "finished": False})
         if info.finished and run_dir.joinpath("result.json").is_file():
@@ -166,6 +166,15 @@ def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
         "cost": cost,
         "last": state.get("last_outcome", ""),
     }
+
+
+def _load_info(run_dir: Path) -> RunInfo:
+    path = run_dir / "state" / RUN_FILE
+    try:
+        return RunInfo.model_validate_json(path.read_text())
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise TaskError(path, ".".join(map(str, first["loc"])) or "(file)", f"unreadable run state: {first['msg']}") from None
 
 
 def _save(ws: Any, info: RunInfo) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from aiscientist.config import RunConfig
@@ -23,7 +23,7 @@ class Runtime:
     journal: Journal
     wall_time_s: float | None = None
     _clients: dict[str, LLMClient] = field(default_factory=dict)
-    _steps: dict[Path, tuple[int, StepRecord]] = field(default_factory=dict)
+    _steps: dict[str, tuple[int, StepRecord]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -56,19 +56,27 @@ class Runtime:
         return self.client("orchestrator").budget.elapsed_s()
 
     def step_records(self) -> list[StepRecord]:
-        """Every recorded step, in order; a step.json is parsed again only when it changed
-        (a long run asks for this several times per step)."""
+        """Every recorded step, in order. Asked for several times per step, so parsed
+        records are kept: only the two newest step folders are checked again (a step's
+        record changes only while it runs or right after, when the watcher may mark it
+        invalid), older ones are final."""
+        folder = self.ws.paths.experiments
+        names = sorted(n for n in os.listdir(folder) if n.startswith("step_")) if folder.is_dir() else []
         out = []
-        for path in sorted(self.ws.paths.experiments.glob("step_*/step.json")):
-            stamp = path.stat().st_mtime_ns
-            cached = self._steps.get(path)
-            if cached is None or cached[0] != stamp:
-                cached = self._steps[path] = (stamp, StepRecord.model_validate_json(path.read_text()))
+        for i, name in enumerate(names):
+            cached = self._steps.get(name)
+            if cached is None or i >= len(names) - 2:
+                try:
+                    stamp = os.stat(folder / name / "step.json").st_mtime_ns
+                except FileNotFoundError:
+                    continue  # running, or crashed before recording
+                if cached is None or cached[0] != stamp:
+                    cached = self._steps[name] = (stamp, StepRecord.model_validate_json((folder / name / "step.json").read_text()))
             out.append(cached[1])
         return out
 
     def steps_done(self) -> int:
-        return len(list(self.ws.paths.experiments.glob("step_*/step.json")))
+        return len(self.step_records())
 
     def steps_left(self) -> int:
         return max(0, self.steps - self.steps_done())
