@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.metrics_file import read_metric
+from aiscientist.metrics_file import load_means, read_metric
 from aiscientist.sandbox import bwrap_works, get_sandbox
 from aiscientist.task import Task, load_task
 
 TASK = Path(__file__).resolve().parents[1] / "bench" / "tasks" / "privacy" / "task.yaml"
 ENV = {"FML_LITE_SMOKE": "1", "FML_LITE_SEED": "0"}
+SANITY = {"accuracy_mean": (0.6, 1.0), "mia_auc_mean": (0.5, 1.0)}  # the model learns; members leak at least at chance
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,9 @@ def test_validation_runs_without_the_hidden_split(task: Task, tmp_path: Path) ->
     result = run(task, task.commands, repo)
     assert result.ok, result.failure()
     assert math.isfinite(read_metric(task.metrics_path(repo), task.metric))
+    means = load_means(task.metrics_path(repo))[task.metric.dataset]
+    for key, (low, high) in SANITY.items():
+        assert low <= means[key] <= high, f"{key} = {means[key]} outside [{low}, {high}]"
     denied = run(task, task.test_commands, repo)
     assert not denied.ok
     assert "only available to the hidden test run" in denied.stderr_tail

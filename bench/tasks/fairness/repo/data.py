@@ -28,7 +28,7 @@ class Sizes:
 
 
 FULL = Sizes()
-SMOKE = Sizes(n_train=3_000, n_val=1_000, n_test=1_000)
+SMOKE = Sizes(n_train=8_000, n_val=2_000, n_test=2_000)
 
 
 def sizes() -> Sizes:
