@@ -56,15 +56,16 @@ def _by_context(images: np.ndarray, labels: np.ndarray, limit: int | None) -> li
 
 def load_contexts(split: str) -> list[Context]:
     """`train`, `val` or `test` data, one (images, labels) pair per context, in order."""
-    train, valid, test = _mnist()
     if split == "train":
-        return _by_context(*train, TRAIN_PER_CONTEXT)
+        return _by_context(*_mnist()[0], TRAIN_PER_CONTEXT)
     if split == "val":
+        valid = _mnist()[1]
         return _by_context(valid[0][:EVAL_SIZE], valid[1][:EVAL_SIZE], None)
     if split == "test":
         if not HELDOUT.is_file():
             raise FileNotFoundError(f"{HELDOUT} is missing: the test split is only available to the hidden test run")
         spec = json.loads(HELDOUT.read_text())
+        test = _mnist()[2]
         idx = np.random.default_rng(spec["seed"]).permutation(len(test[1]))[: min(EVAL_SIZE, spec["size"])]
         return _by_context(test[0][idx], test[1][idx], None)
     raise ValueError(f"unknown split {split!r}; expected train, val or test")

@@ -58,13 +58,12 @@ def base_data() -> tuple[torch.Tensor, torch.Tensor]:
 
 def novel_pool(split: str) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Images and labels of the novel classes for `val` or `test`, and the episode seed."""
-    _, valid, test = _mnist()
     if split == "val":
-        (x, y), seed = valid, 1000 + SEED
+        (x, y), seed = _mnist()[1], 1000 + SEED
     elif split == "test":
         if not HELDOUT.is_file():
             raise FileNotFoundError(f"{HELDOUT} is missing: the test episodes are only available to the hidden test run")
-        (x, y), seed = test, json.loads(HELDOUT.read_text())["seed"] + SEED
+        (x, y), seed = _mnist()[2], json.loads(HELDOUT.read_text())["seed"] + SEED
     else:
         raise ValueError(f"unknown split {split!r}; expected val or test")
     keep = np.isin(y, NOVEL_CLASSES)

@@ -65,19 +65,21 @@ def load_environments(split: str) -> list[Environment]:
     """`train`: the two training environments; `val`: the shifted validation
     environment (MNIST validation images); `test`: the shifted test environment
     (MNIST test images), available only with the hidden heldout/ folder."""
-    train, valid, test = _mnist()
     if split == "train":
+        train = _mnist()[0]
         rng = np.random.default_rng(0)
         order = rng.permutation(len(train[1]))
         chunks = np.array_split(order[: TRAIN_PER_ENV * len(TRAIN_ENVS)], len(TRAIN_ENVS))
         return [make_environment(train[0][idx], train[1][idx], e, rng) for idx, e in zip(chunks, TRAIN_ENVS)]
     if split == "val":
+        valid = _mnist()[1]
         rng = np.random.default_rng(1)
         return [make_environment(valid[0][:EVAL_SIZE], valid[1][:EVAL_SIZE], SHIFTED_ENV, rng)]
     if split == "test":
         if not HELDOUT.is_file():
             raise FileNotFoundError(f"{HELDOUT} is missing: the test environment is only available to the hidden test run")
         spec = json.loads(HELDOUT.read_text())
+        test = _mnist()[2]
         rng = np.random.default_rng(spec["seed"])
         return [make_environment(test[0][:EVAL_SIZE], test[1][:EVAL_SIZE], spec["e"], rng)]
     raise ValueError(f"unknown split {split!r}; expected train, val or test")

@@ -21,11 +21,12 @@ def main() -> None:
     parser.add_argument("--checkpoint", default="checkpoint.pt")
     args = parser.parse_args()
     torch.set_num_threads(THREADS)
+    shifted = load_environments(args.split)
     model = torch.load(args.checkpoint, weights_only=False)
     model.eval()
     train_accs, shifted_accs = [], []
     with torch.no_grad():
-        for envs, accs in ((load_environments("train"), train_accs), (load_environments(args.split), shifted_accs)):
+        for envs, accs in ((load_environments("train"), train_accs), (shifted, shifted_accs)):
             for x, y in envs:
                 logits = model(x).reshape(len(y), -1)
                 pred = logits.argmax(1).float() if logits.shape[1] == 2 else (logits[:, 0] > 0).float()

@@ -60,13 +60,14 @@ def probe_train() -> tuple[torch.Tensor, torch.Tensor]:
 
 def probe_eval(split: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Images and labels the fitted probe is scored on."""
-    _, valid, test = _mnist()
     if split == "val":
+        valid = _mnist()[1]
         return _images(valid[0][:EVAL_SIZE]), torch.from_numpy(valid[1][:EVAL_SIZE])
     if split == "test":
         if not HELDOUT.is_file():
             raise FileNotFoundError(f"{HELDOUT} is missing: the test split is only available to the hidden test run")
         spec = json.loads(HELDOUT.read_text())
+        test = _mnist()[2]
         idx = np.random.default_rng(spec["seed"]).permutation(len(test[1]))[: min(EVAL_SIZE, spec["size"])]
         return _images(test[0][idx]), torch.from_numpy(test[1][idx])
     raise ValueError(f"unknown split {split!r}; expected val or test")

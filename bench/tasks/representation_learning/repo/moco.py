@@ -46,7 +46,7 @@ class MoCo(nn.Module):
             self._update_key_encoder()
             k = F.normalize(self.key_head(self.key_encoder(view_k)), dim=1)
         positive = (q * k).sum(1, keepdim=True)
-        negative = q @ self.queue.T
+        negative = q @ self.queue.clone().T  # a copy: the queue is updated below, before backward
         logits = torch.cat([positive, negative], dim=1) / self.temperature
         loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long))
         self._enqueue(k)
