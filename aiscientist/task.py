@@ -143,13 +143,13 @@ class Task(BaseModel):
         return repo_root / self.working_dir / name
 
     def is_protected(self, rel_path: str) -> bool:
-        return any(_glob_match(rel_path, pattern) for pattern in self.protected)
+        return any(glob_match(rel_path, pattern) for pattern in self.protected)
 
     def is_hidden(self, rel_path: str) -> bool:
-        return any(_glob_match(rel_path, pattern) for pattern in self.hidden)
+        return any(glob_match(rel_path, pattern) for pattern in self.hidden)
 
     def is_editable(self, rel_path: str) -> bool:
-        return any(_glob_match(rel_path, p) for p in self.editable) and not self.is_protected(rel_path)
+        return any(glob_match(rel_path, p) for p in self.editable) and not self.is_protected(rel_path)
 
     def copy_repository(self, dest: Path) -> None:
         """Copy the repository to `dest` without its git history and hidden files."""
@@ -179,7 +179,7 @@ class Task(BaseModel):
         return "\n".join(lines)
 
 
-def _glob_match(rel_path: str, pattern: str) -> bool:
+def glob_match(rel_path: str, pattern: str) -> bool:
     """Glob match on `/`-separated relative paths: `*` stays inside one
     directory, `**` spans any number of them."""
     return _glob_regex(pattern).fullmatch(rel_path) is not None
@@ -283,7 +283,7 @@ def check_files(task: Task, file: Path) -> None:
             if task.is_protected(rel):
                 raise TaskError(file, "editable", f"{rel} is both editable and protected")
     for pattern in task.protected:
-        if any(_glob_match(p, pattern) for p in task.editable):
+        if any(glob_match(p, pattern) for p in task.editable):
             raise TaskError(file, "protected", f"{pattern!r} is also listed as editable")
 
 

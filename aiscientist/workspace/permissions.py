@@ -13,7 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from aiscientist.task import Task, _glob_match
+from aiscientist.task import Task, glob_match
 
 Op = Literal["read", "write"]
 EDITABLE = "submission/{editable}"
@@ -98,10 +98,10 @@ class Policy:
                 return "protected file"
             if rel == "logs" or rel.startswith("logs/"):
                 return "logs are append-only (use append_log)"
-            if not any(_glob_match(rel, g) for g in self.write_globs):
+            if not any(glob_match(rel, g) for g in self.write_globs):
                 return "outside the files this role may write (" + (", ".join(self.write_globs) or "none") + ")"
             return None
-        if not any(_glob_match(rel, g) for g in self.read_globs):
+        if not any(glob_match(rel, g) for g in self.read_globs):
             return "outside the areas this role may read (" + (", ".join(self.read_globs) or "none") + ")"
         return None
 
