@@ -4,8 +4,8 @@ Deterministic and stateless: each answer is derived from the prompt's status blo
 (counters, steps used) and the recent tool results. The orchestrator policy calls
 comprehension, then prioritization, then alternates implementation (explore, or fix
 after a failed run, reverting a change that did not improve) and experimentation until
-the step budget is spent, then submits. The flat policy does the same engineering in one agent. Both are engineering
-baselines, not research.
+the step budget is spent, then submits. The flat policy does the same engineering in
+one agent. Both are engineering baselines, not research.
 """
 
 from __future__ import annotations

@@ -76,7 +76,10 @@ def comprehension_policy(ctx: PolicyContext) -> PolicyReply:
     if any(e.name == "write_file" and not e.failed for e in ctx.history):
         return ctx.finish(f"{BANNER} Wrote paper_analysis/summary.md (targets, baseline, code/method/evaluation notes, implementation details) from the task text and the readers' notes.")
     text = ctx.prompt_text
-    grab = lambda prefix: [line for line in text.splitlines() if line.startswith(prefix)]  # noqa: E731
+
+    def grab(prefix: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith(prefix)]
+
     notes = {axis: body.strip() for axis, body in re.findall(r"^### (\w+)\n(.*?)(?=^### |\Z)", text.split("## Notes from readers", 1)[-1], re.M | re.S)}
     ambiguities = [] if grab("Baseline:") else ["- The task states no baseline value: the first experiment establishes it."]
     if not any("target" in line for line in grab("Baseline:")):
@@ -116,7 +119,7 @@ def comprehension_policy(ctx: PolicyContext) -> PolicyReply:
 
 def plan_changes(ctx: PolicyContext, contents: dict[str, str]) -> list[tuple[str, candidates.Change]]:
     """Every candidate knob in two variants, ordered for breadth: the first variant of
-    every knob (alternating between files) before any second variant."""
+    every knob before any second variant."""
     rounds: list[list[tuple[str, candidates.Change]]] = [[], []]
     for path in sorted(contents):
         for cand in candidates.find_candidates(contents[path]):
