@@ -16,7 +16,7 @@ from aiscientist.task import Task, load_task
 
 TASK = Path(__file__).resolve().parents[1] / "bench" / "tasks" / "robustness" / "task.yaml"
 ENV = {"FML_LITE_SMOKE": "1", "FML_LITE_SEED": "0"}
-SANITY = {"clean_acc_mean": (0.6, 1.0), "attack_success_rate_mean": (0.0, 1.0)}  # training must work at smoke size
+SANITY = {"clean_acc_mean": (0.4, 1.0), "attack_success_rate_mean": (0.0, 1.0)}  # training must work at smoke size (chance: 0.1)
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ class Sizes:
 
 
 FULL = Sizes()
-SMOKE = Sizes(n_members=200, n_nonmembers=400)
+SMOKE = Sizes(n_members=100, n_nonmembers=400)
 
 
 def sizes() -> Sizes:

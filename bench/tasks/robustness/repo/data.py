@@ -37,7 +37,7 @@ class Sizes:
 
 
 FULL = Sizes()
-SMOKE = Sizes(n_train=2_000, n_eval=500)
+SMOKE = Sizes(n_train=1_000, n_eval=500)
 
 
 def sizes() -> Sizes:
