@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from aiscientist.workspace import verify_run
+
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
 
@@ -34,16 +36,16 @@ def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     # Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops cleanly
-    proc = _start([str(TINY), "--model", "offline", "--steps", "6", "--run-dir", str(run_dir), "--set", "sandbox=local"], tmp_path, env)
+    proc = _start([str(TINY), "--model", "offline", "--steps", "5", "--run-dir", str(run_dir), "--set", "sandbox=local", "--set", "specialists.readers=[code]"], tmp_path, env)
     _wait_for(run_dir / "experiments" / "step_0002" / "step.json", proc)
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
     assert f"solve --resume {run_dir}" in out
 
-    # a resumed run killed with SIGKILL while step 4 runs (solver and experiment alike)
+    # a resumed run killed with SIGKILL while step 3 runs (solver and experiment alike)
     proc = _start(["--resume", str(run_dir)], tmp_path, env)
-    _wait_for(run_dir / "experiments" / "step_0004", proc)
+    _wait_for(run_dir / "experiments" / "step_0003", proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
@@ -53,18 +55,18 @@ def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
     steps = [json.loads(p.read_text()) for p in sorted((run_dir / "experiments").glob("step_*/step.json"))]
-    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5, 6]
-    assert sorted(p.name for p in (run_dir / "experiments").iterdir()) == [f"step_000{n}" for n in range(1, 7)]
+    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5]
+    assert sorted(p.name for p in (run_dir / "experiments").iterdir()) == [f"step_000{n}" for n in range(1, 6)]
     exp_log = (run_dir / "logs" / "exp_log.md").read_text()
-    assert [exp_log.count(f"[step 000{n}]") for n in range(1, 7)] == [1] * 6
+    assert [exp_log.count(f"[step 000{n}]") for n in range(1, 6)] == [1] * 5
     events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
     # every step finished exactly once; one experiment per experimentation call across the kills
     ends = [e["payload"]["step"] for e in events if e["kind"] == "experiment.end"]
-    assert ends == [1, 2, 3, 4, 5, 6]
+    assert ends == [1, 2, 3, 4, 5]
     runs = [e["kind"] for e in events if e["kind"].startswith("run.")]
     assert runs == ["run.start", "run.interrupted", "run.resume", "run.resume", "run.end"]
     result = json.loads((run_dir / "result.json").read_text())
-    assert result["steps_total"] == 6 and result["stop_reason"].startswith("submitted")
+    assert result["steps_total"] == 5 and result["stop_reason"].startswith("submitted")
 
-    verify = subprocess.run([sys.executable, "-m", "aiscientist", "verify", str(run_dir)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    report = verify_run(run_dir)
+    assert report.clean, report.problems
