@@ -70,3 +70,24 @@ def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
 
     report = verify_run(run_dir)
     assert report.clean, report.problems
+
+
+def test_resume_redoes_a_step_whose_record_was_torn(tmp_path):
+    """A kill between creating step.json and writing it leaves an empty record."""
+    from aiscientist.config import RunConfig
+    from aiscientist.orchestrator import solve
+    from aiscientist.orchestrator.run import RunInfo
+
+    run_dir = tmp_path / "run"
+    solve(TINY, run_dir, RunConfig(sandbox="local", specialists={"readers": ["code"]}), model="offline", steps=2)
+    (run_dir / "experiments" / "step_0002" / "step.json").write_text("")  # as an interrupted write leaves it
+    info = RunInfo.model_validate_json((run_dir / "state" / "run.json").read_text())
+    (run_dir / "state" / "run.json").write_text(info.model_copy(update={"finished": False}).model_dump_json())
+    (run_dir / "result.json").unlink()
+
+    result = solve(None, run_dir, steps=3)
+    assert [json.loads(p.read_text())["step"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))] == [1, 2, 3]
+    assert result.steps_total == 3
+    events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
+    assert [e["payload"]["step"] for e in events if e["kind"] == "step.record_torn"] == [2]
+    assert verify_run(run_dir).clean

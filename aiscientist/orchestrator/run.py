@@ -19,7 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ValidationError
 
 from aiscientist.config import RunConfig
-from aiscientist.experiment import best_step
+from aiscientist.experiment import StepRecord, best_step
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator import offline as orchestrator_offline
@@ -78,7 +78,10 @@ def solve(
             info = info.model_copy(update={"steps": steps, "finished": False})
         if info.finished and run_dir.joinpath("result.json").is_file():
             return RunResult.model_validate_json(run_dir.joinpath("result.json").read_text())
+        torn = drop_torn_step_records(run_dir)
         ws = Workspace.open(run_dir)
+        for step in torn:
+            ws.events.record("orchestrator", "step.record_torn", {"step": step, "action": "removed; the engine redoes the step under the same number"})
         resumed = True
     else:
         if task is None:
@@ -124,6 +127,21 @@ def solve(
     ws.events.record("orchestrator", "run.end", {"stop_reason": stop_reason, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
     _save(ws, info.model_copy(update={"finished": True, "stop_reason": stop_reason}))
     return result
+
+
+def drop_torn_step_records(run_dir: Path) -> list[int]:
+    """Remove step.json files left empty or half-written by an interruption.
+
+    Such a step never reached `experiment.end`; without its record the engine runs it
+    again under the same number, as it does for a step that crashed mid-run."""
+    torn = []
+    for path in sorted((run_dir / "experiments").glob("step_*/step.json")):
+        try:
+            StepRecord.model_validate_json(path.read_text())
+        except ValueError:
+            path.unlink()
+            torn.append(int(path.parent.name.removeprefix("step_")))
+    return torn
 
 
 def check_model(info: RunInfo) -> None:

@@ -68,10 +68,10 @@ class Runtime:
             if cached is None or i >= len(names) - 2:
                 try:
                     stamp = os.stat(folder / name / "step.json").st_mtime_ns
-                except FileNotFoundError:
-                    continue  # running, or crashed before recording
-                if cached is None or cached[0] != stamp:
-                    cached = self._steps[name] = (stamp, StepRecord.model_validate_json((folder / name / "step.json").read_text()))
+                    if cached is None or cached[0] != stamp:
+                        cached = self._steps[name] = (stamp, StepRecord.model_validate_json((folder / name / "step.json").read_text()))
+                except (FileNotFoundError, ValueError):
+                    continue  # running, or interrupted before its record was complete
             out.append(cached[1])
         return out
 
