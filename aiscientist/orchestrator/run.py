@@ -78,10 +78,10 @@ def solve(
             info = info.model_copy(update={"steps": steps, "finished": False})
         if info.finished and run_dir.joinpath("result.json").is_file():
             return RunResult.model_validate_json(run_dir.joinpath("result.json").read_text())
-        torn = drop_torn_step_records(run_dir)
+        repairs = repair_interrupted(run_dir)
         ws = Workspace.open(run_dir)
-        for step in torn:
-            ws.events.record("orchestrator", "step.record_torn", {"step": step, "action": "removed; the engine redoes the step under the same number"})
+        for kind, payload in repairs:
+            ws.events.record("orchestrator", kind, payload)
         resumed = True
     else:
         if task is None:
@@ -129,19 +129,25 @@ def solve(
     return result
 
 
-def drop_torn_step_records(run_dir: Path) -> list[int]:
-    """Remove step.json files left empty or half-written by an interruption.
+def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Undo what a kill can leave half-done; returns (event kind, payload) per repair.
 
-    Such a step never reached `experiment.end`; without its record the engine runs it
-    again under the same number, as it does for a step that crashed mid-run."""
-    torn = []
+    A step.json left empty or half-written never reached `experiment.end`: it is
+    removed, and the engine runs that step again under the same number (as for a step
+    that crashed mid-run). A git index lock left in submission/ by a killed commit is
+    stale (nothing else works in this run folder) and is removed."""
+    repairs: list[tuple[str, dict[str, Any]]] = []
     for path in sorted((run_dir / "experiments").glob("step_*/step.json")):
         try:
             StepRecord.model_validate_json(path.read_text())
         except ValueError:
             path.unlink()
-            torn.append(int(path.parent.name.removeprefix("step_")))
-    return torn
+            repairs.append(("step.record_torn", {"step": int(path.parent.name.removeprefix("step_")), "action": "removed; the step is redone under the same number"}))
+    lock = run_dir / "submission" / ".git" / "index.lock"
+    if lock.exists():
+        lock.unlink()
+        repairs.append(("git.stale_lock_removed", {"path": "submission/.git/index.lock"}))
+    return repairs
 
 
 def check_model(info: RunInfo) -> None:
