@@ -126,6 +126,8 @@ def _pyplot():
 def plot_curves(info: TaskInfo, cells: Sequence[AgentTask], path: Path) -> None:
     """Best-so-far validation metric per step of each agent's best round."""
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
     for cell in cells:
         xs = [i for i, v in enumerate(cell.curve, start=1) if v is not None]
@@ -137,6 +139,7 @@ def plot_curves(info: TaskInfo, cells: Sequence[AgentTask], path: Path) -> None:
     if info.baseline is not None:
         ax.axhline(info.baseline, color="grey", linestyle="--", linewidth=1, label="baseline")
     ax.set_title(f"{info.name}: best-so-far {info.metric or 'metric'} ({info.direction})")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel(info.metric or "metric")
     ax.legend(fontsize=8)
