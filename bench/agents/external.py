@@ -46,7 +46,8 @@ class External:
         env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "AISCI_TASK_FILE": str(task_file), "AISCI_STEPS": str(ctx.steps_left())}
         env.update(ctx.ws.engine.env)
         timeout = float(ctx.options.get("timeout_s", 3600))
-        proc = subprocess.Popen(["bash", "-c", command], cwd=ctx.submission, env=env, stdout=open(ctx.ws.paths.state / "external_stdout.txt", "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        with open(ctx.ws.paths.state / "external_output.txt", "ab") as output:
+            proc = subprocess.Popen(["bash", "-c", command], cwd=ctx.submission, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

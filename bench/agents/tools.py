@@ -137,7 +137,3 @@ class Toolbox:
 def system_prompt(role: str, text: str) -> dict[str, str]:
     """Every agent's system prompt starts with `ROLE: <role>` (the offline policies key on it)."""
     return {"role": "system", "content": f"ROLE: {role}\n{text.strip()}"}
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, indent=1, sort_keys=True)
