@@ -117,7 +117,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     folder = spec.folder(out)
     if is_finished(spec, out):
         return "skipped"
-    started = time.monotonic()
+    timing = Timing(folder)
     task = load_task(spec.task_path)
     agent = get_agent(spec.agent)
     options = config.options.get(spec.agent, {})
@@ -135,14 +135,30 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ws.engine.env.update(_thread_env())
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=options)
         stop = "step budget spent" if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx) or "agent stopped")
-    timing = folder / "timing.json"
-    prior = json.loads(timing.read_text())["wall_time_s"] if timing.is_file() else 0.0
-    wall = prior + time.monotonic() - started
-    timing.write_text(json.dumps({"wall_time_s": wall}))
-    summary = finish_run(spec, config, task, ws, folder, stop, wall)
+    summary = finish_run(spec, config, task, ws, folder, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
     (folder / "result.json").write_text(summary.model_dump_json(indent=1))
     return stop
+
+
+class Timing:
+    """Wall time of a run over its sessions (`timing.json`). A session that was
+    killed is counted up to its last step record."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path, self.folder = folder / "timing.json", folder
+        state = json.loads(self.path.read_text()) if self.path.is_file() else {"wall_time_s": 0.0, "open_since": None}
+        if state.get("open_since") is not None:
+            ends = [p.stat().st_mtime for p in folder.glob("ws/experiments/step_*/step.json")]
+            state["wall_time_s"] += max(0.0, max(ends, default=state["open_since"]) - state["open_since"])
+        self.wall, self.started = state["wall_time_s"], time.time()
+        self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": self.started}))
+
+    def close(self) -> float:
+        self.wall += time.time() - self.started
+        self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": None}))
+        return self.wall
 
 
 def _guard(solve) -> str:

@@ -69,3 +69,17 @@ def test_killed_grid_resumes_only_what_is_missing(tmp_path: Path):
             assert (run / "ws/experiments" / name / "step.json").read_text() == text
         summary = json.loads((run / "result.json").read_text())
         assert summary["completed"] == STEPS and summary["assigned"] == STEPS
+
+
+def test_wall_time_counts_a_killed_session_up_to_its_last_step(tmp_path: Path):
+    from bench.runner import Timing
+
+    first = Timing(tmp_path)  # a session that gets killed: never closed
+    step = tmp_path / "ws/experiments/step_0001/step.json"
+    step.parent.mkdir(parents=True)
+    step.write_text("{}")
+    os.utime(step, (first.started + 100, first.started + 100))  # its last step ended 100 s in
+    second = Timing(tmp_path)
+    assert 100 <= second.wall < 101
+    assert 100 <= second.close() < 101 + (time.time() - second.started)
+    assert json.loads((tmp_path / "timing.json").read_text())["open_since"] is None
