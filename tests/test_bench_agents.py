@@ -107,3 +107,19 @@ def test_pool_shape_and_worker_pinning():
     probe = functools.partial(subprocess.check_output, ["bash", "-c", "nproc; echo $OMP_NUM_THREADS $MKL_NUM_THREADS"], text=True)
     with ProcessPoolExecutor(1, mp_context=context, initializer=_pin_worker, initargs=(queue,)) as pool:
         assert pool.submit(probe).result(timeout=120).split() == ["1", "1", "1"]  # experiments inherit the pinning
+
+
+def test_paper_task_is_graded_against_its_rubric(tmp_path: Path):
+    from bench.report import write_report
+
+    paper = ROOT / "bench/papers/knn-scaling/task.yaml"
+    config = GridConfig(agents=["basic"], tasks=[paper], rounds=1, steps=2, model="offline", embedder="minilm")
+    spec = RunSpec(task_path=paper, task="knn-scaling", agent="basic", round=1)
+    execute_run(spec, config, tmp_path)
+    result = json.loads((spec.folder(tmp_path) / "result.json").read_text())
+    grade = json.loads((spec.folder(tmp_path) / "grade/grade.json").read_text())
+    assert result["kind"] == "reproduce" and result["rubric_score"] == grade["score"] and 0.0 <= grade["score"] <= 1.0
+    step = load_steps(RunPaths(spec.folder(tmp_path) / "ws"))[0]
+    assert step.commands == ["bash reproduce.sh"] and not step.success  # the offline policy writes no reproduction
+    write_report(tmp_path)
+    assert "| knn-scaling | basic | 1 | 1 |" in (tmp_path / "report/rubric.md").read_text()

@@ -136,3 +136,13 @@ def test_aggregate_direction_min_and_agent_without_success():
     assert a.normalised == pytest.approx(1.0) and a.steps_to_target == 2 and a.auc == pytest.approx((0.5 + 1.0) / 2)
     assert (b.best_round, b.score, b.normalised, b.auc, b.steps_to_target, b.success_rate) == (None, None, 0.0, 0.0, None, 0.0)
     assert span([None, 0.3], 0.5) == pytest.approx(0.2)
+
+
+def test_rubric_scores_are_mean_and_standard_error_over_rounds():
+    from bench.report import rubric_table
+
+    runs = [RunSummary(task="paper", agent="basic", round=k, kind="reproduce", assigned=5, completed=5, successful=0, rubric_score=score) for k, score in enumerate([0.2, 0.5, 0.8], 1)]
+    runs.append(RunSummary(task="paper", agent="iterative", round=1, kind="reproduce", assigned=5, completed=2, successful=0, rubric_score=None))
+    header, rows = rubric_table(runs)
+    assert header[-1] == "rubric score (mean ± s.e.)"
+    assert rows == [["paper", "basic", "3", "3", f"{0.5:.4g} ± {0.3 / math.sqrt(3):.4g}"], ["paper", "iterative", "1", "0", "–"]]
