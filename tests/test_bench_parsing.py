@@ -63,3 +63,16 @@ def test_bench_run_rejects_bad_input_before_any_work(tmp_path, capsys):
     assert "cannot work on a paper task" in err()
     assert main(["bench", "report", str(tmp_path)]) == 2
     assert not any((tmp_path / d).exists() for d in "abcd")
+
+
+def test_agents_help_names_every_agent():
+    import argparse
+
+    from bench.agents import AGENTS
+    from bench.command import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    help_text = parser._subparsers._group_actions[0].choices["run"].format_help()
+    flat = " ".join(help_text.split()).replace("[-nobus|-flat]", " aiscientist-nobus aiscientist-flat")
+    assert all(name in flat for name in AGENTS)
