@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aiscientist.llm.types import ReplayMiss
 from aiscientist.task import TaskError
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     except TaskError as err:
         err_console.print(f"[red]error:[/red] {err}")
         return 2
+    except ReplayMiss as err:
+        err_console.print(f"[red]error:[/red] {err}")
+        return 1
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/yellow]")
         return 130

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Iterable
 
 import jsonschema
@@ -92,7 +93,12 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+# Wall-clock stamps (ISO 8601 or "YYYY-MM-DD HH:MM:SS") that logs and maps show
+# agents; a replayed run happens at another time, so they do not enter the key.
+_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
+
+
 def request_hash(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
-    """Stable key of a request for record/replay."""
-    body = canonical_json({"model": model, "messages": messages, "tools": tools})
+    """Stable key of a request for record/replay (wall-clock stamps masked)."""
+    body = _CLOCK.sub("<time>", canonical_json({"model": model, "messages": messages, "tools": tools}))
     return hashlib.sha256(body.encode()).hexdigest()

@@ -105,7 +105,7 @@ def status_block(rt: Runtime, state: OrchestratorState) -> str:
     reminders = reminders_for(rt, state)
     if reminders:
         parts += ["## Reminders", *(f"- {r}" for r in reminders)]
-    parts += ["## Workspace map", rt.ws.map_text().strip()]
+    parts += ["## Workspace map", rt.ws.map_text(stable=True).strip()]
     summaries = state.get("summaries", [])
     if summaries:
         parts.append("## Recent specialist summaries (newest last)")

@@ -181,7 +181,12 @@ class Workspace:
             self._map_dirty = False
             return text
 
-    def map_text(self) -> str:
+    def map_text(self, stable: bool = False) -> str:
+        """WORKSPACE.md; `stable=True` gives the clock-free variant for prompts."""
+        if stable:
+            from aiscientist.workspace.wsmap import build_map
+
+            return build_map(self, stable=True)
         if self._map_dirty or not self.paths.workspace_map.is_file():
             return self.refresh_map()
         return self.paths.workspace_map.read_text()

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 FIRST_LINE_CHARS = 90
 
 
-def build_map(ws: Workspace) -> str:
+def build_map(ws: Workspace, stable: bool = False) -> str:
+    """The map. `stable` leaves out wall-clock times and log sizes, so the text an
+    agent's prompt carries depends only on the run's history (record/replay)."""
     root = ws.paths.root
     task = ws.task
     set_name = "file_bus" if ws.file_bus else "file_bus_off"
@@ -30,7 +32,7 @@ def build_map(ws: Workspace) -> str:
     steps = _steps(ws.paths.experiments)
     lines = [
         f"# WORKSPACE — {task.name} ({task.kind})",
-        f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
+        ("" if stable else f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · ") + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
     ]
     if task.metric:
         goal = f"goal: {task.metric.label} ({task.metric.direction})"
@@ -44,8 +46,9 @@ def build_map(ws: Workspace) -> str:
         count, size, mtime = _stats(root / area)
         writers = "engine (experimentation)" if area == "experiments" else "append-only (API)" if area == "logs" else _writers(rules, area)
         main = _first_line(root / area / info.main, f"{info.main}") if info.main else "-"
-        lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {_size(size)} | {_stamp(mtime)} | {main} |")
-    lines += ["", *_submission_lines(ws), *_experiment_lines(ws, steps), *_log_lines(ws)]
+        shown_size = "-" if stable and area == "logs" else _size(size)
+        lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {shown_size} | {'-' if stable else _stamp(mtime)} | {main} |")
+    lines += ["", *_submission_lines(ws), *_experiment_lines(ws, steps), *_log_lines(ws, stable)]
     return "\n".join(lines) + "\n"
 
 
@@ -118,9 +121,9 @@ def _describe(ws: Workspace, step: dict[str, Any]) -> str:
     return f"{name} · {outcome}" + (f' · "{hypothesis}"' if hypothesis else "")
 
 
-def _log_lines(ws: Workspace) -> list[str]:
-    head = ws.events.head()
-    parts = [f"{head.get('seq', 0)} events"]
+def _log_lines(ws: Workspace, stable: bool) -> list[str]:
+    """Event counts depend on the watcher's batching, so stable maps leave them out."""
+    parts = [] if stable else [f"{ws.events.head().get('seq', 0)} events"]
     for name, rel in ws.permissions.logs.items():
         path = ws.paths.root / rel
         sessions = 0
