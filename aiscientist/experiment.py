@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -222,7 +223,9 @@ class ExperimentEngine:
             (step_dir / "stdout.txt").write_text(result.stdout_tail)
             (step_dir / "stderr.txt").write_text(result.stderr_tail)
             self._write_code_evidence(step_dir)
-            (step_dir / "step.json").write_text(record.model_dump_json(indent=1))
+            tmp = step_dir / "step.json.tmp"  # step.json appears whole or not at all
+            tmp.write_text(record.model_dump_json(indent=1))
+            os.replace(tmp, step_dir / "step.json")
             self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error})
             return record
 
