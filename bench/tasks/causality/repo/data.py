@@ -38,7 +38,7 @@ class Sizes:
 
 
 FULL = Sizes()
-SMOKE = Sizes(n=400, replications=2)
+SMOKE = Sizes(n=300, replications=1)
 
 
 def sizes() -> Sizes:
