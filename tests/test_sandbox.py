@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import random
 import threading
 import time
 from pathlib import Path
@@ -27,17 +28,14 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("backend", ["local", pytest.param("bwrap", marks=needs_bwrap)])
 def test_timeout_kills_grandchildren(tmp_path: Path, backend: str) -> None:
-    pid_file = tmp_path / "grandchild.pid"
-    # The shell forks a subshell that forks a sleeping grandchild and records its pid.
-    command = f"(sleep 300 & echo $! > {pid_file}; wait) ; sleep 300"
-    if backend == "bwrap":
-        # inside the pid namespace $! is a namespace pid; record the host pid instead
-        command = f"(sleep 300 & cat /proc/$!/status > /dev/null; echo started > {pid_file}; wait); sleep 300"
+    # A subshell forks a sleeping grandchild; a unique duration marks our processes.
+    duration = f"{300 + os.getpid() % 1000}.{random.randrange(10**6)}"
+    command = f"(sleep {duration} & wait) ; sleep {duration}"
     result = get_sandbox(backend).run([command], cwd=tmp_path, timeout=1.0, writable=[tmp_path])
     assert result.timed_out and not result.ok
     assert result.duration_s < 10
     time.sleep(0.3)
-    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == "sleep\x00300\x00"]
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == f"sleep\x00{duration}\x00"]
     assert [p for p in leftovers if _alive(int(p.name))] == []
     assert "timed out" in (result.failure() or "")
 
