@@ -34,8 +34,8 @@ class RunResult(BaseModel):
 def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
     """Counts and the best eligible step from a run's step records.
 
-    A step is *completed* when its commands all ran to the end (FML-bench's step
-    completion), *successful* when it also produced a valid finite metric."""
+    As in FML-bench (and `bench.metrics`), a step is *completed* when it was run and
+    recorded, whatever its outcome, and *successful* when it produced a finite metric."""
     best = best_step(task, steps) if task.metric else None
     return RunResult(
         task=task.name,
@@ -47,7 +47,7 @@ def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> 
         best_metric=best.metric if best else None,
         best_metrics=best.metrics if best else {},
         steps_total=len(steps),
-        steps_completed=sum(1 for s in steps if not s.timed_out and len(s.returncodes) == len(s.commands) and all(rc == 0 for rc in s.returncodes)),
+        steps_completed=len(steps),
         steps_successful=sum(1 for s in steps if s.success),
         tokens=sum(s.tokens for s in steps),
         cost=sum(s.cost for s in steps),
