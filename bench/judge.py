@@ -28,8 +28,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.metrics.pairwise import linear_kernel
 
 from bench.reproduce import GRADER_FILES, LOG, SCRIPT, Reproduction
 from bench.rubric import CODE_DEV, LeafGrade, RubricNode, graded_targets
@@ -145,6 +143,10 @@ def rank(files: list[TextFile], query: str, top: int = TOP_FILES) -> list[TextFi
     """The `top` files most similar to `query` (TF-IDF over path and content)."""
     if len(files) <= top:
         return files
+    # imported here: sklearn takes ~1 s to import, and every CLI start loads this module
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import linear_kernel
+
     docs = [f"{f.path.replace('/', ' ').replace('_', ' ')} {f.text[:50_000]}" for f in files]
     try:
         matrix = TfidfVectorizer(token_pattern=r"[A-Za-z_][A-Za-z0-9_]+", sublinear_tf=True).fit_transform([query, *docs])
