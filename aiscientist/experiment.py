@@ -232,9 +232,9 @@ class ExperimentEngine:
     def _run(self, commands: list[str], hidden: bool, protect: bool = True) -> RunResult:
         submission = self.paths.submission
         readonly = [submission / rel for rel in self.protected_manifest()] if protect else []
-        hide = [self.paths.pristine] if self.paths.pristine.is_dir() else []
-        if hidden and self.task.hidden:
-            hide.append(self.task.repository)
+        hide = [self.paths.pristine]
+        if hidden:
+            hide += self.task.agent_hidden_paths()
         return self.sandbox.run(
             commands,
             cwd=submission / self.task.working_dir,

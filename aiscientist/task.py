@@ -151,6 +151,15 @@ class Task(BaseModel):
     def is_editable(self, rel_path: str) -> bool:
         return any(glob_match(rel_path, p) for p in self.editable) and not self.is_protected(rel_path)
 
+    def agent_hidden_paths(self) -> list[Path]:
+        """Folders an agent's commands must not see: the original repository (it
+        holds the hidden test assets) and, for reproduce tasks, the task's own
+        folder (it holds the grading rubric)."""
+        paths = [self.repository]
+        if self.kind == "reproduce" and self.source is not None:
+            paths.append(self.source.parent)
+        return paths
+
     def copy_repository(self, dest: Path) -> None:
         """Copy the repository to `dest` without its git history and hidden files."""
         import shutil

@@ -33,7 +33,8 @@ class BwrapSandbox:
         TMPDIR and HOME point at a private writable folder instead."""
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in hidden:
-            args += ["--tmpfs", str(Path(path).resolve())]
+            if Path(path).exists():  # nothing to hide otherwise (and bwrap cannot create it)
+                args += ["--tmpfs", str(Path(path).resolve())]
         for path in [private_tmp, *writable]:
             args += ["--bind", str(Path(path).resolve()), str(Path(path).resolve())]
         for path in readonly:

@@ -102,7 +102,7 @@ class RunContext:
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        result = engine.sandbox.run(self.task.commands, cwd=engine.workdir, timeout=self.task.command_timeout_s, env={"MPLBACKEND": "Agg", **engine.env}, writable=[paths.submission], hidden=[self.task.repository, paths.pristine])
+        result = engine.sandbox.run(self.task.commands, cwd=engine.workdir, timeout=self.task.command_timeout_s, env={"MPLBACKEND": "Agg", **engine.env}, writable=[paths.submission], hidden=[*self.task.agent_hidden_paths(), paths.pristine])
         git(paths.submission, "add", "-A")
         (folder / "diff.patch").write_text(git(paths.submission, "diff", "--cached", engine.BASELINE_TAG))
         (folder / "code").mkdir()

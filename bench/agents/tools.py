@@ -102,7 +102,7 @@ class Toolbox:
             env=ws.engine.env,
             writable=[submission, ws.paths.scratch],
             readonly=[submission / rel for rel in ws.engine.protected_manifest()],
-            hidden=[task.repository, ws.paths.pristine],
+            hidden=[*task.agent_hidden_paths(), ws.paths.pristine],
         )
         out = (result.stdout_tail + ("\n[stderr]\n" + result.stderr_tail if result.stderr_tail.strip() else "")).strip()
         status = "timed out" if result.timed_out else f"exit {result.returncodes[-1] if result.returncodes else '?'}"
