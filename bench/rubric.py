@@ -16,22 +16,12 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from bench.rubric_checks import Check
 
-TASK_CATEGORIES = ("Code Development", "Code Execution", "Result Analysis")
-FINEGRAINED_CATEGORIES = (
-    "Environment & Infrastructure Setup",
-    "Dataset and Model Acquisition",
-    "Data Processing & Preparation",
-    "Method Implementation",
-    "Experimental Setup",
-    "Evaluation, Metrics & Benchmarking",
-    "Logging, Analysis & Presentation",
-)
 TaskCategory = Literal["Code Development", "Code Execution", "Result Analysis"]
 FinegrainedCategory = Literal[
     "Environment & Infrastructure Setup",
@@ -42,6 +32,8 @@ FinegrainedCategory = Literal[
     "Evaluation, Metrics & Benchmarking",
     "Logging, Analysis & Presentation",
 ]
+TASK_CATEGORIES: tuple[str, ...] = get_args(TaskCategory)
+FINEGRAINED_CATEGORIES: tuple[str, ...] = get_args(FinegrainedCategory)
 CODE_DEV = "Code Development"
 _CORE_KEYS = ("id", "requirements", "weight", "sub_tasks", "task_category", "finegrained_task_category")
 
