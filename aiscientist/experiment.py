@@ -139,7 +139,7 @@ class ExperimentEngine:
         submission = self.paths.submission
         if not (submission / ".git").exists():
             git(submission, "init", "-q", "-b", "main")
-        result = self._run(self.task.setup_commands, hidden=False) if self.task.setup_commands else None
+        result = self._run(self.task.setup_commands, hide_task=False) if self.task.setup_commands else None
         source = self.task.source or self.task.repository
         if result is not None and not result.ok:
             raise TaskError(source, "setup_commands", result.failure() or "setup failed")
@@ -204,16 +204,16 @@ class ExperimentEngine:
                 shutil.rmtree(step_dir)
             step_dir.mkdir(parents=True)
             started = _now()
-            preprocess = self._run(self.task.preprocess_commands, hidden=True, protect=False) if self.task.preprocess_commands else None
+            preprocess = self._run(self.task.preprocess_commands, protect=False) if self.task.preprocess_commands else None
             tampered_before = self.restore_protected()
             if tampered_before:
                 self.on_event("protected.tampered", {"step": step, "files": tampered_before, "found": "before run"})
             metrics_path = self.task.metrics_path(self.paths.submission)
             metrics_path.unlink(missing_ok=True)
             self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
-            result = self._run(self.task.commands, hidden=True) if preprocess is None or preprocess.ok else preprocess
+            result = self._run(self.task.commands) if preprocess is None or preprocess.ok else preprocess
             if result.ok and self.task.postprocess_commands:
-                post = self._run(self.task.postprocess_commands, hidden=True)
+                post = self._run(self.task.postprocess_commands)
                 result = _combine(result, post)
             tampered = self.tampered_files()
             record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost)
@@ -229,25 +229,27 @@ class ExperimentEngine:
             self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error})
             return record
 
-    def _run(self, commands: list[str], hidden: bool, protect: bool = True) -> RunResult:
-        submission = self.paths.submission
-        readonly = [submission / rel for rel in self.protected_manifest()] if protect else []
-        hide = [self.paths.pristine]
-        if hidden:
-            hide += self.task.agent_hidden_paths()
+    def _run(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True) -> RunResult:
+        """Run `commands` in `repo` (default: the submission), the only writable folder.
+
+        `hide_task`: the task's own folders (hidden test assets, rubric) are invisible.
+        `protect`: the protected files recorded at setup are read-only."""
+        repo = repo or self.paths.submission
+        readonly = [repo / rel for rel in self.protected_manifest()] if protect else []
+        hide = [self.paths.pristine, *(self.task.agent_hidden_paths() if hide_task else [])]
         return self.sandbox.run(
             commands,
-            cwd=submission / self.task.working_dir,
+            cwd=repo / self.task.working_dir,
             timeout=self.task.command_timeout_s,
             env={"MPLBACKEND": "Agg", **self.env},
-            writable=[submission],
+            writable=[repo],
             readonly=readonly,
             hidden=hide,
         )
 
     def _record(self, step: int, agent: str, hypothesis: str, started: str, result: RunResult, metrics_path: Path, tampered: list[str], tokens: int, cost: float) -> StepRecord:
         metric, metrics, error, violated = None, {}, result.failure(), False
-        if error is None:
+        if error is None and self.task.metric is not None:
             metric, metrics, error, violated = self.read_metrics(metrics_path)
         if tampered:
             error = f"tampering: protected file(s) changed during the run: {', '.join(tampered)}"
@@ -276,7 +278,8 @@ class ExperimentEngine:
 
     def read_metrics(self, metrics_path: Path) -> tuple[float | None, dict[str, float], str | None, bool]:
         """(target metric, all metrics, error, constraint violated) from a metrics file."""
-        assert self.task.metric is not None
+        if self.task.metric is None:
+            return None, {}, "the task names no metric", False
         try:
             means = load_means(metrics_path)
             metric = pick(means, self.task.metric.dataset, self.task.metric.key)
@@ -291,15 +294,19 @@ class ExperimentEngine:
         return metric, flatten(means), None, violated
 
     def _write_code_evidence(self, step_dir: Path) -> None:
-        """Snapshot of the editable files and their diff against the baseline commit."""
+        """Snapshot of the editable files and their text diff against the baseline commit."""
         submission = self.paths.submission
-        current = set(expand_globs(submission, self.task.editable))
+        current = {p for p in expand_globs(submission, self.task.editable_globs) if self.task.is_editable(p)}
         baseline = {p for p in git(submission, "ls-tree", "-r", "--name-only", self.BASELINE_TAG).splitlines() if self.task.is_editable(p)}
         chunks = []
         for rel in sorted(current | baseline):
             before = git(submission, "show", f"{self.BASELINE_TAG}:{rel}") if rel in baseline else ""
-            after = (submission / rel).read_text(errors="replace") if rel in current else ""
-            chunks += difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{rel}", f"b/{rel}")
+            try:
+                after = (submission / rel).read_text() if rel in current else ""
+            except UnicodeDecodeError:
+                chunks.append(f"Binary file b/{rel} differs or is new\n")
+            else:
+                chunks += difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{rel}", f"b/{rel}")
             if rel in current:
                 target = step_dir / "code" / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -326,11 +333,11 @@ class ExperimentEngine:
                 if not self.task.is_protected(rel):
                     (copy / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(code / rel, copy / rel)
-            result = self._run_in(copy, self.task.setup_commands) if self.task.setup_commands else None
+            result = self._run(self.task.setup_commands, copy, hide_task=False, protect=False) if self.task.setup_commands else None
             for rel in self.protected_manifest():
                 shutil.copy2(self.paths.pristine / "files" / rel, copy / rel)
             if result is None or result.ok:
-                result = self._run_in(copy, self.task.test_commands + self.task.postprocess_commands)
+                result = self._run(self.task.test_commands + self.task.postprocess_commands, copy, hide_task=False, protect=False)
             error = result.failure()
             metric, metrics = None, {}
             if error is None:
@@ -338,9 +345,6 @@ class ExperimentEngine:
         test = TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
         self.on_event("experiment.test", test.model_dump())
         return test
-
-    def _run_in(self, repo: Path, commands: list[str]) -> RunResult:
-        return self.sandbox.run(commands, cwd=repo / self.task.working_dir, timeout=self.task.command_timeout_s, env={"MPLBACKEND": "Agg", **self.env}, writable=[repo])
 
 
 def _combine(first: RunResult, second: RunResult) -> RunResult:

@@ -148,8 +148,14 @@ class Task(BaseModel):
     def is_hidden(self, rel_path: str) -> bool:
         return any(glob_match(rel_path, pattern) for pattern in self.hidden)
 
+    @property
+    def editable_globs(self) -> list[str]:
+        """The agent's files: the editable globs; a reproduce task that lists none
+        hands its whole repository to the agent (PaperBench's submission)."""
+        return self.editable or (["**/*"] if self.kind == "reproduce" else [])
+
     def is_editable(self, rel_path: str) -> bool:
-        return any(glob_match(rel_path, p) for p in self.editable) and not self.is_protected(rel_path)
+        return any(glob_match(rel_path, p) for p in self.editable_globs) and not self.is_protected(rel_path)
 
     def agent_hidden_paths(self) -> list[Path]:
         """Folders an agent's commands must not see: the original repository (it

@@ -135,3 +135,15 @@ def test_fml_folder_runs_from_a_copied_repository(tmp_path: Path) -> None:
     assert (engine.paths.submission / "results" / "final_info.json").is_file()
     shutil.rmtree(tmp_path / "fml" / "workspace")  # the original repo is no longer needed
     assert engine.run_step("agent", "again").success
+
+
+def test_reproduce_task_step_has_no_metric_and_covers_the_whole_submission(tmp_path: Path) -> None:
+    task = load_task(Path(__file__).parents[1] / "bench" / "papers" / "knn-scaling" / "task.yaml")
+    engine, _ = make_engine(task, tmp_path / "run")
+    (engine.paths.submission / "reproduce.sh").write_text("mkdir -p results && echo 0.9 > results/accuracy.txt\n")
+    record = engine.run_step("agent", "first reproduction")
+    assert record.success and record.metric is None and record.error is None
+    assert "+mkdir -p results" in (engine.paths.root / record.diff_path).read_text()
+    assert (engine.paths.root / record.code_path / "reproduce.sh").is_file()
+    (engine.paths.submission / "reproduce.sh").write_text("exit 3\n")
+    assert engine.run_step("agent", "broken").error == "command exited 3: bash reproduce.sh"

@@ -10,7 +10,7 @@ from aiscientist.specialists.runtime import Runtime
 def task_brief(rt: Runtime) -> str:
     """The task's one-screen summary, with editable files named by workspace path."""
     task = rt.task
-    files = ", ".join(f"submission/{p}" for p in task.editable) or "(none)"
+    files = ", ".join(f"submission/{p}" for p in task.editable_globs) or "(none)"
     text = re.sub(r"^Editable files:.*$", f"Editable files: {files}", task.summary(), count=1, flags=re.M)
     return text + f"\nStep budget: {rt.steps} experiment steps in total."
 

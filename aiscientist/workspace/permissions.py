@@ -129,7 +129,7 @@ class Policy:
 def _expand(globs: list[str], task: Task) -> list[str]:
     out: list[str] = []
     for glob in globs:
-        out += [f"submission/{p}" for p in task.editable] if glob == EDITABLE else [glob]
+        out += [f"submission/{p}" for p in task.editable_globs] if glob == EDITABLE else [glob]
     return out
 
 

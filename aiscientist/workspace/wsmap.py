@@ -87,7 +87,7 @@ def _steps(folder: Path) -> list[dict[str, Any]]:
 def _submission_lines(ws: Workspace) -> list[str]:
     task = ws.task
     return [
-        "submission/: editable " + (", ".join(task.editable) or "(none)") + " · protected (read-only) " + (", ".join(task.protected) or "(none)"),
+        "submission/: editable " + (", ".join(task.editable_globs) or "(none)") + " · protected (read-only) " + (", ".join(task.protected) or "(none)"),
         "experiment commands: " + _cut(" && ".join(task.commands) or "(none)", 200),
     ]
 

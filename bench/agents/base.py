@@ -10,9 +10,7 @@ adds their tokens and money to the next step's record.
 from __future__ import annotations
 
 import random
-import shutil
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -84,40 +82,15 @@ class RunContext:
         """Run the task's experiment commands once on the current code (one counted step)."""
         if self.steps_left() <= 0:
             raise StepBudgetExhausted(f"all {self.assigned} steps are used")
-        if self.task.kind == "reproduce":
-            record = self._reproduce_step(hypothesis)
-        else:
-            record = self.ws.engine.run_step(self.agent, hypothesis, tokens=self._tokens, cost=self._cost)
+        record = self.ws.engine.run_step(self.agent, hypothesis, tokens=self._tokens, cost=self._cost)
         self._tokens, self._cost = 0, 0.0
-        return record
-
-    def _reproduce_step(self, hypothesis: str) -> StepRecord:
-        """A paper task has no metric: a step runs its commands (`bash reproduce.sh`)
-        in the sandbox and records whether they succeeded; the rubric grades the end
-        result. Same step folder layout as the engine's (the diff covers every file)."""
-        engine, paths = self.ws.engine, self.ws.paths
-        step = engine.next_step()
-        folder = paths.step_dir(step)
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        result = engine.sandbox.run(self.task.commands, cwd=engine.workdir, timeout=self.task.command_timeout_s, env={"MPLBACKEND": "Agg", **engine.env}, writable=[paths.submission], hidden=[*self.task.agent_hidden_paths(), paths.pristine])
-        git(paths.submission, "add", "-A")
-        (folder / "diff.patch").write_text(git(paths.submission, "diff", "--cached", engine.BASELINE_TAG))
-        (folder / "code").mkdir()
-        (folder / "stdout.txt").write_text(result.stdout_tail)
-        (folder / "stderr.txt").write_text(result.stderr_tail)
-        rel = folder.relative_to(paths.root)
-        record = StepRecord(step=step, agent=self.agent, hypothesis=hypothesis, started_at=started, commands=result.commands, returncodes=result.returncodes, duration_s=round(result.duration_s, 3), timed_out=result.timed_out, backend=result.backend, success=result.ok, error=result.failure(), diff_path=str(rel / "diff.patch"), code_path=str(rel / "code"), tokens=self._tokens, cost=self._cost)
-        (folder / "step.json").write_text(record.model_dump_json(indent=1))
         return record
 
     # ---- code helpers the agents share ---------------------------------------------
 
     def editable_files(self) -> list[str]:
         """Editable files present in submission/, relative to it."""
-        return [p for p in expand_globs(self.submission, self.task.editable) if self.task.is_editable(p)]
+        return [p for p in expand_globs(self.submission, self.task.editable_globs) if self.task.is_editable(p)]
 
     def read_code(self, rel: str) -> str:
         return (self.submission / rel).read_text(errors="replace")
