@@ -16,8 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.task import TaskError
 
-CONFIGS_DIR = Path(__file__).resolve().parents[1] / "configs"
-
 
 class ConfigError(TaskError):
     """A config file or `--set` override is unusable (CLI exit code 2)."""

@@ -5,13 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v bwrap >/dev/null || ! command -v git >/dev/null; then
+if ! command -v bwrap >/dev/null || ! command -v git >/dev/null || ! command -v chromium >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq bubblewrap git >/dev/null
+    apt-get install -y -qq bubblewrap git chromium >/dev/null
   else
-    echo "warning: install bubblewrap and git (e.g. sudo apt-get install bubblewrap git); without bwrap experiments run unsandboxed" >&2
+    echo "warning: install bubblewrap, git and chromium (e.g. sudo apt-get install bubblewrap git chromium); without bwrap experiments run unsandboxed, without chromium the browser tests are skipped" >&2
   fi
 fi
 
