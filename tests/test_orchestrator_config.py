@@ -65,5 +65,6 @@ def test_cli_bad_input_exits_2_and_creates_nothing(tmp_path, capsys):
     assert main(["solve", str(task), "--run-dir", str(run_dir), "--set", "bogus=1"]) == 2
     assert main(["solve", "--resume", str(tmp_path)]) == 2
     assert main(["solve", str(task), "--run-dir", str(run_dir), "--model", "nonexistent-provider-model"]) == 2
-    assert "unknown model" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "unknown model" in " ".join((captured.out + captured.err).split())  # the preflight reports it on stderr
     assert not run_dir.exists() or not any(run_dir.iterdir())

@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="override one setting, e.g. file_bus=false (repeatable)")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run")
     parser.add_argument("--metric", help="for FML-bench folders without metric.yaml: DATASET/METRIC[:max|min]")
+    parser.add_argument("--no-preflight", action="store_true", help="skip the checks before the first step (commands' programs and scripts exist, sandbox starts, model answers)")
     parser.add_argument("--sandbox", choices=BACKENDS, help="experiment sandbox backend (default: from the config)")
 
 
@@ -50,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
         run_dir = args.run_dir or default_run_dir(task)
         if run_dir.exists() and any(run_dir.iterdir()):
             raise TaskError(run_dir, "run_dir", "already exists and is not empty (use --resume to continue a run)")
+        if not args.no_preflight:
+            from aiscientist.preflight import preflight
+
+            preflight(task, args.model or config.model, config.sandbox, config.models_file)
     try:
         with LiveProgress(console) as progress:
             result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)
