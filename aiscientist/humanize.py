@@ -15,8 +15,6 @@ def num(value: float | int | None, digits: int = 4) -> str:
         return str(value)
     if isinstance(value, int) or float(value).is_integer():
         return f"{int(value):,}"
-    if value != 0 and abs(value) < 1e-3:
-        return f"{value:.{max(digits - 2, 1)}e}"
     text = f"{value:.{digits}g}"
     return f"{value:,.0f}" if "e" in text or abs(value) >= 1000 else text
 
