@@ -65,9 +65,12 @@ def test_installed_wheel_solves_and_benches_from_anywhere(installed, tmp_path):
     assert solved.returncode in (0, 1), solved.stdout + solved.stderr
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["steps_total"] == 3 and result["config"]["file_bus"] is False
+    shown = _run(python, env, tmp_path, "-m", "aiscientist", "show", "run")
+    assert shown.returncode == 0 and shown.stdout.strip().endswith("run.html") and "step-3" in (tmp_path / "run" / "run.html").read_text()
     benched = _run(python, env, tmp_path, "-m", "aiscientist", "bench", "run", "--agents", "aide", "--tasks", "data_efficiency", "--rounds", "1", "--steps", "1", "--model", "offline", "--out", "results", "--no-progress")
     assert benched.returncode == 0, benched.stdout + benched.stderr
     cell = tmp_path / "results" / "runs" / "fml-lite-data-efficiency" / "aide" / "round_1" / "ws"
     assert json.loads((cell / "result.json").read_text())["steps_total"] == 1
     assert (cell / "submission" / "backbone.pt").stat().st_size == (ROOT / "bench/tasks/data_efficiency/repo/backbone.pt").stat().st_size
-    assert (tmp_path / "results" / "report" / "index.html").is_file()
+    report = (tmp_path / "results" / "report" / "index.html").read_text()
+    assert "href='../runs/fml-lite-data-efficiency/aide/round_1/ws/run.html'" in report and (cell / "run.html").is_file()
