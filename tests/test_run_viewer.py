@@ -13,6 +13,7 @@ from browser_check import visit
 from aiscientist.cli import main
 from aiscientist.humanize import num
 from aiscientist.viewer import load_run, write_page
+from aiscientist.workspace.eventlog import EventLog
 
 TINY = Path(__file__).parent / "fixtures" / "tiny" / "task.yaml"
 
@@ -67,7 +68,9 @@ def test_running_run_reloads_and_tree_search_runs_nest(run_dir, tmp_path):
     (running / "experiments" / "step_0003" / "step.json").unlink()  # a step still running
     journal = {"target": "config.py", "nodes": [{"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "", "step": 1}, {"id": 1, "parent": 0, "stage": "improve", "plan": "p", "code": "", "step": 2}]}
     (running / "state" / "aide_journal.json").write_text(json.dumps(journal))
+    EventLog(running).record("implementation", "access.denied", {"op": "write", "path": "submission/evaluate.py", "reason": "protected file"})
     view = load_run(running)
+    assert [m.text for m in view.denials] == ["write submission/evaluate.py: protected file"]
     assert view.running and [s.step for s in view.steps] == [1, 2] and view.steps[1].parent == 1
     text = write_page(running).read_text()
     assert "http-equiv='refresh'" in text and "run in progress" in text
