@@ -72,8 +72,9 @@ def _python_module(module: str, cwd: Path) -> bool:
     return importlib.util.find_spec(module.split(".")[0]) is not None
 
 
-def command_problems(command: str, cwd: Path, made_by_setup: str = "") -> list[str]:
-    """What in one shell line cannot run from `cwd` (an empty list when all is there)."""
+def command_problems(command: str, cwd: Path, made_by_setup: str = "", scripts: bool = True) -> list[str]:
+    """What in one shell line cannot run from `cwd` (an empty list when all is there);
+    `scripts=False` checks installed programs only (the agent writes the scripts)."""
     try:
         segments = list(_segments(command))
     except ValueError as err:
@@ -91,15 +92,15 @@ def command_problems(command: str, cwd: Path, made_by_setup: str = "") -> list[s
             continue
         name = Path(program).name
         if "/" in program:
-            if not (cwd / program).exists() and name not in made_by_setup:
+            if scripts and not (cwd / program).exists() and name not in made_by_setup:
                 problems.append(f"program {program!r} does not exist in the submission")
         elif shutil.which(program) is None:
             problems.append(f"program {program!r} is not installed (not on PATH)")
-        if name.startswith("python") and "-m" in args[:-1]:
+        if scripts and name.startswith("python") and "-m" in args[:-1]:
             module = args[args.index("-m") + 1]
             if not _python_module(module, cwd):
                 problems.append(f"python module {module!r} is neither in the submission nor installed")
-        for arg in args:
+        for arg in args if scripts else []:
             if arg.endswith(SCRIPT_SUFFIXES) and not arg.startswith("-") and "=" not in arg:
                 if not (cwd / arg).exists() and Path(arg).name not in made_by_setup:
                     problems.append(f"script {arg!r} does not exist in the submission")
@@ -107,12 +108,13 @@ def command_problems(command: str, cwd: Path, made_by_setup: str = "") -> list[s
 
 
 def check_commands(task: Task) -> None:
-    """Every command list of the task, read against the task's repository."""
+    """Every command list of the task, read against the task's repository. A paper task's
+    scripts (its reproduce.sh) are the agent's to write: only its programs are checked."""
     cwd = task.repository / task.working_dir
     made_by_setup = " ".join([*task.setup_commands, *task.preprocess_commands])
     for field in COMMAND_LISTS:
         for command in getattr(task, field):
-            problems = command_problems(command, cwd, made_by_setup if field not in ("setup_commands",) else "")
+            problems = command_problems(command, cwd, made_by_setup if field != "setup_commands" else "", scripts=task.kind == "improve")
             if problems:
                 raise TaskError(task.source or task.repository, field, f"{command!r}: " + "; ".join(problems))
 

@@ -82,3 +82,16 @@ def test_unusable_sandbox_exits_2(tmp_path, capsys):
     task = _task(tmp_path)
     assert main(["solve", str(task), "--model", "offline", "--run-dir", str(tmp_path / "run"), "--sandbox", "docker", "--set", "sandbox.image=no-such-image:none"]) == 2
     assert "sandbox" in capsys.readouterr().err
+
+
+def test_every_shipped_task_passes_and_paper_tasks_leave_scripts_to_the_agent():
+    from aiscientist.preflight import check_commands
+    from aiscientist.task import load_task
+
+    root = Path(__file__).resolve().parents[1] / "bench"
+    tasks = sorted(root.glob("tasks/*/task.yaml")) + sorted(root.glob("papers/*/task.yaml"))
+    assert len(tasks) >= 10
+    for path in tasks:
+        check_commands(load_task(path))  # reproduce.sh does not exist yet in a paper task
+    assert command_problems("bash reproduce.sh", TINY / "repo", scripts=False) == []
+    assert command_problems("no-such-program-xyz reproduce.sh", TINY / "repo", scripts=False) != []
