@@ -215,7 +215,7 @@ class ExperimentEngine:
             preprocess = None
             if self.task.preprocess_commands:
                 before = integrity.scan(self.paths.submission)
-                preprocess = self._run(self.task.preprocess_commands, protect=False)
+                preprocess = self._run(self.task.preprocess_commands, hide_task=False, protect=False)
                 allowed |= {rel: e for rel, e in integrity.scan(self.paths.submission).items() if before.get(rel) != e}
             tampered_before = self.restore_protected()
             if tampered_before:
@@ -265,6 +265,8 @@ class ExperimentEngine:
         `protect`: the protected files recorded at setup are read-only."""
         repo = repo or self.paths.submission
         readonly = [repo / rel for rel in self.protected_manifest()] if protect else []
+        if not hide_task:  # the task author's own commands (setup) may read the task's folders
+            readonly += [self.task.repository, *([self.task.source.parent] if self.task.source else [])]
         hide = [self.paths.pristine, *(self.task.agent_hidden_paths() if hide_task else [])]
         return self.sandbox.run(
             commands,
