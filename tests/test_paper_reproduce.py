@@ -75,7 +75,7 @@ def test_missing_script_means_no_run(tmp_path: Path) -> None:
     sub = _submission(tmp_path, "")
     os.remove(sub / "reproduce.sh")
     result = reproduce(sub, tmp_path / "work", timeout_s=30)
-    assert not result.ran and result.error == "no reproduce.sh at the submission root"
+    assert not result.ran and result.error == "the submission has no reproduce.sh at its root"
     assert result.produced == set()
 
 
