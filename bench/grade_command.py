@@ -8,7 +8,7 @@ from rich.console import Console
 
 from aiscientist.llm import ModelConfigError
 from aiscientist.sandbox import BACKENDS, SandboxUnavailable, get_sandbox
-from bench.grading import grade_submission, render_tree
+from bench.grading import SUMMARY_FILE, grade_submission, render_tree
 from bench.judge import OFFLINE
 from bench.rubric import RubricError
 
@@ -41,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
     console.print(render_tree(result.tree))
     repro = result.reproduction
     if repro is not None:
-        state = "not run: " + (repro.error or "") if not repro.ran else ("timed out" if repro.timed_out else f"exit {repro.returncode}")
+        state = repro.problem or f"exit {repro.returncode}"
         console.print(f"reproduction: {state}; {repro.duration_s:.1f}s; produced {len(repro.produced)} file(s)")
     console.print(f"[bold]score {result.score:.3f}[/bold] ({'valid' if result.valid else f'{result.leaves_invalid} invalid leaves'}); "
                   f"judge {result.judge_model}: {result.prompt_tokens}+{result.completion_tokens} tokens, ${result.cost:.4f}")
-    console.print(f"wrote {result.grade_file}")
+    console.print(f"wrote {result.grade_file} (PaperBench graded tree) and {SUMMARY_FILE} beside it")
     return 0
