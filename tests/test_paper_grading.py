@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from bench import rubric
+from bench.graded_tree import load_graded, rescore
 from bench.grading import grade_submission
 
 ROOT = Path(__file__).parent.parent
@@ -56,6 +57,7 @@ def test_reference_label_smoothing_scores_high(tmp_path: Path) -> None:
     assert result.prompt_tokens == 1000 * len(model_leaves)
     saved = json.loads((submission / "grade.json").read_text())
     assert saved["score"] == pytest.approx(result.score) and saved["sub_tasks"]
+    assert rescore(load_graded(submission / "grade.json")) == (pytest.approx(result.score), [])
     summary = json.loads((submission / "grade_summary.json").read_text())
     assert summary["score"] == pytest.approx(result.score) and summary["reproduction_problem"] is None
     assert "eps=0.2 seed=1" in (submission / "grade_reproduce.log").read_text()
