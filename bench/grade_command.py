@@ -10,8 +10,10 @@ from rich.console import Console
 from aiscientist.llm import ModelConfigError
 from aiscientist.sandbox import BACKENDS, SandboxUnavailable, get_sandbox
 from bench.grading import SUMMARY_FILE, grade_submission, render_tree
+from bench.graded_tree import write_graded
 from bench.judge import OFFLINE
 from bench.judge_eval import JUDGE_EVAL_FILE, render, run_judge_eval
+from bench.reproduce import GRADE_FILE
 from bench.rubric import RubricError
 
 
@@ -72,7 +74,9 @@ def _judge_eval(args: argparse.Namespace, console: Console, errors: Console) -> 
         return 2
     console.print(render(result))
     out = Path(args.out or args.judge_eval)
-    out.mkdir(parents=True, exist_ok=True)
+    for case in result.cases:  # the judge's graded trees, to compare with the expected ones
+        (out / "graded" / case.case).mkdir(parents=True, exist_ok=True)
+        write_graded(out / "graded" / case.case / GRADE_FILE, case.tree)
     (out / JUDGE_EVAL_FILE).write_text(result.model_dump_json(indent=2) + "\n")
-    console.print(f"wrote {out / JUDGE_EVAL_FILE}")
+    console.print(f"wrote {out / JUDGE_EVAL_FILE} and the judge's graded trees in {out / 'graded'}")
     return 0

@@ -145,3 +145,8 @@ def to_paperbench(node: GradedNode) -> dict[str, Any]:
         "judge_metadata": metadata,
         "sub_tasks": [to_paperbench(child) for child in node.sub_tasks],
     }
+
+
+def write_graded(path: Path, node: GradedNode) -> None:
+    """Write our graded tree to `path` as PaperBench writes its own (indent 4)."""
+    Path(path).write_text(json.dumps(to_paperbench(node), indent=4) + "\n")

@@ -7,7 +7,6 @@ tasks of kind `reproduce`. It writes `grade.json`, the graded tree in PaperBench
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -22,7 +21,7 @@ from aiscientist.sandbox import Sandbox
 from aiscientist.task import Task, load_task
 from bench import rubric as rubric_mod
 from bench.judge import OFFLINE, Completer, Evidence, Judge
-from bench.graded_tree import to_paperbench
+from bench.graded_tree import write_graded
 from bench.reproduce import GRADE_FILE, GRADER_FILES, LOG, LOG_COPY, Reproduction, reproduce
 from bench.rubric import GradedNode, RubricError, aggregate
 
@@ -149,7 +148,7 @@ def grade_submission(
         tree=tree,
         grade_file=out_dir / GRADE_FILE,
     )
-    (out_dir / GRADE_FILE).write_text(json.dumps(to_paperbench(tree), indent=4) + "\n")
+    write_graded(out_dir / GRADE_FILE, tree)
     (out_dir / SUMMARY_FILE).write_text(result.model_dump_json(indent=2) + "\n")
     return result
 

@@ -183,7 +183,7 @@ class Evidence:
         cases): its `reproduce.log` is the log, and any of its files may be a result."""
         code = [f for f in read_files(submission) if f.path != SCRIPT]
         script = next(iter(read_files(submission, [SCRIPT])), None)
-        log_file = next(iter(read_files(submission, [LOG] if (submission / LOG).is_file() else [])), None)
+        log_file = next(iter(read_files(submission, [LOG])), None)
         return cls(code, script, log_file, code, None, _listing(code, code, script))
 
     @property

@@ -21,14 +21,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from rich.table import Table
 
 from bench import rubric
 from bench.graded_tree import load_graded
 from bench.grading import make_judge_client, paper_files
 from bench.judge import Completer, Evidence, Judge
-from bench.rubric import RubricError, aggregate
+from bench.rubric import GradedNode, RubricError, aggregate
 
 EXPECTED = Path("grading") / "expected_result.json"
 OVERALL = "Overall"
@@ -58,6 +58,7 @@ class CaseResult(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    tree: GradedNode = Field(exclude=True)  # the judge's graded tree
 
 
 class JudgeEvalResult(BaseModel):
@@ -143,6 +144,7 @@ def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer 
         prompt_tokens=graded.prompt_tokens,
         completion_tokens=graded.completion_tokens,
         cost=graded.cost,
+        tree=graded,
     )
     return result, pairs
 

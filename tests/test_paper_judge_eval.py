@@ -93,6 +93,8 @@ def test_cli_writes_the_report_and_refuses_bad_input(tmp_path: Path, capsys: pyt
     assert "toy/0" in printed and "0.429 / 0.571 (+0.143)" in printed and "5 (+1 invalid)" in printed
     saved = json.loads((out / "judge_eval.json").read_text())
     assert saved["agreement"]["Overall"]["accuracy"] == pytest.approx(0.6)
+    assert main(["rubric", "score", str(out / "graded" / "toy" / "0" / "grade.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["score"] == pytest.approx(4 / 7)
     assert main(["grade", "--judge-eval", str(tmp_path / "nope")]) == 2
     assert "judge-eval folder not found" in capsys.readouterr().err
     assert main(["grade", "sub", "--judge-eval", str(cases)]) == 2
