@@ -27,6 +27,7 @@ from bench.rubric import GradedNode, RubricError, aggregate
 
 DEFAULT_TIMEOUT_S = 3600.0
 SUMMARY_FILE = "grade_summary.json"
+LFS_POINTER = "version https://git-lfs"
 
 
 class GradeResult(BaseModel):
@@ -73,11 +74,18 @@ def paper_files(paper_dir: Path) -> PaperFiles:
         raise RubricError(f"{paper}: paper file not found")
     return PaperFiles(
         name=paper_dir.resolve().name,
-        paper=paper.read_text(),
-        addendum=addendum.read_text() if addendum.is_file() else "",
+        paper=_text(paper),
+        addendum=_text(addendum) if addendum.is_file() else "",
         rubric=paper_dir / "rubric.json",
         timeout_s=timeout,
     )
+
+
+def _text(path: Path) -> str:
+    text = path.read_text()
+    if text.startswith(LFS_POINTER):  # PaperBench's repository keeps its papers in Git LFS
+        raise RubricError(f"{path}: a Git LFS pointer, not the file; fetch it first (git lfs pull)")
+    return text
 
 
 def make_judge_client(model: str) -> Completer | None:

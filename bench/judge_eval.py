@@ -26,14 +26,13 @@ from rich.table import Table
 
 from bench import rubric
 from bench.graded_tree import load_graded
-from bench.grading import make_judge_client, paper_files
+from bench.grading import LFS_POINTER, make_judge_client, paper_files
 from bench.judge import Completer, Evidence, Judge
 from bench.rubric import GradedNode, RubricError, aggregate
 
 EXPECTED = Path("grading") / "expected_result.json"
 OVERALL = "Overall"
 JUDGE_EVAL_FILE = "judge_eval.json"
-_LFS_POINTER = b"version https://git-lfs"
 
 
 class Agreement(BaseModel):
@@ -101,7 +100,7 @@ def submission_of(case: Path, work: Path) -> Path:
     if not archive.is_file():
         raise RubricError(f"{case}: no submission/ folder or submission.tar")
     with open(archive, "rb") as handle:
-        if handle.read(len(_LFS_POINTER)) == _LFS_POINTER:
+        if handle.read(len(LFS_POINTER)) == LFS_POINTER.encode():
             raise RubricError(f"{archive}: a Git LFS pointer, not the archive; fetch it first (git lfs pull)")
     try:
         with tarfile.open(archive) as tar:

@@ -102,3 +102,6 @@ def test_cli_writes_the_report_and_refuses_bad_input(tmp_path: Path, capsys: pyt
     (cases / "toy" / "0" / "submission.tar").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
     assert main(["grade", "--judge-eval", str(cases)]) == 2
     assert "a Git LFS pointer, not the archive" in capsys.readouterr().err
+    (tmp_path / "papers" / "toy" / "paper.md").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
+    assert main(["grade", "--judge-eval", str(cases)]) == 2
+    assert "paper.md: a Git LFS pointer, not the file" in capsys.readouterr().err
