@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from aiscientist.sandbox.base import RunResult, scrubbed_env
+from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env
 from aiscientist.sandbox.local import run_commands
 
 
@@ -27,6 +27,9 @@ def bwrap_works() -> bool:
 
 class BwrapSandbox:
     name = "bwrap"
+
+    def __init__(self, settings: SandboxSettings | None = None):
+        self.settings = settings or SandboxSettings(backend="bwrap")
 
     def argv(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], cwd: Path, private_tmp: Path) -> list[str]:
         """The host's /tmp stays visible read-only (task folders may live there);

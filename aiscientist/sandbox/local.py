@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aiscientist.sandbox.base import RunResult, scrubbed_env, tail
+from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, tail
 
 
 def kill_group(pgid: int) -> None:
@@ -58,6 +58,9 @@ class LocalSandbox:
     """No isolation beyond process groups and a scrubbed environment."""
 
     name = "local"
+
+    def __init__(self, settings: SandboxSettings | None = None):
+        self.settings = settings or SandboxSettings(backend="local")
 
     def run(
         self,

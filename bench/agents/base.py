@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aiscientist.experiment import StepRecord, git, load_steps
+from aiscientist.experiment import StepRecord, load_steps
+from aiscientist.gitrepo import git
 from aiscientist.task import Task, expand_globs
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class RunContext:
         """Put every editable file back to its baseline version (git)."""
         files = self.editable_files()
         if files:
-            git(self.submission, "checkout", self.ws.engine.BASELINE_TAG, "--", *files)
+            git(self.ws.paths, "checkout", self.ws.engine.BASELINE_TAG, "--", *files)
 
     def code_of_step(self, step: int) -> dict[str, str]:
         """The editable files as snapshotted by `step`."""
