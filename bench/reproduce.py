@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from aiscientist.sandbox import Sandbox, get_sandbox
+from aiscientist.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 
 SCRIPT = "reproduce.sh"
 LOG = "reproduce.log"
@@ -47,6 +47,15 @@ class Reproduction(BaseModel):
     @property
     def log_path(self) -> Path:
         return self.copy_dir / LOG
+
+    @property
+    def problem(self) -> str | None:
+        """Why there are no reproduction results to judge (None when reproduce.sh ran to its end)."""
+        if not self.ran:
+            return f"no reproduction ran: {self.error}"
+        if self.timed_out:
+            return f"the reproduction timed out after {self.timeout_s:g}s"
+        return None
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
@@ -84,11 +93,14 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
     submission = Path(submission)
     copy_dir = copy_submission(submission, Path(work_dir) / "submission")
     if not (copy_dir / SCRIPT).is_file():
-        return Reproduction(copy_dir=copy_dir, ran=False, error=f"no {SCRIPT} at the submission root", timeout_s=timeout_s)
-    sandbox = sandbox or get_sandbox("auto")
+        return Reproduction(copy_dir=copy_dir, ran=False, error=f"the submission has no {SCRIPT} at its root", timeout_s=timeout_s)
     before = snapshot(copy_dir)
     started = datetime.now(timezone.utc)
-    result = sandbox.run([f"bash {SCRIPT} > {LOG} 2>&1"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+    try:
+        sandbox = sandbox or get_sandbox("auto")
+        result = sandbox.run([f"bash {SCRIPT} > {LOG} 2>&1"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+    except (OSError, SandboxUnavailable) as err:
+        return Reproduction(copy_dir=copy_dir, ran=False, error=f"{SCRIPT} failed to start: {err}", timeout_s=timeout_s)
     after = snapshot(copy_dir)
     if result.timed_out:
         with open(copy_dir / LOG, "a") as log:
