@@ -232,7 +232,7 @@ class ExperimentEngine:
             broken = integrity.violations(self.task, self.paths.submission, allowed, tree, self._metrics_rel(self.paths.submission))
             broken = [v for v in broken if v.split(":", 1)[0] not in tampered]
             if broken:
-                self.on_event("integrity.violation", {"step": step, "found": broken[:50]})
+                self.on_event("integrity.violation", {"step": step, "files": [v.split(":", 1)[0] for v in broken[:50]], "found": "after run", "problem": broken[0]})
             record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken)
             if tampered:
                 self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
