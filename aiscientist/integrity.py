@@ -80,6 +80,23 @@ def read_regular(path: Path) -> bytes | None:
         os.close(fd)
 
 
+def safe_file(root: Path, rel: str) -> Path | None:
+    """`root/rel` when no part of it below `root` is a link and it is a regular
+    file (what the host may read of an untrusted tree); None otherwise."""
+    path = root
+    for part in Path(rel).parts:
+        if part in ("..", "/"):
+            return None
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return None
+        if stat.S_ISLNK(mode):
+            return None
+    return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+
+
 def scan(root: Path, skip: tuple[str, ...] = (".git",)) -> dict[str, Entry]:
     """Every entry below `root` by relative path, without following any link."""
     entries: dict[str, Entry] = {}

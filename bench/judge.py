@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from aiscientist.integrity import safe_file, scan
 from bench.reproduce import GRADER_FILES, LOG, SCRIPT, Reproduction
 from bench.rubric import CODE_DEV, LeafGrade, NodePath, RubricNode, graded_targets
 
@@ -122,10 +123,13 @@ class TextFile:
 def read_files(root: Path, names: list[str] | None = None) -> list[TextFile]:
     """Files under `root` (or just `names`), text decoded, binaries marked; skips VCS and caches."""
     files = []
-    paths = [root / n for n in names] if names is not None else sorted(root.rglob("*"))
-    for path in paths:
+    rels = names if names is not None else sorted(rel for rel, entry in scan(root).items() if entry.kind == "file")
+    for name in rels:
+        path = safe_file(root, name)  # links are never followed: they could lead to host files
+        if path is None:
+            continue
         rel = path.relative_to(root)
-        if any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file() or path.is_symlink():
+        if any(part in _SKIP_DIRS for part in rel.parts):
             continue
         if names is None and len(rel.parts) == 1 and rel.name in (*GRADER_FILES, LOG):
             continue

@@ -7,13 +7,14 @@ whose content or modification time differs from the copy taken before the run.
 
 from __future__ import annotations
 
-import hashlib
+import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from aiscientist.integrity import scan
 from aiscientist.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 
 SCRIPT = "reproduce.sh"
@@ -61,21 +62,12 @@ class Reproduction(BaseModel):
 def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
     """(mtime_ns, size, sha256) of every file under `root`, by relative path."""
     files: dict[str, tuple[int, int, str]] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file() or path.is_symlink():
+    for rel, entry in sorted(scan(root).items()):  # links are never followed
+        if entry.kind != "file" or any(part in _SKIP_DIRS for part in rel.split("/")):
             continue
-        stat = path.stat()
-        files[rel.as_posix()] = (stat.st_mtime_ns, stat.st_size, _sha256(path))
+        info = os.lstat(root / rel)
+        files[rel] = (info.st_mtime_ns, info.st_size, entry.digest)
     return files
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def copy_submission(submission: Path, dest: Path) -> Path:

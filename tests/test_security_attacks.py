@@ -234,3 +234,23 @@ def test_the_whole_attack_run_leaves_a_verifiable_folder(tmp_path: Path, backend
     report = verify_run(ws.paths.root)
     assert report.clean, report.problems
     assert json.loads((ws.paths.root / record.diff_path.replace("diff.patch", "step.json")).read_text())["valid"] is False
+
+
+def test_grading_reads_no_linked_host_file(tmp_path: Path) -> None:
+    from bench.judge import read_files
+    from bench.rubric_checks import TextMatch
+
+    secret_dir = tmp_path / "host"
+    secret_dir.mkdir()
+    (secret_dir / "key.txt").write_text(SECRET)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "main.py").write_text("print(1)\n")
+    (sub / "results.txt").symlink_to(secret_dir / "key.txt")
+    (sub / "linked_dir").symlink_to(secret_dir)
+    texts = read_files(sub)
+    assert [f.path for f in texts] == ["main.py"] and all(SECRET not in f.text for f in texts)
+    assert read_files(sub, ["results.txt", "linked_dir/key.txt"]) == []
+    check = TextMatch(type="text_match", file="linked_dir/key.txt", pattern="SECRET")
+    outcome = check.evaluate(sub, {"linked_dir/key.txt"})
+    assert not outcome.passed and "links are not followed" in outcome.explanation
