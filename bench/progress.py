@@ -68,10 +68,18 @@ class GridProgress:
         self.tasks = {s.task: load_task(s.task_path) for s in specs}
         self.started = time.monotonic()
         self.live = None
+        self._done: dict[Path, CellStatus] = {}
         self.reported: dict[Path, State] = {s.folder(out): "done" for s in specs if (s.folder(out) / "result.json").is_file()}  # finished before
 
     def cells(self) -> list[CellStatus]:
-        return [cell_status(s, self.tasks[s.task], self.out) for s in self.specs]
+        """Every cell's status; a finished cell's folder is read once, not every refresh."""
+        cells = []
+        for spec in self.specs:
+            cell = self._done.get(spec.folder(self.out)) or cell_status(spec, self.tasks[spec.task], self.out)
+            if cell.state == "done":
+                self._done[spec.folder(self.out)] = cell
+            cells.append(cell)
+        return cells
 
     def table(self, cells: list[CellStatus]) -> Table:
         done = sum(c.state == "done" for c in cells)
