@@ -38,7 +38,9 @@ def test_show_writes_one_self_contained_page(run_dir, capsys):
     result = json.loads((run_dir / "result.json").read_text())
     assert f"{num(result['best_metric'])} at step {result['best_step']}" in text
     assert "clean (" in text  # verify status
-    assert "plan/prioritized_tasks.md" in text
+    plan = (run_dir / "plan" / "prioritized_tasks.md").read_text()
+    assert load_run(run_dir).plan_texts == [("plan/prioritized_tasks.md · version 1 (call d2.c0)", plan)]  # as prioritization handed it back
+    assert "<details class='plan' open><summary>plan/prioritized_tasks.md · version 1" in text
 
 
 def test_page_renders_every_step_in_chromium(run_dir, tmp_path):
@@ -68,6 +70,8 @@ def test_running_run_reloads_and_tree_search_runs_nest(run_dir, tmp_path):
     (running / "experiments" / "step_0003" / "step.json").unlink()  # a step still running
     journal = {"target": "config.py", "nodes": [{"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "", "step": 1}, {"id": 1, "parent": 0, "stage": "improve", "plan": "p", "code": "", "step": 2}]}
     (running / "state" / "aide_journal.json").write_text(json.dumps(journal))
+    (running / "plan" / "prioritized_tasks.md").write_text("# Prioritized tasks\n- a newer plan\n")  # being rewritten
+    assert [name for name, _ in load_run(running).plan_texts][-1] == "plan/prioritized_tasks.md · current"
     EventLog(running).record("implementation", "access.denied", {"op": "write", "path": "submission/evaluate.py", "reason": "protected file"})
     view = load_run(running)
     assert [m.text for m in view.denials] == ["write submission/evaluate.py: protected file"]

@@ -17,6 +17,7 @@ from aiscientist.humanize import num
 from aiscientist.task import TaskError
 
 DIFF_CHARS = 60_000  # a huge diff is cut, not inlined whole
+PLAN_MARKER = "\n\n## plan/"  # how prioritization appends the plan to its full output
 
 
 class StepView(BaseModel):
@@ -73,7 +74,7 @@ class RunView(BaseModel):
     steps: list[StepView]
     timeline: list[Moment]
     plan_versions: list[Moment]
-    plan_files: dict[str, str]
+    plan_texts: list[tuple[str, str]]
     denials: list[Moment]
 
 
@@ -84,8 +85,7 @@ def _json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _events(root: Path) -> list[dict[str, Any]]:
-    path = root / "logs" / "events.jsonl"
+def _jsonl(path: Path) -> list[dict[str, Any]]:
     out = []
     for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
         try:
@@ -93,6 +93,24 @@ def _events(root: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue  # a line being written while we read (a running run)
     return out
+
+
+def _plan_versions(root: Path) -> list[tuple[str, str]]:
+    """The plan as each prioritization call handed it back (kept in the replay journal,
+    state/journal.jsonl), then the file as it is now when that differs."""
+    versions = []
+    for entry in _jsonl(root / "state" / "journal.jsonl"):
+        value = entry.get("value")
+        if entry.get("kind") == "done" and isinstance(value, dict) and value.get("role") == "prioritization":
+            _, found, rest = str(value.get("full_output", "")).partition(PLAN_MARKER)
+            name, _, text = rest.partition("\n")
+            if found:
+                versions.append((f"plan/{name} · version {len(versions) + 1} (call {entry.get('key')})", text))
+    for path in sorted((root / "plan").rglob("*.md")) if (root / "plan").is_dir() else []:
+        text = path.read_text(errors="replace")
+        if not versions or versions[-1][1].strip() != text.strip():
+            versions.append((f"{path.relative_to(root)} · current", text))
+    return versions
 
 
 def run_root(folder: Path) -> Path:
@@ -154,6 +172,17 @@ def _moment(event: dict[str, Any]) -> Moment | None:
     return Moment(ts=event.get("ts", ""), role=str(role), kind=kind, text=str(text(payload)))
 
 
+def _plan_writes(events: list[dict[str, Any]]) -> list[Moment]:
+    """Each write of a plan file: who, when, size and content hash (the log keeps no text)."""
+    out = []
+    for event in events:
+        payload = event.get("payload", {})
+        if event.get("kind") == "file.write" and str(payload.get("path", "")).startswith("plan/"):
+            text = f"{payload['path']}: {num(payload.get('bytes'))} bytes, sha256 {str(payload.get('sha256', ''))[:12]}"
+            out.append(Moment(ts=event.get("ts", ""), role=event.get("role", ""), kind="file.write", text=text))
+    return out
+
+
 def _verify(root: Path) -> str:
     from aiscientist.workspace.verify import verify_run
 
@@ -176,12 +205,11 @@ def load_run(folder: Path | str) -> RunView:
     direction = base.get("direction") or metric_spec.get("direction") or "max"
     baseline = base.get("baseline", task.get("baseline"))
     steps = _steps(root, direction, baseline)
-    events = _events(root)
+    events = _jsonl(root / "logs" / "events.jsonl")
     moments = [m for m in map(_moment, events) if m is not None]
     counted = [s for s in steps if s.counted]
     best = (max if direction == "max" else min)(counted, key=lambda s: s.metric) if counted else None
     test = base.get("test") or {}
-    plan_dir = root / "plan"
     return RunView(
         root=root,
         running=result is None,
@@ -204,7 +232,7 @@ def load_run(folder: Path | str) -> RunView:
         verify=_verify(root),
         steps=steps,
         timeline=[m for m in moments if m.kind != "access.denied"],
-        plan_versions=[Moment(ts=e["ts"], role=e["role"], kind=e["kind"], text=f"{e['payload'].get('path')}: {e['payload'].get('bytes')} bytes, sha256 {str(e['payload'].get('sha256', ''))[:12]}") for e in events if e.get("kind") == "file.write" and str(e.get("payload", {}).get("path", "")).startswith("plan/")],
-        plan_files={str(p.relative_to(root)): p.read_text(errors="replace") for p in sorted(plan_dir.rglob("*.md"))} if plan_dir.is_dir() else {},
+        plan_versions=_plan_writes(events),
+        plan_texts=_plan_versions(root),
         denials=[m for m in moments if m.kind == "access.denied"],
     )

@@ -122,6 +122,7 @@ def render(run: RunView) -> str:
         "<h2>Decisions and specialists</h2>" + _moments(run.timeline, "nothing recorded yet"),
         "<h2>Plan</h2>" + _moments(run.plan_versions, "no plan written"),
     ]
-    parts += [f"<details><summary>{escape(name)} (current)</summary><pre class='plan'>{escape(text)}</pre></details>" for name, text in run.plan_files.items()]
+    last = len(run.plan_texts) - 1
+    parts += [f"<details class='plan'{' open' if i == last else ''}><summary>{escape(name)}</summary><pre class='plan'>{escape(text)}</pre></details>" for i, (name, text) in enumerate(run.plan_texts)]
     parts += ["<h2>Permission denials</h2>" + _moments(run.denials, "none"), f"<script>{JS}</script></body></html>"]
     return "\n".join(parts)
