@@ -88,7 +88,7 @@ def _summary(run: RunView) -> list[tuple[str, str]]:
     return [
         ("task", run.task),
         ("agent", run.agent),
-        ("metric", f"{run.metric or '?'} ({'higher' if run.direction == 'max' else 'lower'} is better)"),
+        ("metric", f"{run.metric} ({'higher' if run.direction == 'max' else 'lower'} is better)" if run.metric else "none (a paper task: graded by its rubric)"),
         ("baseline", num(run.baseline)),
         ("best validated step", best),
         ("hidden test", num(run.test) if run.test is not None else (f"failed: {run.test_error}" if run.test_error else "not run")),
