@@ -223,16 +223,20 @@ class Scope:
     def _link_reason(self, op: Op, rel: str, depth: int, folder: bool) -> str:
         """Why a path through a link is refused, naming where the link leads
         (worked out for the message only: nothing is opened through it)."""
+        link = "/".join(rel.split("/")[:depth])
         root = os.path.realpath(self.root)
-        real = os.path.realpath(os.path.join(root, rel))
+        try:
+            real = os.path.realpath(os.path.join(root, rel))
+            target = os.path.relpath(os.path.realpath(os.path.join(root, link)), root)
+        except OSError:  # the link changed while it was looked at
+            return f"{link} is a symbolic link; the file API does not follow links"
         if real != root and not real.startswith(root + os.sep):
             return "it leads outside the workspace (symlink)"
         real_rel = os.path.relpath(real, root)
         reason = self.policy.dir_refusal(real_rel) if folder and os.path.isdir(real) else self.policy.refusal(op, real_rel)
         if reason:
             return f"it leads to {real_rel}: {reason}"
-        link = "/".join(rel.split("/")[:depth])
-        return f"{link} is a symbolic link (to {real_rel}); the file API does not follow links"
+        return f"{link} is a symbolic link (to {target}); the file API does not follow links"
 
     def _deny(self, verb: str, path: str, reason: str):
         error = PermissionDenied(self.role, verb, path, reason)
