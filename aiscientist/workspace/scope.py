@@ -17,7 +17,7 @@ import hashlib
 import io
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING
 
@@ -115,9 +115,8 @@ class Scope:
                 self._check("read", "search", rel)
                 return _matches(regex, [(rel, fd)])
             self._check_folder("search", rel)
-            keep_dir = lambda d: self.policy.dir_refusal(d) is None  # noqa: E731
-            keep_file = lambda f: self.policy.refusal("read", f) is None  # noqa: E731
-            with closing(safe_open.walk_files(fd, rel, keep_dir, keep_file)) as files:
+            files = safe_open.walk_files(fd, rel, lambda d: self.policy.dir_refusal(d) is None, lambda f: self.policy.refusal("read", f) is None)
+            with closing(files):
                 return _matches(regex, files)
 
     def append(self, log: str, text: str) -> str:
@@ -269,7 +268,7 @@ def _read_lines(fd: int, start_line: int, max_lines: int | None) -> str:
     return "".join(out)
 
 
-def _matches(regex: re.Pattern[str], files) -> list[str]:
+def _matches(regex: re.Pattern[str], files: Iterable[tuple[str, int]]) -> list[str]:
     """Matching lines of text files given as (run-relative path, open descriptor)."""
     hits: list[str] = []
     for file_rel, fd in files:
