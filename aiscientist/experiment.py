@@ -23,7 +23,7 @@ from pathlib import Path
 
 from aiscientist import gitrepo, integrity
 from aiscientist.causes import FailureCause
-from aiscientist.evidence import BASELINE_TAG, write_code_evidence
+from aiscientist.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
 from aiscientist.hidden_test import run_hidden_test
 from aiscientist.gitrepo import git
 from aiscientist.metrics_file import MetricsError, flatten, load_means, pick
@@ -64,6 +64,7 @@ class ExperimentEngine:
         self.on_event: EventSink = on_event or (lambda kind, payload: None)
         self.env = dict(env or {})
         self._lock = threading.Lock()
+        self._baseline_code: dict[str, str] | None = None  # editable files at the baseline commit
 
     # ---- setup and protected files ---------------------------------------------------
 
@@ -193,7 +194,9 @@ class ExperimentEngine:
                 self.restore_protected()
             (step_dir / "stdout.txt").write_text(result.stdout_tail)
             (step_dir / "stderr.txt").write_text(result.stderr_tail)
-            write_code_evidence(self.task, self.paths, tree, step_dir)
+            if self._baseline_code is None:
+                self._baseline_code = baseline_editable(self.task, self.paths)
+            write_code_evidence(self.task, self.paths, self._baseline_code, tree, step_dir)
             # the record becomes visible only once its end event (with every file's hash) is on disk
             tmp = step_dir / PENDING_RECORD
             tmp.write_text(record.model_dump_json(indent=1))
