@@ -39,6 +39,8 @@ def test_no_preflight_lets_the_run_spend_its_budget(tmp_path):
     run_dir = tmp_path / "run"
     assert main(["solve", str(task), "--model", "offline", "--steps", "1", "--run-dir", str(run_dir), "--no-preflight"]) == 1
     assert (run_dir / "experiments" / "step_0001" / "step.json").is_file()
+    assert main(["show", str(run_dir)]) == 0  # the run page names why the step failed
+    assert "failure cause: exit code: command exited 2: python trian.py" in (run_dir / "run.html").read_text()
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ class StepView(BaseModel):
     valid: bool = True
     constraint_violated: bool = False
     error: str | None = None
+    cause: str | None = None  # the failure's class (command not found, timeout, ...)
     metric: float | None = None
     duration_s: float | None = None
     tokens: int = 0

@@ -53,8 +53,8 @@ def _step_html(step: StepView, run: RunView) -> str:
     if step.parent is not None:
         head.append(f"<span>from step {step.parent}</span>")
     body = f"<div class='hypothesis'>{escape(step.hypothesis)}</div>"
-    if step.error:
-        body += f"<div class='error'>failure cause: {escape(step.error)}</div>"
+    if step.error or step.cause:
+        body += f"<div class='error'>failure cause: {escape(': '.join(filter(None, [step.cause, step.error])))}</div>"
     if step.diff.strip():
         changed = sum(1 for t in step.diff.splitlines() if t[:1] in "+-" and not t.startswith(("+++", "---")))
         body += f"<details class='diff'><summary>diff ({plural(changed, 'changed line')})</summary><pre class='diff'>{_diff_html(step.diff)}</pre></details>"
