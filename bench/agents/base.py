@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiscientist.experiment import StepRecord, git, load_steps
 from aiscientist.task import Task, expand_globs
+from aiscientist.specialists.runtime import record_rejected_calls
 
 if TYPE_CHECKING:
     from aiscientist.llm.client import LLMClient
@@ -74,6 +75,7 @@ class RunContext:
     def complete(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
         """One model call; its tokens and cost are charged to the next step."""
         completion = self.client(role).complete(messages, tools=tools, role=role)
+        record_rejected_calls(self.ws, role, completion)
         self._tokens += completion.prompt_tokens + completion.completion_tokens
         self._cost += completion.cost
         return completion
