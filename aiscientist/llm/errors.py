@@ -40,10 +40,12 @@ def network_failure(err: BaseException, api_base: str | None = None) -> str | No
     """'connection refused (http://...)' and the like, when the request never got an
     HTTP answer; None otherwise."""
     where = f" ({api_base})" if api_base else ""
-    for inner in chain(err):
+    errors = list(chain(err))
+    for inner in errors:  # the operating system's words first, wherever they are in the chain
         for kind, words in NETWORK.items():
             if isinstance(inner, kind):
                 return words + where
+    for inner in errors:
         if type(inner).__name__ in ("ConnectError", "RemoteProtocolError", "ReadError"):  # httpx's
             return (_clean(str(inner)) or "connection failed") + where
     return None
