@@ -162,6 +162,20 @@ def test_a_reader_that_fails_saves_no_notes_and_comprehension_reports_it(tmp_pat
     assert_verified(run)
 
 
+def test_a_recording_with_failed_calls_replays_them_as_the_same_failures(tmp_path: Path) -> None:
+    store, first, second = tmp_path / "rec", tmp_path / "first", tmp_path / "second"
+    with FakeOpenAI([error(400, message="refused once")], brain=policy_brain(1)) as server:
+        models = models_file(tmp_path, server.api_base, **FAST)
+        recorded = solve(first, models, *ONE_READER, steps=1, before=("--record", str(store)))
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    replayed = solve(second, models, *ONE_READER, steps=1, before=("--replay", str(store)))  # the server is gone
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert [(r["outcome"], r.get("error")) for r in calls(second)] == [(r["outcome"], r.get("error")) for r in calls(first)]
+    assert calls(second)[0]["error"] == "openai/fake-model: HTTP 400: refused once" and calls(second)[0]["replayed"] is True
+    assert result(second)["best_metric"] == result(first)["best_metric"]
+    assert_verified(second)
+
+
 @pytest.mark.slow
 def test_a_two_minute_outage_is_survived_with_default_settings(tmp_path: Path) -> None:
     """Default patience (10 minutes per call) and backoff: only api_base is set."""
