@@ -75,29 +75,27 @@ def test_overflow_that_trimming_cannot_fix_names_the_limit_and_the_size(tmp_path
     assert len(server.requests) == 3
 
 
+def _outcomes(client, asks: list[list[dict]]) -> list[str]:
+    """Each call's answer, or its error as `Class: message`."""
+    out = []
+    for messages in asks:
+        try:
+            out.append(client.complete(messages).content)
+        except ModelError as err:
+            out.append(f"{type(err).__name__}: {err}")
+    return out
+
+
 def test_failed_calls_are_recorded_and_replayed_as_the_same_failures(tmp_path: Path) -> None:
     store = tmp_path / "rec"
     asks = [[{"role": "user", "content": f"question {i}"}] for i in range(3)]
     with FakeOpenAI([error(400, message="bad request body"), error(503), reply("fine")]) as server:
-        live = make_client(MODEL, tmp_path / "live", config=_config(server, record_dir=store, max_attempts=1))
-        seen = []
-        for messages in asks:
-            try:
-                seen.append(live.complete(messages).content)
-            except ModelError as err:
-                seen.append(f"{type(err).__name__}: {err}")
+        seen = _outcomes(make_client(MODEL, tmp_path / "live", config=_config(server, record_dir=store, max_attempts=1)), asks)
     assert seen[0] == f"ModelError: {MODEL}: HTTP 400: bad request body"
     assert seen[1].startswith(f"ModelUnavailable: {MODEL}: HTTP 503: planned HTTP 503 (model unavailable: gave up after 1 attempts")
     assert seen[2] == "fine"
 
-    replay = make_client(MODEL, tmp_path / "replayed", config=LLMConfig(model=MODEL, replay_dir=store))
-    again = []
-    for messages in asks:
-        try:
-            again.append(replay.complete(messages).content)
-        except ModelError as err:
-            again.append(f"{type(err).__name__}: {err}")
-    assert again == seen
+    assert _outcomes(make_client(MODEL, tmp_path / "replayed", config=LLMConfig(model=MODEL, replay_dir=store)), asks) == seen
     records = read_records(tmp_path / "replayed" / "logs" / "llm_calls.jsonl")
     assert [(r["outcome"], r.get("kind"), r["replayed"]) for r in records] == [("error", "error", True), ("error", "unavailable", True), ("ok", None, True)]
     with pytest.raises(ModelUnavailable):  # the class survives the round trip too
