@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from aiscientist.sandbox.base import SandboxSettings
 from aiscientist.task import TaskError
 
 CONFIGS_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -55,7 +56,7 @@ class RunConfig(BaseModel):
     max_cost_usd: float | None = Field(None, ge=0, description="model cost budget for the whole run")
     file_bus: bool = True
     hierarchy: bool = True
-    sandbox: Literal["auto", "bwrap", "local"] = "auto"
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     seed: int | None = Field(None, description="seed of the offline policy (None: the models file's, default 0)")
     models_file: Path | None = None
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aiscientist.sandbox import BACKENDS
+
 BENCH_ROOT = Path(__file__).resolve().parent
 console = Console(stderr=True)
 
@@ -24,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--out", required=True, type=Path, help="results folder (re-running with it continues the grid)")
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: sized to the machine)")
     run.add_argument("--cores-per-run", type=int, default=None, help="cores each run is pinned to (default: the machine's cores shared evenly)")
-    run.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "local"])
+    run.add_argument("--sandbox", default="auto", choices=BACKENDS)
     run.add_argument("--seed", type=int, default=0, help="base seed; each run derives its own from it")
     run.add_argument("--embedder", default="auto", choices=["auto", "graphcodebert", "minilm"])
     run.add_argument("--option", action="append", default=[], metavar="AGENT.KEY=VALUE", help="agent option, e.g. external.command='my-agent' (repeatable)")

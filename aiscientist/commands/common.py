@@ -7,6 +7,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from aiscientist.sandbox import BACKENDS
 from aiscientist.task import MetricSpec, Task, TaskError, load_task
 
 _METRIC = re.compile(r"^(?P<dataset>[^/]+)/(?P<name>[^:]+)(?::(?P<direction>max|min))?$")
@@ -16,7 +17,7 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="a task.yaml, or an FML-bench task folder (config.json + prompt.json)")
     parser.add_argument("--metric", help="for FML-bench folders without metric.yaml: DATASET/METRIC[:max|min]")
     parser.add_argument("--run-dir", type=Path, help="run folder (default: runs/<task>-<time>)")
-    parser.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "local"], help="experiment sandbox backend (default: auto)")
+    parser.add_argument("--sandbox", default="auto", choices=BACKENDS, help="experiment sandbox backend (default: auto)")
 
 
 def parse_metric(text: str | None) -> MetricSpec | None:

@@ -10,6 +10,7 @@ from rich.console import Console
 from aiscientist import notices
 from aiscientist.commands.common import default_run_dir, parse_metric
 from aiscientist.config import CONFIGS_DIR, load_config
+from aiscientist.sandbox import BACKENDS
 from aiscientist.task import TaskError, load_task
 
 console = Console()
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="override one setting, e.g. file_bus=false (repeatable)")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run")
     parser.add_argument("--metric", help="for FML-bench folders without metric.yaml: DATASET/METRIC[:max|min]")
-    parser.add_argument("--sandbox", choices=["auto", "bwrap", "local"], help="experiment sandbox backend (default: from the config)")
+    parser.add_argument("--sandbox", choices=BACKENDS, help="experiment sandbox backend (default: from the config)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.task:
             raise TaskError("solve", "task", "a TASK (task.yaml or FML-bench folder) or --resume RUN_DIR is required")
-        sets = [*args.sets, *([f"sandbox={args.sandbox}"] if args.sandbox else [])]
+        sets = [*args.sets, *([f"sandbox.backend={args.sandbox}"] if args.sandbox else [])]
         config = load_config([CONFIGS_DIR / "default.yaml", *args.config], sets)
         task = load_task(args.task, parse_metric(args.metric))
         run_dir = args.run_dir or default_run_dir(task)

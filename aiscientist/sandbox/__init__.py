@@ -4,33 +4,37 @@ from __future__ import annotations
 
 import logging
 
-from aiscientist.sandbox.base import RunResult, Sandbox, scrubbed_env
+from aiscientist.sandbox.base import BACKENDS, RunResult, Sandbox, SandboxSettings, scrubbed_env
 from aiscientist.sandbox.bwrap import BwrapSandbox, bwrap_works
 from aiscientist.sandbox.local import LocalSandbox
 
 log = logging.getLogger(__name__)
-
-BACKENDS = ("auto", "bwrap", "local")
 
 
 class SandboxUnavailable(RuntimeError):
     pass
 
 
-def get_sandbox(name: str = "auto") -> Sandbox:
-    """`auto` prefers bwrap and falls back to local with a visible warning."""
+def get_sandbox(choice: str | SandboxSettings = "auto") -> Sandbox:
+    """A backend by name or settings. `auto` prefers bwrap and falls back to local
+    with a visible warning."""
+    settings = choice if isinstance(choice, SandboxSettings) else SandboxSettings(backend=choice) if choice in BACKENDS else None
+    if settings is None:
+        raise SandboxUnavailable(f"unknown sandbox backend {choice!r}; choose one of {', '.join(BACKENDS)}")
+    name = settings.backend
     if name == "local":
-        return LocalSandbox()
+        log.warning("local sandbox: experiment code runs WITHOUT isolation, with your permissions (not a security boundary)")
+        return LocalSandbox(settings)
     if name == "bwrap":
         if not bwrap_works():
             raise SandboxUnavailable("bwrap sandbox requested but bubblewrap is missing or cannot create namespaces here (apt-get install bubblewrap)")
-        return BwrapSandbox()
+        return BwrapSandbox(settings)
     if name == "auto":
         if bwrap_works():
-            return BwrapSandbox()
+            return BwrapSandbox(settings.model_copy(update={"backend": "bwrap"}))
         log.warning("bubblewrap is not usable here: experiments run WITHOUT isolation (local backend)")
-        return LocalSandbox()
-    raise SandboxUnavailable(f"unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}")
+        return LocalSandbox(settings.model_copy(update={"backend": "local"}))
+    raise SandboxUnavailable(f"the {name!r} sandbox backend is not available in this build")
 
 
-__all__ = ["RunResult", "Sandbox", "get_sandbox", "scrubbed_env", "LocalSandbox", "BwrapSandbox", "SandboxUnavailable", "bwrap_works"]
+__all__ = ["BACKENDS", "SandboxSettings", "RunResult", "Sandbox", "get_sandbox", "scrubbed_env", "LocalSandbox", "BwrapSandbox", "SandboxUnavailable", "bwrap_works"]

@@ -6,14 +6,37 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TAIL_CHARS = 8000
 
 # Provider credentials never reach experiment code.
 _SECRET = re.compile(r"(API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIALS)$|^(AWS_|AZURE_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_|HF_TOKEN)")
+
+
+BackendName = Literal["auto", "bwrap", "local", "docker"]
+BACKENDS: tuple[str, ...] = ("auto", "bwrap", "local", "docker")
+
+
+class SandboxSettings(BaseModel):
+    """The `sandbox` section of a run's config: which backend, and the limits every
+    command it runs gets. A bare string (`sandbox: bwrap`) means just the backend."""
+
+    model_config = ConfigDict(extra="forbid")
+    backend: BackendName = "auto"
+    memory_mb: int | None = Field(8192, ge=64, description="address-space / memory limit per command (None: unlimited)")
+    processes: int | None = Field(1024, ge=16, description="processes and threads per sandbox (None: unlimited)")
+    file_size_mb: int | None = Field(4096, ge=1, description="largest file a command may write (None: unlimited)")
+    cpus: float | None = Field(None, gt=0, description="docker: CPU quota (None: all)")
+    image: str | None = Field(None, description="docker: run image (None: the locally built default)")
+    gpus: str | None = Field(None, description="docker: GPU passthrough, e.g. 'all' (None: no GPU)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: object) -> object:
+        return {"backend": value} if isinstance(value, str) else value
 
 
 class RunResult(BaseModel):

@@ -14,11 +14,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.paths import RunPaths
-from aiscientist.sandbox import Sandbox, get_sandbox
+from aiscientist.sandbox import Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
@@ -34,7 +34,7 @@ class WorkspaceConfig(BaseModel):
     """`state/workspace.json`: how the run was created."""
 
     file_bus: bool = True
-    sandbox: str = "auto"
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     created_at: str
 
 
@@ -72,7 +72,7 @@ class Workspace:
     # ---- create / open ------------------------------------------------------------
 
     @classmethod
-    def create(cls, task: Task, run_dir: Path | str, file_bus: bool = True, sandbox: str | Sandbox = "auto", template: Path = TEMPLATE) -> Workspace:
+    def create(cls, task: Task, run_dir: Path | str, file_bus: bool = True, sandbox: str | SandboxSettings | Sandbox = "auto", template: Path = TEMPLATE) -> Workspace:
         """Lay out a new run folder and set up the baseline. On any failure the
         run folder is removed again (nothing left behind) and the error raised."""
         root = Path(run_dir).absolute()
@@ -81,14 +81,14 @@ class Workspace:
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise FileExistsError(f"run folder {root} already exists and is not empty; resume it with Workspace.open")
         existed = root.exists()
-        box = get_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
+        box = sandbox if _is_backend(sandbox) else get_sandbox(sandbox)
         try:
             paths = RunPaths(root)
             shutil.copytree(template, root, ignore=shutil.ignore_patterns(".keep", "permissions.yaml"), dirs_exist_ok=True)
             paths.state.mkdir(parents=True, exist_ok=True)
             shutil.copy2(template / "permissions.yaml", root / PERMISSIONS)
             permissions = PermissionsFile.load(root / PERMISSIONS)
-            config = WorkspaceConfig(file_bus=file_bus, sandbox=sandbox if isinstance(sandbox, str) else box.name, created_at=now())
+            config = WorkspaceConfig(file_bus=file_bus, sandbox=getattr(box, "settings", SandboxSettings(backend=box.name)), created_at=now())
             (root / CONFIG).write_text(config.model_dump_json(indent=1))
             for log in permissions.logs.values():
                 (root / log).parent.mkdir(parents=True, exist_ok=True)
@@ -112,7 +112,7 @@ class Workspace:
             raise
 
     @classmethod
-    def open(cls, run_dir: Path | str, sandbox: str | Sandbox | None = None) -> Workspace:
+    def open(cls, run_dir: Path | str, sandbox: str | SandboxSettings | Sandbox | None = None) -> Workspace:
         """Rebuild a run from its folder alone (resume after a crash, or a copy)."""
         root = Path(run_dir).absolute()
         paths = RunPaths(root)
@@ -126,7 +126,7 @@ class Workspace:
             raise TaskError(root, "run folder", f"unreadable run state: {err.errors()[0]['msg']}") from None
         permissions = PermissionsFile.load(root / PERMISSIONS)
         choice = config.sandbox if sandbox is None else sandbox
-        box = get_sandbox(choice) if isinstance(choice, str) else choice
+        box = choice if _is_backend(choice) else get_sandbox(choice)
         ws = cls(task, paths, config, permissions, box)
         ws.events.record("system", "workspace.opened", {"steps_done": len(ws.steps())})
         ws.refresh_map()
@@ -268,3 +268,8 @@ def _llm_usage(path: Path) -> tuple[int, int, float, float]:
         except (ValueError, TypeError, AttributeError):
             continue
     return calls, tokens, cost, wall
+
+
+def _is_backend(sandbox: object) -> bool:
+    """A ready sandbox object rather than a backend name or settings."""
+    return not isinstance(sandbox, (str, SandboxSettings))
