@@ -212,10 +212,11 @@ class Workspace:
         watcher = self.watcher
         if kind == "experiment.end" and watcher is not None:
             watcher.step_finished(int(payload["step"]))
-        self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
-        if kind == "experiment.end":
+        if kind == "experiment.recorded":  # the record is visible now; its end event came first
             self.experiment_running = None
             self.changed()
+            return
+        self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
 
 
 class _ObservedSandbox:
