@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from aiscientist.llm import ContextOverflow, LLMConfig, ModelError, ModelUnavailable, make_client, read_records
+from aiscientist.llm.errors import context_sizes
 from aiscientist.llm.messages import TRIM_MARK
 from tests.fixtures.llm.fake_openai import FakeOpenAI, error, overflow, reply
 
@@ -100,3 +101,17 @@ def test_failed_calls_are_recorded_and_replayed_as_the_same_failures(tmp_path: P
     assert [(r["outcome"], r.get("kind"), r["replayed"]) for r in records] == [("error", "error", True), ("error", "unavailable", True), ("ok", None, True)]
     with pytest.raises(ModelUnavailable):  # the class survives the round trip too
         make_client(MODEL, tmp_path / "third", config=LLMConfig(model=MODEL, replay_dir=store)).complete(asks[1])
+
+
+@pytest.mark.parametrize(
+    ("message", "sizes"),
+    [
+        ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.", (8192, 9000)),
+        # llama-cpp-python's server, as it answered a too long request (n_ctx 512)
+        ("This model's maximum context length is 512 tokens. However, you requested 1518 tokens (1510 in the messages, 8 in the completion). Please reduce the length of the messages or completion.", (512, 1518)),
+        ("prompt is too long: 210000 tokens > 200000 maximum", (200000, 210000)),
+        ("the request is too large", (None, None)),
+    ],
+)
+def test_context_limit_and_size_are_read_from_the_providers_words(message: str, sizes: tuple) -> None:
+    assert context_sizes(message) == sizes
