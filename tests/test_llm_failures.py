@@ -5,6 +5,7 @@ failures, error messages that lead with the cause."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,23 @@ def test_overflow_that_trimming_cannot_fix_names_the_limit_and_the_size(tmp_path
             server.plan[:0] = [overflow(8192, 9000)]
             client.complete(CONVERSATION[:2])  # nothing to clip: no retry
     assert len(server.requests) == 3
+
+
+def test_patience_bounds_the_retries_and_an_outage_within_it_is_sat_out(tmp_path: Path) -> None:
+    """patience_s and backoff_base_s are shortened here (defaults: 600 s and 1 s)."""
+    with FakeOpenAI([reply("back")]) as server:
+        server.down()  # refused connections
+        client = make_client(MODEL, tmp_path, config=_config(server, patience_s=1.5, backoff_base_s=0.2, backoff_max_s=0.4))
+        started = time.monotonic()
+        with pytest.raises(ModelUnavailable, match=r"connection refused \(http://127.0.0.1:\d+/v1\) \(model unavailable: gave up after \d+ attempts over 2 s"):
+            client.complete([{"role": "user", "content": "hello"}])
+        assert 1.5 <= time.monotonic() - started < 3
+        server.down(1.0)  # back after a second, well within the patience
+        assert make_client(MODEL, tmp_path, config=_config(server, patience_s=5, backoff_base_s=0.2)).complete([{"role": "user", "content": "again"}]).content == "back"
+    failed, ok = read_records(tmp_path / "logs" / "llm_calls.jsonl")
+    assert failed["kind"] == "unavailable" and failed["attempts"] >= 4
+    assert {r["error"] for r in failed["retry_log"]} == {f"connection refused ({server.api_base})"}
+    assert ok["outcome"] == "ok" and ok["retries"] >= 1 and ok["retry_wait_s"] >= 0.9
 
 
 def _outcomes(client, asks: list[list[dict]]) -> list[str]:

@@ -41,15 +41,15 @@ class Attempts:
 def send_with_patience(backend: Backend, cfg: LLMConfig, role: str, msgs: list[dict[str, Any]], tools: list[dict[str, Any]], attempts: Attempts) -> Reply:
     """One answer, retrying transient failures until the patience (or `max_attempts`,
     when set) runs out."""
-    first_failure: float | None = None
+    first_failure: float | None = None  # when the first failing attempt began
     while True:
         attempts.count += 1
+        began = time.monotonic()
         try:
             return backend.send(msgs, tools)
         except Transient as err:
-            now = time.monotonic()
-            first_failure = now if first_failure is None else first_failure
-            failing_s = now - first_failure
+            first_failure = began if first_failure is None else first_failure
+            failing_s = time.monotonic() - first_failure
             left = cfg.patience_s - failing_s
             if (cfg.max_attempts is not None and attempts.count >= cfg.max_attempts) or left <= 0:
                 raise ModelUnavailable(
