@@ -83,7 +83,7 @@ def test_patience_bounds_the_retries_and_an_outage_within_it_is_sat_out(tmp_path
         server.down()  # refused connections
         client = make_client(MODEL, tmp_path, config=_config(server, patience_s=1.5, backoff_base_s=0.2, backoff_max_s=0.4))
         started = time.monotonic()
-        with pytest.raises(ModelUnavailable, match=r"connection refused \(http://127.0.0.1:\d+/v1\) \(model unavailable: gave up after \d+ attempts over 2 s"):
+        with pytest.raises(ModelUnavailable, match=r"connection refused \(http://127.0.0.1:\d+/v1\) \(model unavailable: gave up after \d+ attempts over \d+ s"):
             client.complete([{"role": "user", "content": "hello"}])
         assert 1.5 <= time.monotonic() - started < 3
         server.down(1.0)  # back after a second, well within the patience
