@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aiscientist import notices
 from aiscientist.commands.common import default_run_dir, parse_metric
 from aiscientist.config import load_config
 from aiscientist.resources import CONFIGS_DIR, resolve_config
@@ -14,6 +15,7 @@ from aiscientist.sandbox import BACKENDS
 from aiscientist.task import TaskError, load_task
 
 console = Console()
+EXIT_MODEL_STOPPED = 3  # the model was unavailable past its patience (or failed model_error_limit times in a row); resumable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from aiscientist.llm import ModelConfigError
     from aiscientist.orchestrator.progress import LiveProgress, summary_table
     from aiscientist.orchestrator.run import is_run_folder, solve
+    from aiscientist.orchestrator.state import stopped_by_model
 
     if args.steps is not None and args.steps < 1:
         raise TaskError("--steps", "steps", "must be at least 1")
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
             preflight(task, args.model or config.model, config.sandbox, config.models_file)
     try:
-        with LiveProgress(console) as progress:
+        with LiveProgress(console) as progress, notices.listening(progress.notice):
             result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)
     except ModelConfigError as err:
         console.print(f"[red]error:[/red] {err}")
@@ -65,4 +68,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
         return 130
     console.print(summary_table(result, str(run_dir)))
+    if stopped_by_model(result.stop_reason):
+        console.print(f"[yellow]stopped[/yellow]: the model failed ({result.stop_reason}); once it works again, continue with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
+        return EXIT_MODEL_STOPPED
     return 0 if result.steps_successful else 1
