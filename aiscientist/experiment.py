@@ -25,8 +25,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from aiscientist.metrics_file import MetricsError, flatten, load_means, pick
+from aiscientist.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
 from aiscientist.paths import RunPaths
+from aiscientist.runenv import clean_outputs, conda_command, in_environment, readable_outside
 from aiscientist.sandbox import RunResult, Sandbox
 from aiscientist.sandbox.base import TAIL_CHARS
 from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
@@ -136,6 +137,7 @@ class ExperimentEngine:
         Raises TaskError when setup fails or a protected file is still missing."""
         if self.setup_done:
             return
+        conda_command(self.task)  # a missing conda environment fails before anything runs
         submission = self.paths.submission
         if not (submission / ".git").exists():
             git(submission, "init", "-q", "-b", "main")
@@ -143,6 +145,8 @@ class ExperimentEngine:
         source = self.task.source or self.task.repository
         if result is not None and not result.ok:
             raise TaskError(source, "setup_commands", result.failure() or "setup failed")
+        if self.task.preprocess_commands:  # protected files as every step's preprocess leaves them
+            self._run(self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess"))
         check_after_setup(self.task, submission)
         manifest = {}
         for rel in expand_globs(submission, self.task.protected):
@@ -204,16 +208,17 @@ class ExperimentEngine:
                 shutil.rmtree(step_dir)
             step_dir.mkdir(parents=True)
             started = _now()
-            preprocess = self._run(self.task.preprocess_commands, protect=False) if self.task.preprocess_commands else None
             tampered_before = self.restore_protected()
             if tampered_before:
                 self.on_event("protected.tampered", {"step": step, "files": tampered_before, "found": "before run"})
+            preprocess = self._run(self.task.preprocess_commands, protect=False, timeout=self.task.timeout("preprocess")) if self.task.preprocess_commands else None
+            self.restore_protected()
             metrics_path = self.task.metrics_path(self.paths.submission)
-            metrics_path.unlink(missing_ok=True)
+            clean_outputs(self.task, self.paths.submission)
             self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
             result = self._run(self.task.commands) if preprocess is None or preprocess.ok else preprocess
             if result.ok and self.task.postprocess_commands:
-                post = self._run(self.task.postprocess_commands)
+                post = self._run(self.task.postprocess_commands, timeout=self.task.timeout("postprocess"))
                 result = _combine(result, post)
             tampered = self.tampered_files()
             record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost)
@@ -229,7 +234,7 @@ class ExperimentEngine:
             self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error})
             return record
 
-    def _run(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True) -> RunResult:
+    def _run(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True, timeout: float | None = None) -> RunResult:
         """Run `commands` in `repo` (default: the submission), the only writable folder.
 
         `hide_task`: the task's own folders (hidden test assets, rubric) are invisible.
@@ -238,12 +243,12 @@ class ExperimentEngine:
         readonly = [repo / rel for rel in self.protected_manifest()] if protect else []
         hide = [self.paths.pristine, *(self.task.agent_hidden_paths() if hide_task else [])]
         return self.sandbox.run(
-            commands,
+            in_environment(self.task, commands),
             cwd=repo / self.task.working_dir,
-            timeout=self.task.command_timeout_s,
+            timeout=timeout or self.task.command_timeout_s,
             env={"MPLBACKEND": "Agg", **self.env},
             writable=[repo],
-            readonly=readonly,
+            readonly=[*readonly, *readable_outside(self.task)],
             hidden=hide,
         )
 
@@ -291,7 +296,7 @@ class ExperimentEngine:
                 violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
             except MetricsError:
                 violated = True
-        return metric, flatten(means), None, violated
+        return metric, flatten(means), None, violated or constraint_flagged(metrics_path)
 
     def _write_code_evidence(self, step_dir: Path) -> None:
         """Snapshot of the editable files and their text diff against the baseline commit."""
@@ -329,6 +334,7 @@ class ExperimentEngine:
         with tempfile.TemporaryDirectory(prefix="aisci-test-") as tmp:
             copy = Path(tmp) / "repo"
             shutil.copytree(self.task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+            clean_outputs(self.task, copy)
             for rel in expand_globs(code, ["**/*"]):
                 if not self.task.is_protected(rel):
                     (copy / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -341,7 +347,8 @@ class ExperimentEngine:
             error = result.failure()
             metric, metrics = None, {}
             if error is None:
-                metric, metrics, error, _ = self.read_metrics(self.task.metrics_path(copy, test=True))
+                metric, metrics, error, violated = self.read_metrics(self.task.metrics_path(copy, test=True))
+                error = error or ("the test run flagged a violated constraint" if violated else None)
         test = TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
         self.on_event("experiment.test", test.model_dump())
         return test
