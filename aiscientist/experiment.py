@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from aiscientist import accounting
 from aiscientist.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
 from aiscientist.paths import RunPaths
 from aiscientist.runenv import clean_outputs, conda_command, in_environment, readable_outside
@@ -99,11 +100,7 @@ def load_steps(paths: RunPaths) -> list[StepRecord]:
 def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
     """The eligible step with the best target metric (earliest on ties)."""
     assert task.metric is not None
-    best: StepRecord | None = None
-    for record in steps:
-        if record.eligible and record.metric is not None and (best is None or task.metric.better(record.metric, best.metric)):  # type: ignore[arg-type]
-            best = record
-    return best
+    return accounting.best_step(steps, task.metric.direction)
 
 
 class ExperimentEngine:

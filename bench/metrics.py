@@ -29,17 +29,13 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, successful, totals
 from aiscientist.experiment import StepRecord
 
 Direction = Literal["max", "min"]
 
 
 # ---- per-trajectory functions -----------------------------------------------------
-
-
-def signed_gain(value: float, baseline: float, direction: Direction) -> float:
-    """value − baseline, sign flipped for `min` so that positive is better."""
-    return value - baseline if direction == "max" else baseline - value
 
 
 def normalised_improvement(value: float | None, baseline: float, direction: Direction, span: float) -> float:
@@ -49,27 +45,8 @@ def normalised_improvement(value: float | None, baseline: float, direction: Dire
     return max(0.0, signed_gain(value, baseline, direction) / span)
 
 
-def is_better(a: float, b: float, direction: Direction) -> bool:
-    return a > b if direction == "max" else a < b
-
-
 def reaches(value: float, threshold: float, direction: Direction) -> bool:
     return value >= threshold if direction == "max" else value <= threshold
-
-
-def successful(step: StepRecord) -> bool:
-    return step.eligible and step.metric is not None
-
-
-def best_so_far(steps: Sequence[StepRecord], direction: Direction) -> list[float | None]:
-    """After each completed step (in step order), the best successful metric so far."""
-    curve: list[float | None] = []
-    best: float | None = None
-    for step in sorted(steps, key=lambda s: s.step):
-        if successful(step) and (best is None or is_better(step.metric, best, direction)):  # type: ignore[arg-type]
-            best = step.metric
-        curve.append(best)
-    return curve
 
 
 def success_rate(steps: Sequence[StepRecord]) -> float | None:
@@ -180,22 +157,13 @@ class RunSummary(BaseModel):
 
 
 def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
-    """The step-derived fields of a RunSummary."""
-    ordered = sorted(steps, key=lambda s: s.step)
-    good = [s for s in ordered if successful(s)]
-    best = None
-    for s in good:
-        if best is None or is_better(s.metric, best.metric, direction):  # type: ignore[arg-type]
-            best = s
+    """The step-derived fields of a RunSummary (`aiscientist.accounting`)."""
+    best = best_step(steps, direction)
     return {
-        "completed": len(ordered),
-        "successful": len(good),
+        **totals(steps).model_dump(),
         "best_step": best.step if best else None,
         "best_val": best.metric if best else None,
-        "curve": best_so_far(ordered, direction),
-        "tokens": sum(s.tokens for s in ordered),
-        "cost": sum(s.cost for s in ordered),
-        "experiment_time_s": sum(s.duration_s for s in ordered),
+        "curve": best_so_far(steps, direction),
     }
 
 
