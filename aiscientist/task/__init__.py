@@ -3,7 +3,7 @@
 
 from aiscientist.task.checks import check_after_setup, check_files
 from aiscientist.task.load import load_task
-from aiscientist.task.model import Budget, Constraint, Direction, MetricChoice, MetricSpec, Task, TaskError, expand_globs, glob_match
+from aiscientist.task.model import Budget, Constraint, Direction, MetricChoice, MetricSpec, ScoreRange, Task, TaskError, expand_globs, glob_match
 
 __all__ = [
     "Budget",
@@ -11,6 +11,7 @@ __all__ = [
     "Direction",
     "MetricChoice",
     "MetricSpec",
+    "ScoreRange",
     "Task",
     "TaskError",
     "check_after_setup",

@@ -76,6 +76,15 @@ class Constraint(BaseModel):
         return f"{self.dataset}/{self.metric} {self.op} {self.value}"
 
 
+class ScoreRange(BaseModel):
+    """FML-bench's normalisation range of a task's metric: improvement is scored as
+    signed gain / |p_best − p_worst|; `p_worst` may be the task's baseline itself."""
+
+    model_config = ConfigDict(extra="forbid")
+    p_best: float
+    p_worst: float | Literal["baseline"]
+
+
 class Budget(BaseModel):
     model_config = ConfigDict(extra="forbid")
     steps: int = Field(100, ge=1)
@@ -123,6 +132,7 @@ class Task(BaseModel):
     baseline: float | None = None
     baseline_test: float | None = None
     target: float | None = None
+    score_range: ScoreRange | None = None
     test_commands: list[str] = Field(default_factory=list)
     test_metrics_file: str | None = None
     command_timeout_s: float = Field(600.0, gt=0)
