@@ -26,7 +26,7 @@ from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.paths import RunPaths
 from aiscientist.task import Task, expand_globs
 from bench.fml_exploration import EXPLORATION_COLUMNS, embed_all, exploration, full_code
-from bench.fml_metrics import RANGES, TaskMeta, TaskRun, ValStep, score
+from bench.fml_metrics import TaskMeta, TaskRun, ValStep, range_of, score
 from bench.fml_results import ResultsError
 from bench.metrics import RunSummary, best_round
 
@@ -67,13 +67,12 @@ def cells(results: Path) -> dict[str, dict[str, Cell]]:
 
 
 def task_meta(task: Task) -> TaskMeta:
-    """FML-bench's range for the task (our FML-lite entries included), else its `score_range`."""
-    if task.name in RANGES:
-        return RANGES[task.name]
-    if task.metric is None or task.score_range is None:
+    """FML-bench's entry for the task (our FML-lite ones included), else its `score_range`."""
+    assert task.metric is not None  # only improve tasks are exported
+    found = range_of(task.name, task.metric.direction, task.score_range)
+    if found is None:
         raise ResultsError(f"{task.name}: no normalisation range; add score_range: {{p_best: ..., p_worst: ... | baseline}} to its task.yaml")
-    side = "higher" if task.metric.direction == "max" else "lower"
-    return TaskMeta(dataset=task.metric.dataset, metric=task.metric.key, direction=side, p_best=task.score_range.p_best, p_worst=task.score_range.p_worst)
+    return TaskMeta(dataset=task.metric.dataset, metric=task.metric.key, **found.model_dump())
 
 
 def task_run(cell: Cell) -> TaskRun:

@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from aiscientist.task import ScoreRange
 from bench.fml_exploration import EXPLORATION_COLUMNS
 
 Side = Literal["higher", "lower"]
@@ -33,14 +34,23 @@ UNLEARNING = "Unlearning_open_unlearning"
 NAN = float("nan")
 
 
-class TaskMeta(BaseModel):
+class Range(BaseModel):
+    """A task's normalisation range; `direction` is the one NI is scored in (after the
+    display transform); `p_worst` may be the baseline itself."""
+
+    direction: Side
+    p_best: float
+    p_worst: float | Literal["baseline"]
+
+    def span(self, baseline: float) -> float:
+        return abs(self.p_best - (baseline if self.p_worst == "baseline" else self.p_worst))
+
+
+class TaskMeta(Range):
     """Canonical metric and normalisation range of one task."""
 
     dataset: str
     metric: str
-    direction: Side  # the direction NI is scored in (after the display transform)
-    p_best: float
-    p_worst: float | Literal["baseline"]
 
 
 def _meta(dataset: str, metric: str, direction: Side, p_best: float, p_worst: float | str) -> TaskMeta:
@@ -134,15 +144,23 @@ def display_transform(value: float | None, task: str) -> float | None:
     return float(value)
 
 
-def normalized_improvement(agent: float | None, baseline: float | None, meta: TaskMeta) -> float:
+def normalized_improvement(agent: float | None, baseline: float | None, meta: Range) -> float:
     if agent is None or baseline is None:
         return NAN
-    worst = baseline if meta.p_worst == "baseline" else meta.p_worst
-    span = abs(meta.p_best - worst)
+    span = meta.span(baseline)
     if span == 0:
         return NAN
     gain = agent - baseline if meta.direction == "higher" else baseline - agent
     return max(gain / span, 0.0)
+
+
+def range_of(name: str, direction: Literal["max", "min"], stated: ScoreRange | None) -> Range | None:
+    """FML-bench's range for a task (our FML-lite entries included), else the one it states."""
+    if name in RANGES:
+        return Range.model_validate(RANGES[name].model_dump(include={"direction", "p_best", "p_worst"}))
+    if stated is None:
+        return None
+    return Range(direction="higher" if direction == "max" else "lower", p_best=stated.p_best, p_worst=stated.p_worst)
 
 
 def improvement_curve(run: TaskRun, meta: TaskMeta) -> list[float] | None:
@@ -150,8 +168,7 @@ def improvement_curve(run: TaskRun, meta: TaskMeta) -> list[float] | None:
     baseline = display_transform(run.baseline_primary_metric, run.task)
     if baseline is None or not run.val_steps:
         return None
-    worst = baseline if meta.p_worst == "baseline" else meta.p_worst
-    span = abs(meta.p_best - worst)
+    span = meta.span(baseline)
     if span == 0:
         return None
     best, curve = baseline, []

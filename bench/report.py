@@ -228,7 +228,7 @@ def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
     notes = [
         f"{len(runs)} finished runs, {len({r.agent for r in runs})} agents, {len(infos)} tasks, rounds {rounds[0] if rounds else 0}–{rounds[-1] if rounds else 0}.",
         "Score = hidden-test metric of the best validation step of the best round (validation best when a task has no test). "
-        "Normalised improvement = max(0, signed gain / |p_best − p_worst|) over the baseline and every run on the task. "
+        "Normalised improvement = max(0, signed gain / |p_best − p_worst|) on the task's fixed range (FML-bench main's table), else over the baseline and every run on the task. "
         "Steps to target: first step whose best-so-far reaches the worst best-run among agents; AUC: mean normalised best-so-far over the assigned steps. "
         "Diversity and academic rate are over the best round; rates and costs pool all rounds.",
         f"Diversity embedder: {', '.join(embedders) if embedders else 'none (no successful step)'}.",
