@@ -31,7 +31,8 @@ def exploration(embeddings: np.ndarray, baseline: np.ndarray) -> dict[str, float
         return dict.fromkeys(EXPLORATION_COLUMNS, float("nan"))
     vectors32 = np.asarray(embeddings, dtype=np.float32)
     n = len(vectors32)
-    spread = float(np.mean(np.linalg.norm(vectors32 - vectors32.mean(axis=0), axis=1)))
+    centroid = vectors32.mean(axis=0)
+    spread = float(np.mean([np.linalg.norm(v - centroid) for v in vectors32]))  # per-vector norms, as FML-bench (float32 digits)
     nonzero = np.linalg.norm(vectors32, axis=1) > 1e-8
     clusters = _clusters(vectors32[nonzero]) + (1 if (~nonzero).any() else 0)
     vectors64 = vectors32.astype(np.float64)
