@@ -340,7 +340,7 @@ class ExperimentEngine:
             for rel in self.protected_manifest():
                 shutil.copy2(self.paths.pristine / "files" / rel, copy / rel)
             if result is None or result.ok:
-                result = self._run(self.task.test_commands + self.task.postprocess_commands, copy, hide_task=False, protect=False)
+                result = self._run(self.task.test_commands + self.task.postprocess_commands, copy, hide_task=False, protect=False, timeout=self.task.timeout("test"))
             error = result.failure()
             metric, metrics = None, {}
             if error is None:

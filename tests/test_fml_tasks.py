@@ -39,7 +39,7 @@ def test_legacy_folder_loads_without_flags(root: Path, capsys: pytest.CaptureFix
     assert str(data) in facts["outside_paths"] and str(backup) in facts["outside_paths"]
     assert facts["files"] == {"editable": ["model.py"], "protected": ["evaluate.py"], "related": [], "hidden": []}
     assert (facts["metrics_file"], facts["outputs_dir"], facts["conda_env"]) == ("results_tmp/final_info.json", "results_tmp", "tiny")
-    assert facts["timeouts_s"] == {"preprocess": 300.0, "commands": 7200.0, "postprocess": 300.0}
+    assert facts["timeouts_s"] == {"preprocess": 300.0, "commands": 7200.0, "postprocess": 300.0, "test": 7200.0}
 
 
 def test_main_folder_loads_without_flags(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,7 +52,13 @@ def test_main_folder_loads_without_flags(root: Path, capsys: pytest.CaptureFixtu
     assert facts["commands"]["test"] == [val, f"cp {script} ./ && python train_eval.py --split test"]  # FML-bench re-runs val first
     assert (facts["metrics_file"], facts["test_metrics_file"]) == ("results_tmp/val_info.json", "results_tmp/test_info.json")
     assert facts["files"]["editable"] == ["algorithm.py", "split_config.json"]
-    assert facts["timeouts_s"]["commands"] == 2400.0
+    assert facts["timeouts_s"]["commands"] == 2400.0 and facts["timeouts_s"]["test"] == 4800.0
+
+
+def test_show_reads_task_yaml_too(capsys: pytest.CaptureFixture[str]) -> None:
+    facts = show(Path(__file__).parent / "fixtures" / "tiny" / "task.yaml", capsys)
+    assert (facts["layout"], facts["dataset"], facts["metric"], facts["direction"]) == ("task.yaml", "quadratic", "mse", "min")
+    assert facts["files"]["protected"] == ["evaluate.py", "data.py"] and facts["commands"]["test"]
 
 
 def test_show_prints_a_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:

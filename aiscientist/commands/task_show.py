@@ -50,7 +50,7 @@ def describe(task: Task) -> dict[str, Any]:
         "outputs_dir": task.outputs_dir,
         "outside_paths": [str(p) for p in task.outside_paths],
         "conda_env": task.conda_env,
-        "timeouts_s": {phase: task.timeout(phase) for phase in ("preprocess", "commands", "postprocess")},
+        "timeouts_s": {phase: task.timeout(phase) for phase in ("preprocess", "commands", "postprocess", "test")},
     }
 
 

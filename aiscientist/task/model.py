@@ -138,6 +138,7 @@ class Task(BaseModel):
     command_timeout_s: float = Field(600.0, gt=0)
     preprocess_timeout_s: float | None = Field(None, gt=0)
     postprocess_timeout_s: float | None = Field(None, gt=0)
+    test_timeout_s: float | None = Field(None, gt=0)
     outputs_dir: str | None = None
     outside_paths: list[Path] = Field(default_factory=list)
     conda_env: str | None = None
@@ -166,9 +167,9 @@ class Task(BaseModel):
         name = (self.test_metrics_file or self.metrics_file) if test else self.metrics_file
         return repo_root / self.working_dir / name
 
-    def timeout(self, phase: Literal["preprocess", "commands", "postprocess"] = "commands") -> float:
-        """Seconds a phase's command list may take (pre/post-process default to the step's)."""
-        value = {"preprocess": self.preprocess_timeout_s, "postprocess": self.postprocess_timeout_s}.get(phase)
+    def timeout(self, phase: Literal["preprocess", "commands", "postprocess", "test"] = "commands") -> float:
+        """Seconds a phase's command list may take (the others default to the step's)."""
+        value = {"preprocess": self.preprocess_timeout_s, "postprocess": self.postprocess_timeout_s, "test": self.test_timeout_s}.get(phase)
         return value or self.command_timeout_s
 
     def is_protected(self, rel_path: str) -> bool:
