@@ -49,10 +49,12 @@ def test_legacy_steps_stale_outputs_and_tampering(root: Path, tmp_path: Path, mo
     stale = ws.engine.run_step("t", "broken model")  # evaluate.py exits 0 and writes nothing
     assert not stale.success and stale.metric is None and "was not written" in stale.error
     (ws.paths.submission / "evaluate.py").write_text("print('tampered')\n")
-    ws.engine.run_step("t", "after tampering")
-    tampered = kinds(ws, "protected.tampered")
-    assert [e["payload"]["files"] for e in tampered] == [["evaluate.py"]]
+    model.write_text(model.read_text().replace("raise ValueError('broken')", "return 3 * x"))
+    after = ws.engine.run_step("t", "after tampering")  # the tampered evaluation file is put back first
+    assert after.success and after.metric == pytest.approx(0.0)
+    assert "evaluate.py" in kinds(ws, "tree.reset")[-1]["payload"]["paths"]
     assert (ws.paths.submission / "evaluate.py").read_text() == (root / "ml_tasks/Tiny_legacy/original_file_backup/evaluate.py").read_text()
+    assert kinds(ws, "protected.tampered") == [] and kinds(ws, "integrity.violation") == []
 
 
 def test_constraint_flag_makes_a_step_ineligible(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,7 +101,7 @@ def test_solve_offline_end_to_end(root: Path, tmp_path: Path, task: str) -> None
     result = json.loads((run_dir / "result.json").read_text())
     steps = [json.loads(p.read_text()) for p in sorted(run_dir.glob("experiments/step_*/step.json"))]
     assert result["steps_completed"] == len(steps) >= 1 and result["best_metric"] is not None
-    assert not [e for e in read_events(run_dir) if e["kind"] == "protected.tampered"]
+    assert not [e for e in read_events(run_dir) if e["kind"] in ("protected.tampered", "integrity.violation")]
     if task == "Tiny_main":  # hidden final test: val re-run (checkpoint), then the test split
         assert result["test"]["success"] and result["test"]["metric"] is not None
     else:

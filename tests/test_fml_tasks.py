@@ -47,11 +47,13 @@ def test_main_folder_loads_without_flags(root: Path, capsys: pytest.CaptureFixtu
     assert (facts["layout"], facts["dataset"], facts["metric"], facts["direction"]) == ("fml-main", "curve", "acc_mean", "max")
     assert (facts["baseline_val"], facts["baseline_test"]) == (0.8, 0.9)
     script = root / "ml_tasks" / "Tiny_main" / "train_eval.py"
-    val = f"cp {script} ./ && python train_eval.py --split val"
+    # the evaluation file both lines copy in first is re-copied before every run and protected
+    assert facts["commands"]["preprocess"] == [f"cp {script} ./"]
+    val = "python train_eval.py --split val"
     assert facts["commands"]["val"] == [val]
-    assert facts["commands"]["test"] == [val, f"cp {script} ./ && python train_eval.py --split test"]  # FML-bench re-runs val first
+    assert facts["commands"]["test"] == [val, "python train_eval.py --split test"]  # FML-bench re-runs val first
     assert (facts["metrics_file"], facts["test_metrics_file"]) == ("results_tmp/val_info.json", "results_tmp/test_info.json")
-    assert facts["files"]["editable"] == ["algorithm.py", "split_config.json"]
+    assert facts["files"]["editable"] == ["algorithm.py", "split_config.json"] and facts["files"]["protected"] == ["train_eval.py"]
     assert facts["timeouts_s"]["commands"] == 2400.0 and facts["timeouts_s"]["test"] == 4800.0
 
 

@@ -8,10 +8,18 @@ evaluation files re-copied inside it), `metric`, `metric_direction`,
 FML-bench's final test restores the best validation code, re-runs the validation
 command (it regenerates checkpoints the test may load) and then the test command;
 the hidden test here does the same.
+
+The `cp <task file> <dest>` commands that both command lines start with are the
+evaluation files FML-bench re-copies before every run: they become the task's
+preprocess commands and their destinations its protected files, so they are in
+place, verified and read-only like a legacy task's `read_only_files`.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +31,15 @@ OUTPUTS = "results_tmp"
 
 def load_fml_main(folder: Path, choice: MetricChoice | None = None) -> Task:
     fml = FmlFolder(folder)
-    val, test = (_command(fml, key) for key in ("val_command", "test_command"))
+    (val_copies, val), (test_copies, test) = (split_copies(fml, _command(fml, key)) for key in ("val_command", "test_command"))
+    if val_copies != test_copies:  # not FML-bench's usual shape: keep the lines whole
+        val, test = " && ".join([*val_copies, val]), " && ".join([*test_copies, test])
+        val_copies = []
     metric = main_metric(fml, choice)
+    editable = fml.strings("target_files")
     fields: dict[str, Any] = {
+        "preprocess_commands": val_copies,
+        "protected": sorted({d for d in (_destination(fml, c) for c in val_copies) if d not in editable}),
         "commands": [val],
         "test_commands": [val, test],
         "metrics_file": f"{OUTPUTS}/val_info.json",
@@ -36,6 +50,33 @@ def load_fml_main(folder: Path, choice: MetricChoice | None = None) -> Task:
         **MAIN_TIMEOUTS,
     }
     return fml.task("fml-main", metric, fields)
+
+
+def split_copies(fml: FmlFolder, line: str) -> tuple[list[str], str]:
+    """The leading `cp SOURCE DEST` parts of an `&&` chain that copy a file from outside
+    the repository, and the rest of the line."""
+    parts = re.split(r"\s*&&\s*", line)
+    copies = []
+    for part in parts[:-1]:
+        if _destination(fml, part) is None:
+            break
+        copies.append(part)
+    return copies, " && ".join(parts[len(copies) :])
+
+
+def _destination(fml: FmlFolder, part: str) -> str | None:
+    """Where `cp SOURCE DEST` puts an outside file, relative to the repository; None for other commands."""
+    try:
+        words = shlex.split(part)
+    except ValueError:
+        return None
+    if len(words) != 3 or words[0] != "cp" or not Path(words[1]).is_absolute() or Path(words[1]).resolve().is_relative_to(fml.repo):
+        return None
+    target = fml.repo / words[2]
+    if words[2].endswith("/") or target.is_dir():
+        target = target / Path(words[1]).name
+    rel = os.path.normpath(target.relative_to(fml.repo)) if target.resolve().is_relative_to(fml.repo) else None
+    return None if rel is None or rel.startswith("..") else Path(rel).as_posix()
 
 
 def _command(fml: FmlFolder, key: str) -> str:
