@@ -120,4 +120,11 @@ def _report(results: Path, out: Path | None) -> int:
         return 2
     index = write_report(results, out)
     console.print(f"report: {index}")
+    from bench.fml_export import write_fml_table
+    from bench.fml_results import ResultsError
+
+    try:
+        console.print(f"FML-bench table: {write_fml_table(results, index.parent)}")
+    except (ResultsError, OSError) as err:
+        console.print(f"[yellow]no FML-bench table:[/yellow] {err}")
     return 0

@@ -26,7 +26,7 @@ from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.paths import RunPaths
 from aiscientist.task import Task, expand_globs
 from bench.fml_exploration import EXPLORATION_COLUMNS, embed_all, exploration, full_code
-from bench.fml_metrics import TaskMeta, TaskRun, ValStep, range_of, score
+from bench.fml_metrics import COLUMNS, TaskMeta, TaskRun, ValStep, range_of, score
 from bench.fml_results import ResultsError
 from bench.metrics import RunSummary, best_round
 
@@ -114,14 +114,34 @@ def explore(cell: Cell, prefer: str) -> tuple[dict[str, float], str | None]:
     return exploration(vectors[1:], vectors[0]), name
 
 
-def fml_rows(results: Path, embedder: str = "auto", explore_code: bool = True) -> dict[str, dict[str, dict[str, Any]]]:
-    """`{agent: {task: FML-bench row}}` computed from our run records."""
+def fml_rows(results: Path, embedder: str = "auto", explore_code: bool = True, skip_unranged: bool = False) -> dict[str, dict[str, dict[str, Any]]]:
+    """`{agent: {task: FML-bench row}}` computed from our run records; tasks without a
+    normalisation range are an error, or left out with `skip_unranged`."""
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for agent, by_task in cells(results).items():
         for name, cell in by_task.items():
+            if skip_unranged and range_of(name, cell.task.metric.direction if cell.task.metric else "max", cell.task.score_range) is None:
+                continue
             found, embedder_name = explore(cell, embedder) if explore_code else (None, None)
             table.setdefault(agent, {})[name] = {**score(task_run(cell), task_meta(cell.task), found), "embedder": embedder_name}
     return table
+
+
+def write_fml_table(results: Path, out: Path) -> Path:
+    """`out/fml_bench.json` ({agent: {task: row}}, null where undefined) and a markdown
+    copy: FML-bench main's table of every ranged task, beside our report."""
+    table = fml_rows(results, skip_unranged=True)
+    plain = {a: {t: {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()} for t, row in rows.items()} for a, rows in table.items()}
+    (out / "fml_bench.json").write_text(json.dumps(plain, indent=1))
+    lines = ["# FML-bench main's metrics", ""]
+    for agent, rows in plain.items():
+        lines += [f"## {agent}", "", "| column | " + " | ".join(rows) + " |", "|---" * (len(rows) + 1) + "|"]
+        for column in (*COLUMNS, "note", "embedder"):
+            shown = ["" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in (row.get(column) for row in rows.values())]
+            lines.append("| " + " | ".join([column.replace("|", "\\|"), *shown]) + " |")
+        lines.append("")
+    (out / "fml_bench.md").write_text("\n".join(lines))
+    return out / "fml_bench.json"
 
 
 def export_results(results: Path, out: Path) -> list[str]:

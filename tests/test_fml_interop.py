@@ -59,3 +59,8 @@ def test_export_then_score_reproduces_our_rows(results: Path, tmp_path: Path, ca
     assert scored["Valid step ratio"] == pytest.approx(sum(s["val_result"]["success"] for s in summary["val_steps"]) / 3)
     assert scored["embedder"] == ours["embedder"] and scored["Exploration Spread"] is not None
     assert main(["bench", "export", str(results), str(out)]) == 2  # refuses to write into a non-empty folder
+    # the bench report carries the same table beside its own
+    assert main(["bench", "report", str(results), "--out", str(tmp_path / "report")]) == 0
+    reported = json.loads((tmp_path / "report" / "fml_bench.json").read_text())["hpsearch"]["tiny-r2"]
+    assert reported == json.loads(json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v for k, v in ours.items()}))
+    assert "Normalized Improvement" in (tmp_path / "report" / "fml_bench.md").read_text()
