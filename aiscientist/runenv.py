@@ -60,5 +60,10 @@ def clean_outputs(task: Task, repo: Path) -> None:
 
 
 def readable_outside(task: Task) -> list[Path]:
-    """The task's outside paths that exist (the sandbox mounts them read-only)."""
-    return [p for p in task.outside_paths if p.exists()]
+    """What the sandbox mounts read-only besides the repository: the task's outside
+    paths that exist and, when commands run through conda, its installation (envs included)."""
+    paths = [p for p in task.outside_paths if p.exists()]
+    prefix = conda_command(task)
+    if prefix is not None:
+        paths.append(Path(prefix[0]).resolve().parents[1])  # <conda>/bin/conda -> <conda>
+    return paths

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.runenv import CONDA_SETTING, in_environment
+from aiscientist.runenv import CONDA_SETTING, in_environment, readable_outside
 from aiscientist.task import TaskError, load_task
 from aiscientist.workspace import Workspace
 from aiscientist.workspace.eventlog import read_events
@@ -86,6 +86,7 @@ def test_conda_env_runs_through_conda_or_fails_clearly(root: Path, tmp_path: Pat
     conda.write_text("#!/bin/sh\n")
     conda.chmod(conda.stat().st_mode | stat.S_IEXEC)
     assert in_environment(task, ["python a.py && echo ok"]) == [f"{conda} run --no-capture-output -n tiny bash -c 'python a.py && echo ok'"]
+    assert tmp_path in readable_outside(task)  # the conda installation is visible to sandboxed commands
     monkeypatch.setenv(CONDA_SETTING, "current")
     assert in_environment(task, ["python a.py"]) == ["python a.py"]
 
