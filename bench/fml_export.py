@@ -25,7 +25,7 @@ from aiscientist.accounting import successful
 from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.paths import RunPaths
 from aiscientist.task import Task, expand_globs
-from bench.fml_exploration import EXPLORATION_COLUMNS, embed_all, exploration, full_code
+from bench.fml_exploration import EXCLUDED, EXPLORATION_COLUMNS, embed_all, exploration, full_code
 from bench.fml_metrics import COLUMNS, TaskMeta, TaskRun, ValStep, range_of, score
 from bench.fml_results import ResultsError
 from bench.metrics import RunSummary, best_round
@@ -95,7 +95,7 @@ def task_run(cell: Cell) -> TaskRun:
 
 def baseline_files(task: Task) -> dict[str, str]:
     """The target files at baseline (FML-bench leaves split_config.json and notes.txt out)."""
-    rels = [r for r in expand_globs(task.repository, task.editable_globs) if task.is_editable(r) and Path(r).name not in {"split_config.json", "notes.txt"}]
+    rels = [r for r in expand_globs(task.repository, task.editable_globs) if task.is_editable(r) and Path(r).name not in EXCLUDED]
     return {rel: (task.repository / rel).read_text(errors="replace") for rel in rels}
 
 

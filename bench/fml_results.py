@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from bench.fml_exploration import EXPLORATION_COLUMNS, embed_all, exploration, full_code
+from bench.fml_exploration import EXCLUDED, EXPLORATION_COLUMNS, embed_all, exploration, full_code
 from bench.fml_metrics import RANGES, TaskMeta, TaskRun, ValStep, score
 
 TEST_PATTERNS = ("*_final_test/run_final_test/execution_*", "final_test/run_final_test/execution_*")
@@ -88,7 +88,8 @@ def task_meta(fml_root: Path, task: str) -> TaskMeta:
     raise ResultsError(f"{task}: no normalisation range (not an FML-bench task and its config.json has no aiscientist_range)")
 
 
-def read_run(agent_root: Path, task: str, fml_root: Path, meta: TaskMeta) -> tuple[TaskRun, Path, str]:
+def read_run(agent_root: Path, task: str, fml_root: Path, meta: TaskMeta) -> tuple[TaskRun, Path]:
+    """The scored inputs of an agent's run on `task`, and its run folder."""
     run = main_run(agent_root, task)
     if run is None:
         raise ResultsError(f"{agent_root / task}: no run folder with summary.json")
@@ -114,7 +115,6 @@ def read_run(agent_root: Path, task: str, fml_root: Path, meta: TaskMeta) -> tup
             test_status=status,
         ),
         run,
-        agent,
     )
 
 
@@ -123,7 +123,7 @@ def run_exploration(run: Path, task: str, fml_root: Path, prefer: str) -> tuple[
     config = load_json(fml_root / "ml_tasks" / task / "config.json") or {}
     repo_dir = str(config.get("repo_dir", ""))
     repo = fml_root / repo_dir
-    baselines = {tf: (repo / tf).read_text(errors="replace") for tf in config.get("target_files", []) if Path(tf).name not in {"split_config.json", "notes.txt"} and (repo / tf).is_file()}
+    baselines = {tf: (repo / tf).read_text(errors="replace") for tf in config.get("target_files", []) if Path(tf).name not in EXCLUDED and (repo / tf).is_file()}
     snapshots = sorted((run / "step_snapshots").glob("step_*_code.json"))
     if not baselines or not snapshots:
         return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), None
@@ -146,7 +146,7 @@ def score_agent(agent_root: Path, fml_root: Path, embedder: str = "auto", explor
     table = {}
     for task in tasks:
         meta = task_meta(fml_root, task)
-        run, folder, _ = read_run(agent_root, task, fml_root, meta)
+        run, folder = read_run(agent_root, task, fml_root, meta)
         found, name = run_exploration(folder, task, fml_root, embedder) if explore else (None, None)
         table[task] = {**score(run, meta, found), "embedder": name}
     return table
