@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.accounting import best_step, totals
+from aiscientist.causes import summarize
 from aiscientist.experiment import StepRecord, TestResult
 from aiscientist.task import Task
 
@@ -30,6 +31,7 @@ class RunResult(BaseModel):
     cost: float = 0.0
     wall_time_s: float = 0.0
     stop_reason: str = ""
+    failure_causes: str = ""
 
 
 def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
@@ -50,6 +52,7 @@ def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> 
         steps_successful=counts.successful,
         tokens=counts.tokens,
         cost=counts.cost,
+        failure_causes=summarize((s.cause, s.error or "") for s in steps if not s.eligible and s.cause is not None),
         **extra,
     )
 

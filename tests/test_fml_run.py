@@ -71,7 +71,7 @@ def test_outside_data_is_read_only(root: Path, tmp_path: Path, monkeypatch: pyte
     task = load_task(root / "ml_tasks" / "Tiny_legacy")
     ws = Workspace.create(task, tmp_path / "run", sandbox="bwrap")
     data = root / "workspace" / "Tiny_legacy" / "data" / "points.json"
-    result = ws.engine._run([f"echo hacked > {data}"])
+    result = ws.engine.run_commands([f"echo hacked > {data}"])
     assert not result.ok and data.read_text().startswith("[[1, 3]")
 
 

@@ -37,6 +37,7 @@ class LiveProgress:
         self.console = console
         self.live: Live | None = None
         self._last_steps = -1
+        self._last_failed = -1
 
     def __enter__(self) -> LiveProgress:
         if self.console.is_terminal:
@@ -49,11 +50,20 @@ class LiveProgress:
             self.live.__exit__(*exc)
 
     def __call__(self, s: dict[str, Any]) -> None:
+        last = s.get("last_step")
+        if last and not last["eligible"] and last["step"] != self._last_failed:
+            self._last_failed = last["step"]
+            self.console.print(f"[yellow]step {last['step']} did not count:[/yellow] {escape(failure_line(last['cause'], last['error']))}", highlight=False, soft_wrap=True)
         if self.live is not None:
             self.live.update(status_table(s))
         elif s["steps_done"] != self._last_steps:
             self._last_steps = s["steps_done"]
             self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · best {_fmt(s['best'])} (baseline {_fmt(s['baseline'])}) · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False, soft_wrap=True)
+
+
+def failure_line(cause: str | None, error: str | None) -> str:
+    """`<cause class>: <detail>` for a step that did not count."""
+    return f"{cause or 'not eligible'}: {(error or '')[:300]}".rstrip(": ")
 
 
 def summary_table(result: RunResult, run_dir: str) -> Table:
@@ -70,6 +80,8 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
     if result.test is not None:
         table.add_row("hidden test", _fmt(result.test.metric) if result.test.success else escape(f"failed: {result.test.error}"))
     table.add_row("steps total/completed/successful", f"{result.steps_total}/{result.steps_completed}/{result.steps_successful}")
+    if result.best_step is None and result.failure_causes:
+        table.add_row("failure causes", escape(result.failure_causes))
     table.add_row("tokens · cost", f"{result.tokens:,} · ${result.cost:.4f}")
     table.add_row("wall time", f"{result.wall_time_s:.1f} s")
     table.add_row("run folder", escape(run_dir))

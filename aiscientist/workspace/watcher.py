@@ -243,8 +243,10 @@ class Watcher(FileSystemEventHandler):
             record = json.loads(step_json.read_text())
             if record.get("valid", True):
                 record.update(valid=False, success=False, error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}")
-                step_json.write_text(json.dumps(record, indent=1))
-                self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher"})
+                text = json.dumps(record, indent=1)
+                step_json.write_text(text)
+                digest = hashlib.sha256(text.encode()).hexdigest()
+                self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher", "record_sha256": digest})
 
     def _handle_log(self, rel: str) -> None:
         with self.ws.events._locked():  # consistent with API appends; no recording inside

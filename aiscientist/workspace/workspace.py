@@ -23,6 +23,7 @@ from aiscientist.task import Task, TaskError
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
 from aiscientist.workspace.scope import Scope
+from aiscientist.workspace.wsmap import MapCache, build_map
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "workspace_template"
 CONFIG = "state/workspace.json"
@@ -60,6 +61,7 @@ class Workspace:
         self.engine = ExperimentEngine(task, paths, _ObservedSandbox(sandbox, self), on_event=self._on_engine_event)
         self.active = "system"
         self.experiment_running: int | None = None
+        self.map_cache = MapCache()
         self.commands_running = False
         self.watcher = None
         self._map_dirty = True
@@ -171,8 +173,6 @@ class Workspace:
     # ---- workspace map ------------------------------------------------------------
 
     def refresh_map(self) -> str:
-        from aiscientist.workspace.wsmap import build_map
-
         with self._map_lock:
             text = build_map(self)
             tmp = self.paths.workspace_map.with_suffix(".md.tmp")
@@ -184,9 +184,8 @@ class Workspace:
     def map_text(self, stable: bool = False) -> str:
         """WORKSPACE.md; `stable=True` gives the clock-free variant for prompts."""
         if stable:
-            from aiscientist.workspace.wsmap import build_map
-
-            return build_map(self, stable=True)
+            with self._map_lock:
+                return build_map(self, stable=True)
         if self._map_dirty or not self.paths.workspace_map.is_file():
             return self.refresh_map()
         return self.paths.workspace_map.read_text()
@@ -212,10 +211,11 @@ class Workspace:
         watcher = self.watcher
         if kind == "experiment.end" and watcher is not None:
             watcher.step_finished(int(payload["step"]))
-        self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
-        if kind == "experiment.end":
+        if kind == "experiment.recorded":  # the record is visible now; its end event came first
             self.experiment_running = None
             self.changed()
+            return
+        self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
 
 
 class _ObservedSandbox:
