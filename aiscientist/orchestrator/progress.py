@@ -16,14 +16,25 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
+def best_text(s: dict[str, Any]) -> str:
+    """The best successful step, and whether anything has beaten the baseline yet."""
+    baseline = s.get("baseline")
+    if s["best"] is None:
+        return "no successful step yet" + (f" (baseline {_fmt(baseline)})" if baseline is not None else "")
+    text = f"best {_fmt(s['best'])} at step {s['best_step']}"
+    if baseline is None or s.get("direction") is None:
+        return text
+    beats = s["best"] > baseline if s["direction"] == "max" else s["best"] < baseline
+    return text + (f" (baseline {_fmt(baseline)})" if beats else f" (none beats the baseline {_fmt(baseline)} yet)")
+
+
 def status_table(s: dict[str, Any]) -> Table:
     table = Table(title=f"AiScientist · {s['task']} · {s['arm']}", show_header=False, min_width=60)
     table.add_column(style="bold")
     table.add_column()
     table.add_row("stage", s["stage"] or "-")
     table.add_row("step", f"{s['steps_done']}/{s['steps']}")
-    best = f"{_fmt(s['best'])} (step {s['best_step']})" if s["best"] is not None else "none yet"
-    table.add_row(f"best {s['metric']}", f"{best} · baseline {_fmt(s['baseline'])}")
+    table.add_row(f"best {s['metric']}", best_text(s))
     table.add_row("decisions", str(s["decision"]))
     table.add_row("tokens · cost", f"{s['tokens']:,} · ${s['cost']:.4f}")
     table.add_row("last", escape(s["last"][:100]) or "-")
@@ -58,7 +69,7 @@ class LiveProgress:
             self.live.update(status_table(s))
         elif s["steps_done"] != self._last_steps:
             self._last_steps = s["steps_done"]
-            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · best {_fmt(s['best'])} (baseline {_fmt(s['baseline'])}) · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False, soft_wrap=True)
+            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · {best_text(s)} · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False, soft_wrap=True)
 
 
 def failure_line(cause: str | None, error: str | None) -> str:

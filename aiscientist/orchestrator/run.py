@@ -209,6 +209,7 @@ def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
         "best": best.metric if best else None,
         "best_step": best.step if best else None,
         "baseline": task.baseline,
+        "direction": task.metric.direction if task.metric else None,
         "metric": task.metric.label if task.metric else "",
         "tokens": tokens,
         "cost": cost,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.paths import RunPaths
+from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
 from aiscientist.workspace.eventlog import EventLog, now
@@ -25,7 +26,7 @@ from aiscientist.workspace.permissions import PermissionsFile, Policy
 from aiscientist.workspace.scope import Scope
 from aiscientist.workspace.wsmap import MapCache, build_map
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "workspace_template"
+TEMPLATE = WORKSPACE_TEMPLATE
 CONFIG = "state/workspace.json"
 PERMISSIONS = "state/permissions.yaml"
 LLM_CALLS = "logs/llm_calls.jsonl"
@@ -79,7 +80,7 @@ class Workspace:
         run folder is removed again (nothing left behind) and the error raised."""
         root = Path(run_dir).absolute()
         if not (template / "permissions.yaml").is_file():
-            raise FileNotFoundError(f"workspace template not found at {template} (it ships beside the package in the source tree; install with pip install -e .)")
+            raise FileNotFoundError(f"workspace template not found at {template} (it ships inside the aiscientist package; reinstall it)")
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise FileExistsError(f"run folder {root} already exists and is not empty; resume it with Workspace.open")
         existed = root.exists()
