@@ -107,3 +107,14 @@ def _yaml(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text
     path.write_text(text.replace(old, new, 1))
+
+
+def test_preflight_accepts_scripts_the_task_copies_in_first(root: Path) -> None:
+    from aiscientist.preflight import check_commands
+
+    check_commands(load_task(root / "ml_tasks" / "Tiny_legacy"))  # postprocess: cp postprocess.py ./, then run it
+    _yaml(root / "ml_tasks" / "Tiny_main" / "config.json", "--split val", "--split val && cp ../../../ml_tasks/Tiny_legacy/postprocess.py ./ && python postprocess.py")
+    check_commands(load_task(root / "ml_tasks" / "Tiny_main"))  # the same within one line
+    _yaml(root / "ml_tasks" / "Tiny_main" / "config.json", "python postprocess.py", "python missing.py")
+    with pytest.raises(TaskError, match="script 'missing.py' does not exist"):
+        check_commands(load_task(root / "ml_tasks" / "Tiny_main"))
