@@ -170,3 +170,15 @@ def test_bench_score_cli_prints_fml_columns_and_json(tmp_path: Path, capsys: pyt
     out = capsys.readouterr().out
     assert "Normalized Improvement" in out and "0.1300" in out and "AUC-over-steps" in out
     assert main(["bench", "score", str(tmp_path / "nothing"), "--fml-root", str(tmp_path / "fml")]) == 2
+
+
+def test_ai_scientist_v2_final_test_lives_in_a_sibling_run(tmp_path: Path) -> None:
+    fml_root(tmp_path / "fml", "Causality_causalml", 0.5, 0.6)
+    agent = tmp_path / "ai_scientist_v2"
+    run = agent_run(agent, "Causality_causalml", [(True, 0.4)], 0.5, 0.4, 1, info(*CAUSAL, 0.9))  # its own test is ignored
+    sibling = run.parent / "20260101_000001_final_test" / "exp_final_test" / "run_final_test" / "execution_20260101_020000"
+    write(sibling / "test_info.json", info(*CAUSAL, 0.3))
+    for skipped in ("_old", "20250101_deprecated"):  # never the run, never a test home
+        write(run.parent / skipped / "exp_final_test" / "run_final_test" / "execution_1" / "test_info.json", info(*CAUSAL, 0.0))
+    row = score_agent(agent, tmp_path / "fml", explore=False)["Causality_causalml"]
+    assert row["raw_test"] == pytest.approx(0.3) and row["Normalized Improvement"] == pytest.approx(0.5)
