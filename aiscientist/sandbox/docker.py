@@ -167,16 +167,9 @@ class DockerSandbox:
             base["PATH"] = f"{os.path.dirname(sys.executable)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         return {**base, "HOME": "/tmp", "TMPDIR": "/tmp"}
 
-    def run(
-        self,
-        commands: Sequence[str],
-        cwd: Path,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        writable: Sequence[Path] = (),
-        readonly: Sequence[Path] = (),
-        hidden: Sequence[Path] = (),
-    ) -> RunResult:
+    def run(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None,
+            writable: Sequence[Path] = (), readonly: Sequence[Path] = (), hidden: Sequence[Path] = ()) -> RunResult:
+        """See `Sandbox.run`; each command gets its own container."""
         start = time.monotonic()
         returncodes: list[int] = []
         timed_out = False

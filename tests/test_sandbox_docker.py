@@ -1,0 +1,137 @@
+"""What only the docker backend does, against a real local engine: limits from the
+settings, nothing of the host visible, labels, clean-up on Ctrl-C and of orphans, the
+run image, clear errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from aiscientist.sandbox import SandboxSettings, SandboxUnavailable, get_sandbox
+from aiscientist.sandbox.docker import LABEL, docker_problem
+
+_PROBLEM = docker_problem()
+pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=f"no Docker engine: {_PROBLEM}")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def docker(**limits):
+    return get_sandbox(SandboxSettings(backend="docker", **limits))
+
+
+def _ours(client) -> list:
+    return client.containers.list(all=True, filters={"label": [f"{LABEL}.pid={os.getpid()}"]})
+
+
+def test_memory_processes_and_file_size_are_limited(tmp_path: Path) -> None:
+    box = docker(memory_mb=128, processes=32, file_size_mb=1)
+    memory = box.run(["python3 -c \"b = bytearray(512 * 1024 * 1024); print('allocated')\""], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert memory.returncodes == [137] and "allocated" not in memory.stdout_tail  # killed by the OOM killer
+    forks = box.run(["for i in $(seq 64); do sleep 5 & done; wait"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert "Resource temporarily unavailable" in forks.stderr_tail
+    big = box.run(["head -c 3000000 /dev/zero > big.bin"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert big.returncodes == [128 + signal.SIGXFSZ] and "File size limit exceeded" in big.stderr_tail
+    assert (tmp_path / "big.bin").stat().st_size == 1024 * 1024
+    small = docker().run(["head -c 3000000 /dev/zero > big.bin"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert small.ok and (tmp_path / "big.bin").stat().st_size == 3000000
+
+
+def test_cpu_quota_reaches_the_container(tmp_path: Path) -> None:
+    result = docker(cpus=0.5).run(["cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert result.ok and result.stdout_tail.split()[0] == "50000"
+
+
+def test_only_the_runtime_python_and_run_areas_are_visible(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "sibling.txt").write_text("host file")
+    probes = [f"cat {tmp_path}/sibling.txt", f"ls {ROOT}", "ls /home/*", "ls /run/*", f"ls {Path.home()}/.cache", f"ls {os.environ.get('DOCKER_HOST', 'unix:///var/run/docker.sock')[7:]}"]
+    box = docker()
+    for probe in probes:
+        assert not box.run([probe], cwd=work, timeout=60, writable=[work]).ok, probe
+    python = box.run(['python -c "import sys, numpy; print(sys.executable)"', "touch /usr/x 2>/dev/null || echo ro"], cwd=work, timeout=60, writable=[work])
+    assert python.ok and python.stdout_tail.splitlines() == [sys.executable, "ro"]
+
+
+def test_files_keep_the_callers_owner_and_env_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    result = docker().run(["touch made.txt; env"], cwd=tmp_path, timeout=60, env={"EXTRA": "1"}, writable=[tmp_path])
+    assert result.ok and "sk-secret" not in result.stdout_tail and "EXTRA=1" in result.stdout_tail and "HOME=/tmp" in result.stdout_tail
+    assert (tmp_path / "made.txt").stat().st_uid == os.getuid()
+
+
+def test_containers_are_labelled_and_removed_after_each_call(tmp_path: Path) -> None:
+    box = docker()
+    seen: list[dict] = []
+    watcher = threading.Thread(target=lambda: seen.extend(c.labels for c in _poll(box.client)))
+    watcher.start()
+    assert box.run(["sleep 2"], cwd=tmp_path, timeout=60, writable=[tmp_path]).ok
+    watcher.join()
+    assert seen and seen[0][f"{LABEL}.cwd"] == str(tmp_path) and seen[0][f"{LABEL}.pid"] == str(os.getpid())
+    assert _ours(box.client) == []
+
+
+def _poll(client) -> list:
+    for _ in range(100):
+        found = _ours(client)
+        if found:
+            return found
+        threading.Event().wait(0.05)
+    return []
+
+
+def test_ctrl_c_removes_the_running_container(tmp_path: Path) -> None:
+    box = docker()
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        box.run(["sleep 60"], cwd=tmp_path, timeout=120, writable=[tmp_path])
+    timer.cancel()
+    assert _ours(box.client) == []
+
+
+def test_orphans_of_a_dead_owner_are_removed_on_next_start(tmp_path: Path) -> None:
+    # a sandbox run killed with SIGKILL leaves its container behind
+    script = f"from aiscientist.sandbox import get_sandbox; get_sandbox('docker').run(['sleep 300'], cwd='{tmp_path}', timeout=600)"
+    owner = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    client = docker().client
+    label = {"label": [f"{LABEL}.pid={owner.pid}"]}
+    for _ in range(200):
+        if client.containers.list(filters=label):
+            break
+        threading.Event().wait(0.05)
+    owner.kill()
+    owner.wait()
+    assert len(client.containers.list(all=True, filters=label)) == 1
+    docker()  # the next start cleans up
+    assert client.containers.list(all=True, filters=label) == []
+
+
+def test_missing_engine_or_image_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with pytest.raises(SandboxUnavailable, match="docker image 'no-such-image:1' is not on the engine"):
+        docker(image="no-such-image:1")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/none.sock")
+    with pytest.raises(SandboxUnavailable, match=f"no Docker engine answers at unix://{tmp_path}/none.sock"):
+        docker()
+
+
+def test_build_image_command(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "aiscientist", "sandbox", "build-image", "--tag", "aisci-test-build:1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "built aisci-test-build:1" in done.stderr
+    result = docker(image="aisci-test-build:1").run(["echo from-new-image"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert result.ok and result.stdout_tail == "from-new-image\n"
+    docker().client.images.remove("aisci-test-build:1")
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="no GPU on this machine")
+def test_gpus_pass_through(tmp_path: Path) -> None:
+    result = docker(gpus="all").run(["nvidia-smi -L"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert result.ok and "GPU" in result.stdout_tail
