@@ -29,7 +29,7 @@ import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -38,6 +38,7 @@ from aiscientist.task import Task, TaskError, load_task
 
 from bench.agents import get_agent
 from bench.agents.base import RunContext, StepBudgetExhausted
+from bench.executors import CORES_VAR, RayExecutor
 from bench.metrics import RunSummary, successful, summarise_steps
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TORCH_NUM_THREADS")
@@ -54,6 +55,8 @@ class GridConfig(BaseModel):
     workers: int | None = Field(None, ge=1)
     cores_per_run: int | None = Field(None, ge=1)
     seed: int = 0
+    executor: Literal["pool", "ray"] = "pool"
+    address: str | None = None  # ray: an existing cluster (default: a local one)
     embedder: str = "auto"
     options: dict[str, dict[str, Any]] = {}
 
@@ -292,7 +295,7 @@ def _rubric(task: Task, ws, folder: Path, config: GridConfig) -> float | None:
 
 
 def _thread_env() -> dict[str, str]:
-    n = str(len(os.sched_getaffinity(0)))
+    n = os.environ.get(CORES_VAR) or str(len(os.sched_getaffinity(0)))
     return {var: n for var in THREAD_VARS}
 
 
@@ -344,11 +347,15 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     failures: dict[str, str] = {}
     if todo:
         workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
-        context = multiprocessing.get_context("spawn")
-        queue = context.Queue()
-        for slot in slots:
-            queue.put(slot)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_pin_worker, initargs=(queue,)) as pool:
+        if config.executor == "ray":
+            pool = RayExecutor(config.address, num_cpus=workers * len(slots[0]), cores_per_run=len(slots[0]))
+        else:
+            context = multiprocessing.get_context("spawn")
+            queue = context.Queue()
+            for slot in slots:
+                queue.put(slot)
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_pin_worker, initargs=(queue,))
+        with pool:
             futures: dict[Future, RunSpec] = {pool.submit(_worker_run, s, config, out): s for s in todo}
             with GridProgress(specs, config, out, enabled=progress) as live:
                 pending = set(futures)
