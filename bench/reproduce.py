@@ -88,7 +88,8 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
     sandbox = sandbox or get_sandbox("auto")
     before = snapshot(copy_dir)
     started = datetime.now(timezone.utc)
-    result = sandbox.run([f"bash {SCRIPT} > {LOG} 2>&1"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+    # as PaperBench runs it; with the docker backend, in a new container from the run image
+    result = sandbox.run([f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
     after = snapshot(copy_dir)
     if result.timed_out:
         with open(copy_dir / LOG, "a") as log:

@@ -135,3 +135,15 @@ def test_build_image_command(tmp_path: Path) -> None:
 def test_gpus_pass_through(tmp_path: Path) -> None:
     result = docker(gpus="all").run(["nvidia-smi -L"], cwd=tmp_path, timeout=60, writable=[tmp_path])
     assert result.ok and "GPU" in result.stdout_tail
+
+
+def test_paper_reproduction_runs_in_a_fresh_container(tmp_path: Path) -> None:
+    from bench.reproduce import reproduce
+
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "reproduce.sh").write_text(f"set -e\necho start\ntest ! -e {sub}/reproduce.sh\nmkdir results\necho 0.9 > results/acc.txt\necho done\nexit 3\n")
+    result = reproduce(sub, tmp_path / "work", timeout_s=60, sandbox=docker())
+    assert result.ran and result.backend == "docker" and result.returncode == 3  # the script's own exit code
+    assert result.log_path.read_text() == "start\ndone\n" and result.created == ["results/acc.txt"]
+    assert sorted(p.name for p in sub.iterdir()) == ["reproduce.sh"]  # the original submission is never touched
