@@ -52,7 +52,7 @@ def test_only_the_runtime_python_and_run_areas_are_visible(tmp_path: Path) -> No
     work = tmp_path / "work"
     work.mkdir()
     (tmp_path / "sibling.txt").write_text("host file")
-    probes = [f"cat {tmp_path}/sibling.txt", f"ls {ROOT}", "ls /home/*", "ls /run/*", f"ls {Path.home()}/.cache", f"ls {os.environ.get('DOCKER_HOST', 'unix:///var/run/docker.sock')[7:]}"]
+    probes = [f"cat {tmp_path}/sibling.txt", "grep -q root /etc/shadow", "ls /etc/ssh/*", f"ls {ROOT}", "ls /home/*", "ls /run/*", f"ls {Path.home()}/.cache", f"ls {os.environ.get('DOCKER_HOST', 'unix:///var/run/docker.sock')[7:]}"]
     box = docker()
     for probe in probes:
         assert not box.run([probe], cwd=work, timeout=60, writable=[work]).ok, probe

@@ -27,6 +27,7 @@ DEFAULT_IMAGE = "aiscientist-run:latest"
 LABEL = "aiscientist.sandbox"
 HOST_RUNTIME = "aiscientist.host-runtime"  # image label: mount the host's runtime and Python at run time
 RUNTIME_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+HOST_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")  # hidden even though /etc is mounted
 
 
 class DockerUnavailable(RuntimeError):
@@ -150,7 +151,7 @@ class DockerSandbox:
         mounts += [Mount(str(p), str(p), type="bind") for p in _resolved(writable)]
         mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in _resolved(readonly) if p.exists()]
         sources = [m["Source"] for m in mounts]
-        for path in _resolved(hidden):
+        for path in _resolved([*hidden, *(HOST_SECRETS if self.host_runtime else ())]):
             if not path.exists() or not any(path.is_relative_to(s) for s in sources):
                 continue  # not visible in the container anyway
             if path.is_dir():
