@@ -79,7 +79,8 @@ def test_containers_are_labelled_and_removed_after_each_call(tmp_path: Path) -> 
 
 
 def _poll(client) -> list:
-    for _ in range(100):
+    """Our containers, as soon as one exists (up to 20 s)."""
+    for _ in range(400):
         found = _ours(client)
         if found:
             return found
@@ -89,11 +90,11 @@ def _poll(client) -> list:
 
 def test_ctrl_c_removes_the_running_container(tmp_path: Path) -> None:
     box = docker()
-    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+    interrupter = threading.Thread(target=lambda: _poll(box.client) and os.kill(os.getpid(), signal.SIGINT))
+    interrupter.start()
     with pytest.raises(KeyboardInterrupt):
         box.run(["sleep 60"], cwd=tmp_path, timeout=120, writable=[tmp_path])
-    timer.cancel()
+    interrupter.join()
     assert _ours(box.client) == []
 
 
@@ -147,3 +148,10 @@ def test_paper_reproduction_runs_in_a_fresh_container(tmp_path: Path) -> None:
     assert result.ran and result.backend == "docker" and result.returncode == 3  # the script's own exit code
     assert result.log_path.read_text() == "start\ndone\n" and result.created == ["results/acc.txt"]
     assert sorted(p.name for p in sub.iterdir()) == ["reproduce.sh"]  # the original submission is never touched
+
+
+def test_an_engine_error_fails_the_command_not_the_caller(tmp_path: Path) -> None:
+    missing = tmp_path / "gone"
+    result = docker().run(["echo never"], cwd=tmp_path, timeout=60, writable=[tmp_path, missing])
+    assert result.returncodes == [125] and not result.ok
+    assert "docker engine error" in result.stderr_tail and str(missing) in result.stderr_tail

@@ -188,28 +188,35 @@ class DockerSandbox:
                 **self.limits(),
             )
             with open(out_path, "ab") as out, open(err_path, "ab") as err:
-                for command in commands:
-                    rc, timed_out = self._one(command, timeout, options, out, err)
-                    returncodes.append(rc)
-                    if timed_out or rc != 0:
-                        break
+                try:
+                    for command in commands:
+                        rc, timed_out = self._one(command, timeout, options, out, err)
+                        returncodes.append(rc)
+                        if timed_out or rc != 0:
+                            break
+                except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
+                    for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={options['labels'][f'{LABEL}.call']}"]}):
+                        _remove(container)
+                    raise
             result = dict(stdout_tail=tail(out_path), stderr_tail=tail(err_path))
         return RunResult(commands=list(commands), returncodes=returncodes, duration_s=time.monotonic() - start, timed_out=timed_out, backend=self.name, **result)
 
     def _one(self, command: str, timeout: float, options: dict[str, Any], out, err) -> tuple[int, bool]:
-        """One command in its own container; the container (every process in it) is gone on return."""
-        from requests.exceptions import RequestException
+        """One command in its own container; the container (every process in it) is gone
+        on return. An engine error (bad mount, image gone) fails the command with 125."""
+        from docker.errors import DockerException
+        from requests.exceptions import ConnectionError, ReadTimeout
 
-        container = self.client.containers.create(
-            self.image, ["bash", "-c", command], user=f"{os.getuid()}:{os.getgid()}", network_mode="none", read_only=True, ipc_mode="private",
-            cap_drop=["ALL"], security_opt=["no-new-privileges"], **options
-        )
-        timed_out = False
+        container, rc, timed_out = None, 125, False
         try:
+            container = self.client.containers.create(
+                self.image, ["bash", "-c", command], user=f"{os.getuid()}:{os.getgid()}", network_mode="none", read_only=True, ipc_mode="private",
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], **options
+            )
             container.start()
             try:
                 rc = container.wait(timeout=timeout)["StatusCode"]
-            except RequestException:
+            except (ReadTimeout, ConnectionError):  # the wait's read timeout: the command's time is up
                 container.kill()
                 rc, timed_out = container.wait()["StatusCode"], True
             for stream, handle in ((dict(stdout=True, stderr=False), out), (dict(stdout=False, stderr=True), err)):
@@ -217,8 +224,11 @@ class DockerSandbox:
                     handle.write(chunk)
             if timed_out:
                 err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
+        except DockerException as error:
+            err.write(f"\n[sandbox] docker engine error: {error}\n".encode())
         finally:
-            _remove(container)
+            if container is not None:
+                _remove(container)
         return rc, timed_out
 
 
