@@ -5,17 +5,18 @@ restored from pristine copies and verified by sha256 before every run and
 checked again after it (a change is recorded as tampering and the step marked
 invalid), commands run in the sandbox, and every attempt leaves a step folder
 with `step.json`, output tails, the diff against the baseline and a snapshot of
-the editable files.
+the editable files. Between steps the repository is put back to its baseline
+plus the editable files, and after a run anything else it left (a changed task
+file, a shadowing module, a link out of the repository) makes the step invalid
+(aiscientist/integrity.py).
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -25,6 +26,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from aiscientist import gitrepo, integrity
+from aiscientist.evidence import BASELINE_TAG, write_code_evidence
+from aiscientist.gitrepo import git
 from aiscientist.metrics_file import MetricsError, flatten, load_means, pick
 from aiscientist.paths import RunPaths
 from aiscientist.sandbox import RunResult, Sandbox
@@ -78,15 +82,6 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def git(repo: Path, *args: str) -> str:
-    """Run git in `repo` with a fixed identity; raise with git's message on failure."""
-    command = ["git", "-c", "user.name=aiscientist", "-c", "user.email=aiscientist@localhost", "-c", "commit.gpgsign=false", *args]
-    done = subprocess.run(command, cwd=repo, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
-    return done.stdout
-
-
 def load_steps(paths: RunPaths) -> list[StepRecord]:
     """Every recorded step of a run, in order."""
     records = []
@@ -108,7 +103,7 @@ def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
 class ExperimentEngine:
     """Runs the task's command list on `paths.submission`, one counted step at a time."""
 
-    BASELINE_TAG = "baseline"
+    BASELINE_TAG = BASELINE_TAG
 
     def __init__(self, task: Task, paths: RunPaths, sandbox: Sandbox, on_event: EventSink | None = None, env: Mapping[str, str] | None = None):
         self.task, self.paths, self.sandbox = task, paths, sandbox
@@ -137,8 +132,8 @@ class ExperimentEngine:
         if self.setup_done:
             return
         submission = self.paths.submission
-        if not (submission / ".git").exists():
-            git(submission, "init", "-q", "-b", "main")
+        if not self.paths.git_dir.exists():
+            gitrepo.init(self.paths)
         result = self._run(self.task.setup_commands, hide_task=False) if self.task.setup_commands else None
         source = self.task.source or self.task.repository
         if result is not None and not result.ok:
@@ -152,11 +147,23 @@ class ExperimentEngine:
             manifest[rel] = sha256_file(target)
         self.paths.pristine.mkdir(parents=True, exist_ok=True)
         self._manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        git(submission, "add", "-A")
-        git(submission, "commit", "-q", "--allow-empty", "-m", "baseline")
-        git(submission, "tag", "-f", self.BASELINE_TAG)
+        tree = integrity.scan(submission)
+        integrity.keep_pristine(self.task, submission, tree, self.paths.pristine / "files")
+        self._tree_path.write_text(json.dumps({rel: e.to_json() for rel, e in tree.items()}, indent=1, sort_keys=True))
+        git(self.paths, "add", "-A")
+        git(self.paths, "commit", "-q", "--allow-empty", "-m", "baseline")
+        git(self.paths, "tag", "-f", self.BASELINE_TAG)
         self.paths.state.mkdir(parents=True, exist_ok=True)
         (self.paths.state / "setup.json").write_text(json.dumps({"done_at": _now(), "setup": result.model_dump() if result else None}, indent=1))
+
+    @property
+    def _tree_path(self) -> Path:
+        return self.paths.pristine / "tree.json"
+
+    def baseline_tree(self) -> dict[str, integrity.Entry]:
+        """The repository as setup left it (empty for run folders made before it was kept)."""
+        raw = json.loads(self._tree_path.read_text()) if self._tree_path.is_file() else {}
+        return {rel: integrity.Entry.from_json(value) for rel, value in raw.items()}
 
     def protected_manifest(self) -> dict[str, str]:
         return json.loads(self._manifest_path.read_text()) if self._manifest_path.is_file() else {}
@@ -204,7 +211,12 @@ class ExperimentEngine:
                 shutil.rmtree(step_dir)
             step_dir.mkdir(parents=True)
             started = _now()
-            preprocess = self._run(self.task.preprocess_commands, protect=False) if self.task.preprocess_commands else None
+            allowed = self._reset_tree(step)
+            preprocess = None
+            if self.task.preprocess_commands:
+                before = integrity.scan(self.paths.submission)
+                preprocess = self._run(self.task.preprocess_commands, hide_task=False, protect=False)
+                allowed |= {rel: e for rel, e in integrity.scan(self.paths.submission).items() if before.get(rel) != e}
             tampered_before = self.restore_protected()
             if tampered_before:
                 self.on_event("protected.tampered", {"step": step, "files": tampered_before, "found": "before run"})
@@ -216,18 +228,35 @@ class ExperimentEngine:
                 post = self._run(self.task.postprocess_commands)
                 result = _combine(result, post)
             tampered = self.tampered_files()
-            record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost)
+            tree = integrity.scan(self.paths.submission)
+            broken = integrity.violations(self.task, self.paths.submission, allowed, tree, self._metrics_rel(self.paths.submission))
+            broken = [v for v in broken if v.split(":", 1)[0] not in tampered]
+            if broken:
+                self.on_event("integrity.violation", {"step": step, "files": [v.split(":", 1)[0] for v in broken[:50]], "found": "after run", "problem": broken[0]})
+            record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken)
             if tampered:
                 self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
                 self.restore_protected()
             (step_dir / "stdout.txt").write_text(result.stdout_tail)
             (step_dir / "stderr.txt").write_text(result.stderr_tail)
-            self._write_code_evidence(step_dir)
+            write_code_evidence(self.task, self.paths, tree, step_dir)
             tmp = step_dir / "step.json.tmp"  # step.json appears whole or not at all
             tmp.write_text(record.model_dump_json(indent=1))
             os.replace(tmp, step_dir / "step.json")
             self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error})
             return record
+
+    def _reset_tree(self, step: int) -> dict[str, integrity.Entry]:
+        """Back to baseline + editable files; returns the baseline tree."""
+        baseline = self.baseline_tree()
+        if baseline:
+            touched = integrity.reset_tree(self.task, self.paths.submission, baseline, self.paths.pristine / "files")
+            if touched:
+                self.on_event("tree.reset", {"step": step, "paths": touched[:50], "count": len(touched)})
+        return baseline
+
+    def _metrics_rel(self, repo: Path, test: bool = False) -> str:
+        return self.task.metrics_path(repo, test).relative_to(repo).as_posix()
 
     def _run(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True) -> RunResult:
         """Run `commands` in `repo` (default: the submission), the only writable folder.
@@ -236,6 +265,8 @@ class ExperimentEngine:
         `protect`: the protected files recorded at setup are read-only."""
         repo = repo or self.paths.submission
         readonly = [repo / rel for rel in self.protected_manifest()] if protect else []
+        if not hide_task:  # the task author's own commands (setup) may read the task's folders
+            readonly += [self.task.repository, *([self.task.source.parent] if self.task.source else [])]
         hide = [self.paths.pristine, *(self.task.agent_hidden_paths() if hide_task else [])]
         return self.sandbox.run(
             commands,
@@ -247,10 +278,12 @@ class ExperimentEngine:
             hidden=hide,
         )
 
-    def _record(self, step: int, agent: str, hypothesis: str, started: str, result: RunResult, metrics_path: Path, tampered: list[str], tokens: int, cost: float) -> StepRecord:
+    def _record(self, step: int, agent: str, hypothesis: str, started: str, result: RunResult, metrics_path: Path, tampered: list[str], tokens: int, cost: float, broken: list[str]) -> StepRecord:
         metric, metrics, error, violated = None, {}, result.failure(), False
         if error is None and self.task.metric is not None:
             metric, metrics, error, violated = self.read_metrics(metrics_path)
+        if broken:
+            error = "integrity: " + "; ".join(broken[:3]) + (f" (+{len(broken) - 3} more)" if len(broken) > 3 else "")
         if tampered:
             error = f"tampering: protected file(s) changed during the run: {', '.join(tampered)}"
         rel = self.paths.step_dir(step).relative_to(self.paths.root)
@@ -267,7 +300,7 @@ class ExperimentEngine:
             metric=metric,
             metrics=metrics,
             success=error is None,
-            valid=not tampered,
+            valid=not tampered and not broken,
             constraint_violated=violated,
             error=error,
             diff_path=str(rel / "diff.patch"),
@@ -293,33 +326,14 @@ class ExperimentEngine:
                 violated = True
         return metric, flatten(means), None, violated
 
-    def _write_code_evidence(self, step_dir: Path) -> None:
-        """Snapshot of the editable files and their text diff against the baseline commit."""
-        submission = self.paths.submission
-        current = {p for p in expand_globs(submission, self.task.editable_globs) if self.task.is_editable(p)}
-        baseline = {p for p in git(submission, "ls-tree", "-r", "--name-only", self.BASELINE_TAG).splitlines() if self.task.is_editable(p)}
-        chunks = []
-        for rel in sorted(current | baseline):
-            before = git(submission, "show", f"{self.BASELINE_TAG}:{rel}") if rel in baseline else ""
-            try:
-                after = (submission / rel).read_text() if rel in current else ""
-            except UnicodeDecodeError:
-                chunks.append(f"Binary file b/{rel} differs or is new\n")
-            else:
-                chunks += difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{rel}", f"b/{rel}")
-            if rel in current:
-                target = step_dir / "code" / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(submission / rel, target)
-        (step_dir / "code").mkdir(exist_ok=True)
-        (step_dir / "diff.patch").write_text("".join(chunks))
-
     # ---- hidden test -----------------------------------------------------------------
 
     def run_test(self, step: int) -> TestResult:
         """Run the hidden test commands once on `step`'s code, in a fresh copy of
-        the original repository (hidden files included) with that step's editable
-        files laid over it and protected files restored."""
+        the original repository (hidden files included, visible to these commands
+        only) with that step's editable files laid over it. Protected files are
+        restored and read-only, and the copy is checked after the run exactly as
+        a validation step is; a failed check fails the test."""
         start = time.monotonic()
         if not self.task.test_commands:
             return TestResult(step=step, success=False, error="task has no hidden test commands", duration_s=0.0)
@@ -329,23 +343,38 @@ class ExperimentEngine:
         with tempfile.TemporaryDirectory(prefix="aisci-test-") as tmp:
             copy = Path(tmp) / "repo"
             shutil.copytree(self.task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
-            for rel in expand_globs(code, ["**/*"]):
-                if not self.task.is_protected(rel):
-                    (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(code / rel, copy / rel)
             result = self._run(self.task.setup_commands, copy, hide_task=False, protect=False) if self.task.setup_commands else None
+            for rel, entry in integrity.scan(code).items():
+                data = integrity.read_regular(code / rel) if entry.kind == "file" and self.task.is_editable(rel) else None
+                if data is not None:
+                    (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (copy / rel).unlink(missing_ok=True)
+                    (copy / rel).write_bytes(data)
             for rel in self.protected_manifest():
+                (copy / rel).unlink(missing_ok=True)
                 shutil.copy2(self.paths.pristine / "files" / rel, copy / rel)
+            before = integrity.scan(copy)
             if result is None or result.ok:
-                result = self._run(self.task.test_commands + self.task.postprocess_commands, copy, hide_task=False, protect=False)
+                result = self._run(self.task.test_commands + self.task.postprocess_commands, copy)
             error = result.failure()
             metric, metrics = None, {}
             if error is None:
                 metric, metrics, error, _ = self.read_metrics(self.task.metrics_path(copy, test=True))
+            guard = self._test_guard(copy, before)
+            if guard:
+                metric, metrics, error = None, {}, guard
         test = TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
         self.on_event("experiment.test", test.model_dump())
         return test
 
+
+    def _test_guard(self, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
+        """Why the hidden test's copy may not be trusted after its run, or None."""
+        changed = [rel for rel, digest in self.protected_manifest().items() if integrity.read_regular(copy / rel) is None or sha256_file(copy / rel) != digest]
+        if changed:
+            return f"tampering: protected file(s) changed during the hidden test: {', '.join(changed)}"
+        broken = integrity.violations(self.task, copy, before, integrity.scan(copy), self._metrics_rel(copy, test=True))
+        return "integrity: " + "; ".join(broken[:3]) if broken else None
 
 def _combine(first: RunResult, second: RunResult) -> RunResult:
     return RunResult(

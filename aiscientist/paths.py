@@ -43,6 +43,11 @@ class RunPaths:
         return self.root / "state"
 
     @property
+    def git_dir(self) -> Path:
+        """The submission's git directory, outside every sandbox mount."""
+        return self.state / "submission.git"
+
+    @property
     def pristine(self) -> Path:
         return self.root / ".pristine"
 

@@ -89,6 +89,7 @@ class Task(BaseModel):
     protected files writable (FML-bench re-copies its evaluation files there).
     `test_commands` is the hidden final test, run once on the chosen code with
     the `hidden` files present (they are never copied into an agent's workspace).
+    A step may create only its metrics file and its `outputs` (aiscientist/integrity.py).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -103,6 +104,7 @@ class Task(BaseModel):
     related: list[str] = Field(default_factory=list)
     protected: list[str] = Field(default_factory=list)
     hidden: list[str] = Field(default_factory=list)
+    outputs: list[str] | None = Field(None, description="globs of the files a step may create besides its metrics file (None: any file that is not code)")
     setup_commands: list[str] = Field(default_factory=list)
     preprocess_commands: list[str] = Field(default_factory=list)
     commands: list[str] = Field(default_factory=list)

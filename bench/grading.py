@@ -1,7 +1,8 @@
-"""Grade one paper-reproduction submission: reproduce, judge, score, write `grade.json`.
+"""Grade one paper-reproduction submission: reproduce, judge, score, write the result.
 
 `grade_submission` is the entry point for the `grade` command and for `bench run` on
-tasks of kind `reproduce`.
+tasks of kind `reproduce`. It writes `grade.json`, the graded tree in PaperBench's format
+(see `bench.graded_tree`), and `grade_summary.json`, this module's `GradeResult` without the tree.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from rich.text import Text
 from rich.tree import Tree
 
@@ -20,10 +21,13 @@ from aiscientist.sandbox import Sandbox
 from aiscientist.task import Task, load_task
 from bench import rubric as rubric_mod
 from bench.judge import OFFLINE, Completer, Evidence, Judge
-from bench.reproduce import GRADE_FILE, LOG, LOG_COPY, Reproduction, reproduce
+from bench.graded_tree import write_graded
+from bench.reproduce import GRADE_FILE, GRADER_FILES, LOG, LOG_COPY, Reproduction, reproduce
 from bench.rubric import GradedNode, RubricError, aggregate
 
 DEFAULT_TIMEOUT_S = 3600.0
+SUMMARY_FILE = "grade_summary.json"
+LFS_POINTER = "version https://git-lfs"
 
 
 class GradeResult(BaseModel):
@@ -42,7 +46,9 @@ class GradeResult(BaseModel):
     completion_tokens: int
     cost: float
     reproduction: Reproduction | None
-    tree: GradedNode
+    # why the reproduction's results are missing or incomplete (None when it ran to its end or was skipped)
+    reproduction_problem: str | None = None
+    tree: GradedNode = Field(exclude=True)
     grade_file: Path | None = None
 
 
@@ -68,11 +74,18 @@ def paper_files(paper_dir: Path) -> PaperFiles:
         raise RubricError(f"{paper}: paper file not found")
     return PaperFiles(
         name=paper_dir.resolve().name,
-        paper=paper.read_text(),
-        addendum=addendum.read_text() if addendum.is_file() else "",
+        paper=_text(paper),
+        addendum=_text(addendum) if addendum.is_file() else "",
         rubric=paper_dir / "rubric.json",
         timeout_s=timeout,
     )
+
+
+def _text(path: Path) -> str:
+    text = path.read_text()
+    if text.startswith(LFS_POINTER):  # PaperBench's repository keeps its papers in Git LFS
+        raise RubricError(f"{path}: a Git LFS pointer, not the file; fetch it first (git lfs pull)")
+    return text
 
 
 def make_judge_client(model: str) -> Completer | None:
@@ -97,11 +110,13 @@ def grade_submission(
     client: Completer | None = None,
 ) -> GradeResult:
     """Reproduce (unless `code_dev`), judge every leaf, score the tree and write
-    `grade.json` (plus `grade_reproduce.log`) into `out` (default: the submission folder).
-    `client` overrides the model client built from `judge_model`."""
+    `grade.json`, `grade_summary.json` (and `grade_reproduce.log`) into `out` (default:
+    the submission folder). `client` overrides the model client built from `judge_model`."""
     submission = Path(submission_dir).resolve()
     if not submission.is_dir():
-        raise RubricError(f"{submission}: submission folder not found")
+        raise RubricError(f"{submission}: {'not a directory' if submission.exists() else 'submission folder not found'}")
+    if all(path.name in GRADER_FILES for path in submission.iterdir()):
+        raise RubricError(f"{submission}: the submission folder is empty")
     files = paper_files(Path(paper_dir))
     root = rubric_mod.load(files.rubric).root
     if code_dev:
@@ -137,10 +152,12 @@ def grade_submission(
         completion_tokens=tree.completion_tokens,
         cost=tree.cost,
         reproduction=reproduction,
+        reproduction_problem=reproduction.problem if reproduction is not None else None,
         tree=tree,
         grade_file=out_dir / GRADE_FILE,
     )
-    (out_dir / GRADE_FILE).write_text(result.model_dump_json(indent=2) + "\n")
+    write_graded(out_dir / GRADE_FILE, tree)
+    (out_dir / SUMMARY_FILE).write_text(result.model_dump_json(indent=2) + "\n")
     return result
 
 

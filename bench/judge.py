@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +28,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from aiscientist.integrity import safe_file, scan
 from bench.reproduce import GRADER_FILES, LOG, SCRIPT, Reproduction
-from bench.rubric import CODE_DEV, LeafGrade, RubricNode, graded_targets
+from bench.rubric import CODE_DEV, LeafGrade, NodePath, RubricNode, graded_targets
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +123,13 @@ class TextFile:
 def read_files(root: Path, names: list[str] | None = None) -> list[TextFile]:
     """Files under `root` (or just `names`), text decoded, binaries marked; skips VCS and caches."""
     files = []
-    paths = [root / n for n in names] if names is not None else sorted(root.rglob("*"))
-    for path in paths:
+    rels = names if names is not None else sorted(rel for rel, entry in scan(root).items() if entry.kind == "file")
+    for name in rels:
+        path = safe_file(root, name)  # links are never followed: they could lead to host files
+        if path is None:
+            continue
         rel = path.relative_to(root)
-        if any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file() or path.is_symlink():
+        if any(part in _SKIP_DIRS for part in rel.parts):
             continue
         if names is None and len(rel.parts) == 1 and rel.name in (*GRADER_FILES, LOG):
             continue
@@ -176,8 +179,21 @@ class Evidence:
         if reproduction is not None and reproduction.ran:
             log_file = next(iter(read_files(reproduction.copy_dir, [LOG])), None)
             produced = read_files(reproduction.copy_dir, sorted(reproduction.produced))
-        listing = sorted({f.path for f in code} | {f.path for f in produced} | ({SCRIPT} if script else set()))
-        return cls(code, script, log_file, produced, reproduction, listing)
+        return cls(code, script, log_file, produced, reproduction, _listing(code, produced, script))
+
+    @classmethod
+    def executed(cls, submission: Path) -> Evidence:
+        """A submission whose `reproduce.sh` already ran in place (PaperBench's JudgeEval
+        cases): its `reproduce.log` is the log, and any of its files may be a result."""
+        code = [f for f in read_files(submission) if f.path != SCRIPT]
+        script = next(iter(read_files(submission, [SCRIPT])), None)
+        log_file = next(iter(read_files(submission, [LOG])), None)
+        return cls(code, script, log_file, code, None, _listing(code, code, script))
+
+    @property
+    def problem(self) -> str | None:
+        """Why the reproduction's results are missing or incomplete, if they are."""
+        return self.reproduction.problem if self.reproduction is not None else None
 
     def view(self, category: str | None, query: str) -> tuple[list[TextFile], str | None]:
         """Files to show for a criterion of `category` (None: a whole subtree), or a
@@ -188,15 +204,25 @@ class Evidence:
             return (shown, None) if self.code or self.script else ([], "the submission contains no files to judge")
         if category == "Code Execution":
             if self.script is None:
-                return [], f"the submission has no {SCRIPT}"
+                return [], self.problem or f"no reproduction ran: the submission has no {SCRIPT} at its root"
             return fixed + rank(self.code, query), None
         if category == "Result Analysis":
             if not self.produced:
-                return [], "the reproduction produced no files"
+                ran = self.reproduction is None or self.reproduction.ran
+                return [], _also("the reproduction produced no files", self.problem) if ran else self.problem
             return fixed + rank(self.produced, query), None
         if not (self.code or self.script or self.produced):
             return [], "the submission contains no files to judge"
         return fixed + rank(self.code + self.produced, query), None
+
+
+def _listing(code: list[TextFile], produced: list[TextFile], script: TextFile | None) -> list[str]:
+    return sorted({f.path for f in code} | {f.path for f in produced} | ({SCRIPT} if script else set()))
+
+
+def _also(text: str, note: str | None) -> str:
+    """`text` with a note in brackets, unless it already says it."""
+    return text if not note or note in text else f"{text} ({note})"
 
 
 # ---- the judge ------------------------------------------------------------------------------
@@ -215,26 +241,32 @@ class Judge:
         if client is None and model != OFFLINE:
             raise ValueError("a model judge needs a client; only the 'offline' judge runs without one")
 
-    def grade_all(self, root: RubricNode, evidence: Evidence, max_depth: int | None = None,
-                  on_grade: Callable[[RubricNode, LeafGrade], None] | None = None) -> dict[str, LeafGrade]:
+    def grade_all(self, root: RubricNode, evidence: Evidence, max_depth: int | None = None) -> dict[NodePath, LeafGrade]:
+        """Grades by node path (ids may repeat in a rubric)."""
         targets = graded_targets(root, max_depth)
         parents = _ancestors(root)
 
-        def one(target: tuple[RubricNode, bool]) -> tuple[str, LeafGrade]:
-            node, subtree = target
+        def one(target: tuple[NodePath, RubricNode, bool]) -> tuple[NodePath, LeafGrade]:
+            path, node, subtree = target
             try:
-                grade = self.grade(node, subtree, evidence, parents.get(node.id, []))
+                grade = self.grade(node, subtree, evidence, parents[path])
             except Exception as err:  # one leaf's failure must not sink the whole grading
                 log.warning("grading %s failed: %s", node.id, err, exc_info=log.isEnabledFor(logging.DEBUG))
                 grade = LeafGrade(score=0, valid=False, method="error", explanation=f"grading error: {type(err).__name__}: {err}")
-            if on_grade is not None:
-                on_grade(node, grade)
-            return node.id, grade
+            return path, grade
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return dict(pool.map(one, targets))
 
     def grade(self, node: RubricNode, subtree: bool, evidence: Evidence, ancestors: list[str]) -> LeafGrade:
+        """One node's grade; outside Code Development its explanation says why the
+        reproduction's results are missing or incomplete, when they are."""
+        grade = self._grade(node, subtree, evidence, ancestors)
+        if subtree or node.task_category != CODE_DEV:
+            grade = grade.model_copy(update={"explanation": _also(grade.explanation, evidence.problem)})
+        return grade
+
+    def _grade(self, node: RubricNode, subtree: bool, evidence: Evidence, ancestors: list[str]) -> LeafGrade:
         if node.check is not None and not subtree:
             root = evidence.reproduction.copy_dir if evidence.reproduction else Path("/nonexistent")
             produced = evidence.reproduction.produced if evidence.reproduction else set()
@@ -258,7 +290,8 @@ class Judge:
         except JudgeParseError as err:
             return LeafGrade(score=0, valid=False, method="error", explanation=f"grading error: {err}", **usage)
         explanation = answer.explanation or answer.reality
-        return LeafGrade(score=answer.score, method="judge", explanation=explanation, **usage)
+        metadata = {"model": self.model, "expectations": answer.expectations, "reality": answer.reality, **usage}
+        return LeafGrade(score=answer.score, method="judge", explanation=explanation, judge_metadata=metadata, **usage)
 
     def _messages(self, node: RubricNode, subtree: bool, category: str | None, ancestors: list[str],
                   files: list[TextFile], evidence: Evidence) -> list[dict[str, Any]]:
@@ -299,16 +332,16 @@ def _criterion_text(node: RubricNode) -> str:
     return "\n".join(lines)
 
 
-def _ancestors(root: RubricNode) -> dict[str, list[str]]:
-    """Requirements of each node's ancestors, root first."""
-    found: dict[str, list[str]] = {}
+def _ancestors(root: RubricNode) -> dict[NodePath, list[str]]:
+    """Requirements of each node's ancestors, root first, by node path."""
+    found: dict[NodePath, list[str]] = {}
 
-    def visit(node: RubricNode, path: list[str]) -> None:
-        found[node.id] = path
-        for child in node.sub_tasks:
-            visit(child, [*path, node.requirements])
+    def visit(node: RubricNode, path: NodePath, above: list[str]) -> None:
+        found[path] = above
+        for i, child in enumerate(node.sub_tasks):
+            visit(child, (*path, i), [*above, node.requirements])
 
-    visit(root, [])
+    visit(root, (), [])
     return found
 
 

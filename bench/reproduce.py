@@ -7,14 +7,15 @@ whose content or modification time differs from the copy taken before the run.
 
 from __future__ import annotations
 
-import hashlib
+import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from aiscientist.sandbox import Sandbox, get_sandbox
+from aiscientist.integrity import scan
+from aiscientist.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 
 SCRIPT = "reproduce.sh"
 LOG = "reproduce.log"
@@ -48,25 +49,25 @@ class Reproduction(BaseModel):
     def log_path(self) -> Path:
         return self.copy_dir / LOG
 
+    @property
+    def problem(self) -> str | None:
+        """Why there are no reproduction results to judge (None when reproduce.sh ran to its end)."""
+        if not self.ran:
+            return f"no reproduction ran: {self.error}"
+        if self.timed_out:
+            return f"the reproduction timed out after {self.timeout_s:g}s"
+        return None
+
 
 def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
     """(mtime_ns, size, sha256) of every file under `root`, by relative path."""
     files: dict[str, tuple[int, int, str]] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file() or path.is_symlink():
+    for rel, entry in sorted(scan(root).items()):  # links are never followed
+        if entry.kind != "file" or any(part in _SKIP_DIRS for part in rel.split("/")):
             continue
-        stat = path.stat()
-        files[rel.as_posix()] = (stat.st_mtime_ns, stat.st_size, _sha256(path))
+        info = os.lstat(root / rel)
+        files[rel] = (info.st_mtime_ns, info.st_size, entry.digest)
     return files
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def copy_submission(submission: Path, dest: Path) -> Path:
@@ -84,12 +85,15 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
     submission = Path(submission)
     copy_dir = copy_submission(submission, Path(work_dir) / "submission")
     if not (copy_dir / SCRIPT).is_file():
-        return Reproduction(copy_dir=copy_dir, ran=False, error=f"no {SCRIPT} at the submission root", timeout_s=timeout_s)
-    sandbox = sandbox or get_sandbox("auto")
+        return Reproduction(copy_dir=copy_dir, ran=False, error=f"the submission has no {SCRIPT} at its root", timeout_s=timeout_s)
     before = snapshot(copy_dir)
     started = datetime.now(timezone.utc)
-    # as PaperBench runs it; with the docker backend, in a new container from the run image
-    result = sandbox.run([f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+    try:
+        sandbox = sandbox or get_sandbox("auto")
+        # as PaperBench runs it; with the docker backend, in a new container from the run image
+        result = sandbox.run([f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+    except (OSError, SandboxUnavailable) as err:
+        return Reproduction(copy_dir=copy_dir, ran=False, error=f"{SCRIPT} failed to start: {err}", timeout_s=timeout_s)
     after = snapshot(copy_dir)
     if result.timed_out:
         with open(copy_dir / LOG, "a") as log:

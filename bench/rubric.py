@@ -35,11 +35,17 @@ FinegrainedCategory = Literal[
 TASK_CATEGORIES: tuple[str, ...] = get_args(TaskCategory)
 FINEGRAINED_CATEGORIES: tuple[str, ...] = get_args(FinegrainedCategory)
 CODE_DEV = "Code Development"
+NodePath = tuple[int, ...]
 _CORE_KEYS = ("id", "requirements", "weight", "sub_tasks", "task_category", "finegrained_task_category")
 
 
 class RubricError(ValueError):
     """A rubric is unusable; the message names the file, the node and the reason."""
+
+
+def path_label(path: NodePath) -> str:
+    """A node's path for people: "root", or child indices joined by dots ("1.0.10")."""
+    return ".".join(map(str, path)) if path else "root"
 
 
 class RubricNode(BaseModel):
@@ -64,6 +70,13 @@ class RubricNode(BaseModel):
         yield self
         for child in self.sub_tasks:
             yield from child.walk()
+
+    def walk_paths(self, path: NodePath = ()) -> Iterator[tuple[NodePath, RubricNode]]:
+        """(path, node) for this node and its descendants, depth first; a path is the
+        child indices from the root, the one address that stays unique when ids repeat."""
+        yield path, self
+        for i, child in enumerate(self.sub_tasks):
+            yield from child.walk_paths((*path, i))
 
     def leaves(self) -> list[RubricNode]:
         return [node for node in self.walk() if node.is_leaf]
@@ -115,23 +128,21 @@ def parse_node(data: Any, where: str = "root") -> RubricNode:
 
 
 def validate(root: RubricNode) -> None:
-    """The structural rules PaperBench relies on, plus ours for `check`."""
+    """The structural rules PaperBench relies on, plus ours for `check`. Ids need not be
+    unique (real PaperBench rubrics repeat some); nodes are addressed by their path."""
     if root.is_leaf:
         raise RubricError("empty rubric: the root node has no sub_tasks")
-    seen: set[str] = set()
-    for node in root.walk():
-        if node.id in seen:
-            raise RubricError(f"duplicate node id {node.id!r}")
-        seen.add(node.id)
+    for path, node in root.walk_paths():
+        where = f"{node.id!r} (at {path_label(path)})"
         if node.is_leaf:
             if node.task_category is None:
-                raise RubricError(f"leaf {node.id!r} has no task_category (one of {', '.join(TASK_CATEGORIES)})")
+                raise RubricError(f"leaf {where} has no task_category (one of {', '.join(TASK_CATEGORIES)})")
             if node.check is not None and node.task_category == CODE_DEV:
-                raise RubricError(f"leaf {node.id!r}: a check grades reproduction outputs, so it cannot sit on a Code Development leaf")
+                raise RubricError(f"leaf {where}: a check grades reproduction outputs, so it cannot sit on a Code Development leaf")
         else:
             for field in ("task_category", "finegrained_task_category", "check"):
                 if getattr(node, field) is not None:
-                    raise RubricError(f"internal node {node.id!r} has {field} set; only leaves may carry it")
+                    raise RubricError(f"internal node {where} has {field} set; only leaves may carry it")
 
 
 # ---- files ------------------------------------------------------------------------------
@@ -212,6 +223,7 @@ class LeafGrade(BaseModel):
     valid: bool = True
     explanation: str = ""
     method: Literal["check", "judge", "rule", "offline", "error"] = "judge"
+    judge_metadata: dict[str, Any] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -227,6 +239,7 @@ class GradedNode(BaseModel):
     valid: bool
     explanation: str = ""
     method: str = "aggregate"
+    judge_metadata: dict[str, Any] | None = None
     subtree: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -239,43 +252,46 @@ class GradedNode(BaseModel):
             yield from child.walk()
 
 
-def graded_targets(root: RubricNode, max_depth: int | None = None) -> list[tuple[RubricNode, bool]]:
-    """The nodes a judge must grade, with True for a subtree graded as a whole: leaves,
-    and with `max_depth` (root = 0) the internal nodes at that depth."""
-    targets: list[tuple[RubricNode, bool]] = []
+def graded_targets(root: RubricNode, max_depth: int | None = None) -> list[tuple[NodePath, RubricNode, bool]]:
+    """The nodes a judge must grade, by path, with True for a subtree graded as a whole:
+    leaves, and with `max_depth` (root = 0) the internal nodes at that depth."""
+    targets: list[tuple[NodePath, RubricNode, bool]] = []
 
-    def visit(node: RubricNode, depth: int) -> None:
+    def visit(node: RubricNode, path: NodePath) -> None:
         if node.is_leaf:
-            targets.append((node, False))
-        elif max_depth is not None and depth >= max_depth:
-            targets.append((node, True))
+            targets.append((path, node, False))
+        elif max_depth is not None and len(path) >= max_depth:
+            targets.append((path, node, True))
         else:
-            for child in node.sub_tasks:
-                visit(child, depth + 1)
+            for i, child in enumerate(node.sub_tasks):
+                visit(child, (*path, i))
 
-    visit(root, 0)
+    visit(root, ())
     return targets
 
 
-def aggregate(root: RubricNode, grades: dict[str, LeafGrade]) -> GradedNode:
-    """Build the graded tree: a node in `grades` keeps its grade (a cut subtree's
-    children are not listed); any other node scores the weighted mean of its children
-    (0 when all their weights are 0) and is valid only if all of them are."""
+def aggregate(root: RubricNode, grades: dict[NodePath, LeafGrade], path: NodePath = ()) -> GradedNode:
+    """Build the graded tree: a node whose path is in `grades` keeps its grade (a cut
+    subtree's children are not listed); any other node scores the weighted mean of its
+    children (0 when all their weights are 0) and is valid only if all of them are."""
     fields = {k: getattr(root, k) for k in ("id", "requirements", "weight", "task_category", "finegrained_task_category")}
-    if root.id in grades:
-        grade = grades[root.id]
-        return GradedNode(**fields, **grade.model_dump(), subtree=not root.is_leaf)
+    if path in grades:
+        return GradedNode(**fields, **grades[path].model_dump(), subtree=not root.is_leaf)
     if root.is_leaf:
-        raise KeyError(f"leaf {root.id!r} has no grade")
-    children = [aggregate(child, grades) for child in root.sub_tasks]
-    total = sum(c.weight for c in children)
-    score = sum(c.weight * c.score for c in children) / total if total > 0 else 0.0
+        raise KeyError(f"leaf {root.id!r} (at {path_label(path)}) has no grade")
+    children = [aggregate(child, grades, (*path, i)) for i, child in enumerate(root.sub_tasks)]
     return GradedNode(
         **fields,
-        score=score,
+        score=weighted_mean([(c.weight, c.score) for c in children]),
         valid=all(c.valid for c in children),
         sub_tasks=children,
         prompt_tokens=sum(c.prompt_tokens for c in children),
         completion_tokens=sum(c.completion_tokens for c in children),
         cost=sum(c.cost for c in children),
     )
+
+
+def weighted_mean(pairs: list[tuple[float, float]]) -> float:
+    """PaperBench's node score from its children's (weight, score): 0 when all weights are 0."""
+    total = sum(weight for weight, _ in pairs)
+    return sum(weight * score for weight, score in pairs) / total if total > 0 else 0.0

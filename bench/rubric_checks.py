@@ -25,6 +25,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from aiscientist.integrity import safe_file
+
 JsonPath = str | list[str | int]
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -45,8 +47,11 @@ class _Check(BaseModel):
         if self.file not in produced:
             where = "exists but was not produced by the reproduction" if (root / self.file).is_file() else "was not produced"
             return CheckOutcome(passed=False, explanation=f"{self.file} {where}")
+        path = safe_file(root, self.file)
+        if path is None:
+            return CheckOutcome(passed=False, explanation=f"{self.file} is not a regular file inside the submission (links are not followed)")
         try:
-            return self._decide(root / self.file)
+            return self._decide(path)
         except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
             return CheckOutcome(passed=False, explanation=f"{self.file}: {type(err).__name__}: {err}")
 

@@ -283,11 +283,11 @@ def _rubric(task: Task, ws, folder: Path, config: GridConfig) -> float | None:
     """Paper tasks: reproduce and grade the final submission against the rubric (once)."""
     if task.kind != "reproduce":
         return None
-    from bench.grading import GradeResult, grade_task
+    from bench.grading import grade_task
 
-    record = folder / "grade" / "grade.json"
+    record = folder / "grade" / "grade.json"  # the graded tree: its root holds the score
     if record.is_file():
-        return GradeResult.model_validate_json(record.read_text()).score
+        return float(json.loads(record.read_text())["score"])
     return grade_task(task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade").score
 
 

@@ -82,7 +82,7 @@ def test_resume_redoes_a_step_whose_record_was_torn(tmp_path):
     run_dir = tmp_path / "run"
     solve(TINY, run_dir, RunConfig(sandbox="local", specialists={"readers": ["code"]}), model="offline", steps=2)
     (run_dir / "experiments" / "step_0002" / "step.json").write_text("")  # as an interrupted write leaves it
-    (run_dir / "submission" / ".git" / "index.lock").write_text("")  # as a killed git commit leaves it
+    (run_dir / "state" / "submission.git" / "index.lock").write_text("")  # as a killed git commit leaves it
     info = RunInfo.model_validate_json((run_dir / "state" / "run.json").read_text())
     (run_dir / "state" / "run.json").write_text(info.model_copy(update={"finished": False}).model_dump_json())
     (run_dir / "result.json").unlink()

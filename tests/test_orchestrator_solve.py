@@ -58,7 +58,7 @@ def test_solve_cli_offline_five_steps(tmp_path):
     assert len(prompts) == 13 and max(prompts[6:]) <= 1.25 * prompts[5], prompts
     # the best code is kept as a git tag when a step beats the baseline and every earlier step
     if best["metric"] < result["baseline"]:
-        tag = subprocess.run(["git", "show", "best:config.py"], cwd=run_dir / "submission", capture_output=True, text=True)
+        tag = subprocess.run(["git", f"--git-dir={run_dir}/state/submission.git", "show", "best:config.py"], capture_output=True, text=True)
         assert tag.stdout == (run_dir / "experiments" / f"step_{best['step']:04d}" / "code" / "config.py").read_text()
 
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from bench import rubric
+from bench.graded_tree import load_graded, rescore
 from bench.grading import grade_submission
 
 ROOT = Path(__file__).parent.parent
@@ -55,7 +56,10 @@ def test_reference_label_smoothing_scores_high(tmp_path: Path) -> None:
     assert result.score >= 0.95
     assert result.prompt_tokens == 1000 * len(model_leaves)
     saved = json.loads((submission / "grade.json").read_text())
-    assert saved["score"] == pytest.approx(result.score) and saved["tree"]["sub_tasks"]
+    assert saved["score"] == pytest.approx(result.score) and saved["sub_tasks"]
+    assert rescore(load_graded(submission / "grade.json")) == (pytest.approx(result.score), [])
+    summary = json.loads((submission / "grade_summary.json").read_text())
+    assert summary["score"] == pytest.approx(result.score) and summary["reproduction_problem"] is None
     assert "eps=0.2 seed=1" in (submission / "grade_reproduce.log").read_text()
     assert not (submission / "results").exists()  # reproduction ran on a copy
 
@@ -72,20 +76,50 @@ def test_reference_knn_scaling_scores_high_through_the_cli(tmp_path: Path, capsy
     printed = capsys.readouterr().out
     assert "score 1.000 (valid)" in printed
     assert "The results of Table 1 are reproduced" in printed and "[check]" in printed
-    saved = json.loads((out / "grade.json").read_text())
+    saved = json.loads((out / "grade_summary.json").read_text())
     assert saved["score"] == pytest.approx(1.0) and saved["reproduction"]["created"] == ["results/accuracy.json", "results/table.md"]
     assert not (REFERENCES / paper / "results").exists() and not (REFERENCES / paper / "grade.json").exists()
 
 
+PAPERBENCH_KEYS = ["id", "requirements", "weight", "score", "valid_score", "task_category", "explanation", "judge_metadata", "sub_tasks"]
+
+
+def _graded_nodes(node: dict) -> list[dict]:
+    return [node, *(n for child in node["sub_tasks"] for n in _graded_nodes(child))]
+
+
 @pytest.mark.parametrize("paper", ["label-smoothing-calibration", "knn-scaling"])
-def test_empty_submission_scores_zero_without_calling_the_model(tmp_path: Path, paper: str) -> None:
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    result = grade_submission(empty, PAPERS / paper, _script(tmp_path, 1, 1), out=tmp_path / "out")
-    assert result.score == 0 and result.valid
-    assert result.prompt_tokens == 0  # every leaf was decided by a rule or a check
-    assert result.reproduction is not None and not result.reproduction.ran
-    assert {n.method for n in result.tree.walk() if not n.sub_tasks} == {"rule", "check"}
+def test_submission_without_reproduce_sh_is_graded_and_says_why(tmp_path: Path, paper: str) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "notes.md").write_text("I ran out of time before writing reproduce.sh.\n")
+    code_leaves = _leaves(paper, code_dev=True)
+    result = grade_submission(sub, PAPERS / paper, _script(tmp_path, 0, len(code_leaves)), out=tmp_path / "out")
+    why = "no reproduction ran: the submission has no reproduce.sh at its root"
+    assert result.score == 0 and result.valid and result.reproduction_problem == why
+    assert result.prompt_tokens == 1000 * len(code_leaves)  # only Code Development leaves reach the model
+    tree = json.loads((tmp_path / "out" / "grade.json").read_text())
+    nodes = _graded_nodes(tree)
+    assert all(list(node) == PAPERBENCH_KEYS for node in nodes)
+    leaves = [n for n in nodes if not n["sub_tasks"]]
+    assert all(why in n["explanation"] for n in leaves if n["task_category"] != "Code Development")
+    assert all("reproduc" not in n["explanation"] and n["judge_metadata"]["method"] == "judge" for n in leaves if n["task_category"] == "Code Development")
+    assert json.loads((tmp_path / "out" / "grade_summary.json").read_text())["reproduction_problem"] == why
+
+
+def test_timed_out_reproduction_is_named_in_every_affected_leaf(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "knn.py").write_text("print('k-NN')\n")
+    (sub / "reproduce.sh").write_text("sleep 30\n")
+    result = grade_submission(sub, PAPERS / "knn-scaling", "offline", out=tmp_path / "out", timeout_s=1)
+    why = "the reproduction timed out after 1s"
+    assert result.reproduction_problem == why and result.reproduction.timed_out
+    leaves = [n for n in result.tree.walk() if not n.sub_tasks]
+    assert all(why in n.explanation for n in leaves if n.task_category != "Code Development")
+    assert not any(why in n.explanation for n in leaves if n.task_category == "Code Development")
+    checks = [n for n in leaves if n.method == "check"]
+    assert checks and all(n.explanation.endswith(f"was not produced ({why})") for n in checks)
 
 
 BROKEN_METRICS = {"results": {eps: {"accuracy": 0.5, "nll": 2.0, "ece": 0.3, "confidence": 0.9} for eps in ("0", "0.05", "0.1", "0.2")}}
@@ -132,8 +166,15 @@ def test_cli_offline_judge_and_bad_input(tmp_path: Path, capsys: pytest.CaptureF
 
     empty = tmp_path / "empty"
     empty.mkdir()
+    assert main(["grade", str(empty), "--paper", str(PAPERS / "knn-scaling")]) == 2
+    assert "the submission folder is empty" in capsys.readouterr().err
+    assert main(["grade", str(PAPERS / "knn-scaling" / "paper.md"), "--paper", str(PAPERS / "knn-scaling")]) == 2
+    assert "paper.md: not a directory" in capsys.readouterr().err
+    (empty / "train.py").write_text("print('hello')\n")
     assert main(["grade", str(empty), "--paper", str(PAPERS / "knn-scaling")]) == 0
-    assert "score 0.000" in capsys.readouterr().out and (empty / "grade.json").is_file()
+    printed = capsys.readouterr().out
+    assert "score 0.000" in printed and "reproduction: no reproduction ran: the submission has no reproduce.sh" in printed
+    assert (empty / "grade.json").is_file() and (empty / "grade_summary.json").is_file()
     assert main(["grade", str(empty), "--paper", str(tmp_path / "nope")]) == 2
     assert "paper folder not found" in capsys.readouterr().err
     bad = tmp_path / "bad_paper"
@@ -142,7 +183,7 @@ def test_cli_offline_judge_and_bad_input(tmp_path: Path, capsys: pytest.CaptureF
     (bad / "rubric.json").write_text(json.dumps({"id": "r", "requirements": "r", "weight": 1, "sub_tasks": [
         {"id": "a", "requirements": "a", "weight": 1, "sub_tasks": []}]}))
     assert main(["grade", str(empty), "--paper", str(bad)]) == 2
-    assert "leaf 'a' has no task_category" in capsys.readouterr().err
+    assert "leaf 'a' (at 0) has no task_category" in capsys.readouterr().err
     assert main(["grade", str(empty), "--paper", str(PAPERS / "knn-scaling"), "--judge-model", "scripted:/no/such/script.yaml"]) == 2
     assert "no such script file" in capsys.readouterr().err
 
@@ -152,9 +193,10 @@ def test_grade_task_finds_the_paper_folder_from_the_task(tmp_path: Path) -> None
     from bench.grading import grade_task
 
     task = load_task(PAPERS / "knn-scaling" / "task.yaml")
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    result = grade_task(task, empty, "offline", out=tmp_path / "out")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "README.md").write_text("nothing yet\n")
+    result = grade_task(task, sub, "offline", out=tmp_path / "out")
     assert result.paper == "knn-scaling" and result.score == 0 and (tmp_path / "out" / "grade.json").is_file()
 
 

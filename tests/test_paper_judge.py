@@ -145,7 +145,7 @@ def test_views_per_category(tmp_path: Path) -> None:
     empty.mkdir()
     bare = Evidence.collect(empty, None)
     assert bare.view("Code Development", "x")[1] == "the submission contains no files to judge"
-    assert bare.view("Code Execution", "x")[1] == "the submission has no reproduce.sh"
+    assert bare.view("Code Execution", "x")[1] == "no reproduction ran: the submission has no reproduce.sh at its root"
 
 
 # ---- grading leaves with the scripted model --------------------------------------------------
@@ -171,7 +171,7 @@ def test_scripted_judge_grades_leaves_and_counts_tokens(tmp_path: Path) -> None:
     model = _script(tmp_path, [{"content": json.dumps(ANSWER), "prompt_tokens": 100, "completion_tokens": 20}] * 3)
     judge = Judge(model, "paper text", "addendum", make_client(model, role="judge"), concurrency=2)
     grades = judge.grade_all(_small_rubric(), Evidence.collect(_submission(tmp_path), None))
-    assert set(grades) == {"code", "g1", "g2"}
+    assert set(grades) == {(0,), (1, 0), (1, 1)}
     assert all(g.score == 1 and g.valid and g.method == "judge" and g.prompt_tokens == 100 for g in grades.values())
     tree = rubric.aggregate(_small_rubric(), grades)
     assert tree.score == 1 and tree.prompt_tokens == 300 and tree.completion_tokens == 60
@@ -181,8 +181,8 @@ def test_unparseable_answer_or_model_failure_makes_a_leaf_invalid(tmp_path: Path
     model = _script(tmp_path, ["The code looks fine to me."])  # one reply, then the script runs out
     judge = Judge(model, "paper", "", make_client(model, role="judge"), concurrency=1)
     grades = judge.grade_all(_small_rubric(), Evidence.collect(_submission(tmp_path), None))
-    assert grades["code"].valid is False and "no JSON object with a score" in grades["code"].explanation
-    assert grades["g1"].valid is False and "ScriptExhausted" in grades["g1"].explanation
+    assert grades[(0,)].valid is False and "no JSON object with a score" in grades[(0,)].explanation
+    assert grades[(1, 0)].valid is False and "ScriptExhausted" in grades[(1, 0)].explanation
     assert all(g.score == 0 for g in grades.values())
     tree = rubric.aggregate(_small_rubric(), grades)
     assert not tree.valid and tree.score == 0
@@ -201,8 +201,8 @@ def test_depth_limited_grading_asks_for_a_continuous_subtree_score(tmp_path: Pat
     client.complete = spy
     judge = Judge(model, "paper", "", client, concurrency=1)
     grades = judge.grade_all(_small_rubric(), Evidence.collect(_submission(tmp_path), None), max_depth=1)
-    assert set(grades) == {"code", "group"}
-    assert grades["group"].score == pytest.approx(0.25)
+    assert set(grades) == {(0,), (1,)}
+    assert grades[(1,)].score == pytest.approx(0.25)
     assert rubric.aggregate(_small_rubric(), grades).score == pytest.approx(0.625)
     subtree_prompt = next(p for p in seen if "graded as a whole" in p)
     assert "(weight 3) 10 epochs" in subtree_prompt and "a number between 0 and 1" in subtree_prompt

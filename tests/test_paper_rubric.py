@@ -38,6 +38,10 @@ def test_paperbench_fixture_structure() -> None:
     assert legacy.find("b0000000-0000-4000-8000-000000000003").weight == 1.5
 
 
+def _by_path(root: rubric.RubricNode, by_id: dict[str, LeafGrade]) -> dict[rubric.NodePath, LeafGrade]:
+    return {path: by_id[node.id] for path, node in root.walk_paths() if node.id in by_id}
+
+
 def _paths(node: rubric.RubricNode, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     here = (*prefix, node.id)
     return [here] if node.is_leaf else [p for child in node.sub_tasks for p in _paths(child, here)]
@@ -54,11 +58,11 @@ def test_code_dev_view_keeps_only_code_development_and_renormalises() -> None:
     assert [child.requirements for child in view.sub_tasks] == ["The datasets and noise model are set up", "Mixup training is implemented"]
     # All code leaves passing gives a full score in the view; weights renormalise over what remains.
     grades = {leaf.id: LeafGrade(score=1) for leaf in leaves}
-    assert aggregate(view, grades).score == pytest.approx(1.0)
+    assert aggregate(view, _by_path(view, grades)).score == pytest.approx(1.0)
     # Only the ResNet leaf (weight 1 of 3 inside "Mixup", which has weight 3 of 4) passes.
     grades = {leaf.id: LeafGrade(score=0) for leaf in leaves}
     grades["a1c2e3f4-0002-4bbb-8ccc-000000000005"] = LeafGrade(score=1)
-    assert aggregate(view, grades).score == pytest.approx(3 / 4 * 1 / 3)
+    assert aggregate(view, _by_path(view, grades)).score == pytest.approx(3 / 4 * 1 / 3)
     view_dump = rubric.Rubric(root=view).dumps()
     assert "Result Analysis" not in view_dump and "Code Execution" not in view_dump
 
@@ -85,10 +89,9 @@ GOOD_CHECK = {"type": "json_metric", "file": "r.json", "path": "a.b", "value": 1
 @pytest.mark.parametrize(
     "data, message",
     [
-        (_tree([_leaf("a", cat=None)]), "leaf 'a' has no task_category"),
-        ({**_tree([_leaf("a")]), "task_category": "Code Development"}, "internal node 'root' has task_category set"),
-        ({**_tree([_leaf("a")]), "finegrained_task_category": "Method Implementation"}, "internal node 'root' has finegrained_task_category set"),
-        (_tree([_leaf("a"), _tree([_leaf("a")], node_id="b")]), "duplicate node id 'a'"),
+        (_tree([_leaf("a", cat=None)]), "leaf 'a' (at 0) has no task_category"),
+        ({**_tree([_leaf("a")]), "task_category": "Code Development"}, "internal node 'root' (at root) has task_category set"),
+        ({**_tree([_leaf("a")]), "finegrained_task_category": "Method Implementation"}, "internal node 'root' (at root) has finegrained_task_category set"),
         (_tree([_leaf("a", weight=-1)]), "node 'a': weight: Input should be greater than or equal to 0"),
         (_tree([]), "empty rubric: the root node has no sub_tasks"),
         ({}, "empty rubric: no root node"),
@@ -97,7 +100,7 @@ GOOD_CHECK = {"type": "json_metric", "file": "r.json", "path": "a.b", "value": 1
         (_tree([_leaf("a", check=GOOD_CHECK)]), "cannot sit on a Code Development leaf"),
         (_tree([_leaf("a", cat="Result Analysis", check={**GOOD_CHECK, "type": "nope"})]), "node 'a': check"),
         (_tree([_leaf("a", cat="Result Analysis", check={"type": "text_match", "file": "x", "pattern": "("})]), "invalid regular expression"),
-        ({**_tree([_leaf("a", check=GOOD_CHECK, cat="Result Analysis")]), "check": GOOD_CHECK}, "internal node 'root' has check set"),
+        ({**_tree([_leaf("a", check=GOOD_CHECK, cat="Result Analysis")]), "check": GOOD_CHECK}, "internal node 'root' (at root) has check set"),
         ({"id": "root", "requirements": "r", "weight": 1, "sub_tasks": {"a": 1}}, "sub_tasks must be a list"),
         (_tree([{"requirements": "no id", "weight": 1, "sub_tasks": [], "task_category": "Code Development"}]), "id: Field required"),
         ([1, 2], "expected a JSON object"),
@@ -109,6 +112,19 @@ def test_bad_rubrics_are_rejected_with_a_clear_error(data, message: str) -> None
         rubric.loads(json.dumps(data), "bad.json")
     assert message in str(err.value)
     assert str(err.value).startswith("bad.json: ")
+
+
+def test_duplicate_ids_load_round_trip_and_score_by_path() -> None:
+    """Real PaperBench rubrics repeat ids, even between siblings; nodes are told apart by path."""
+    data = _tree([_leaf("dup"), _tree([_leaf("dup", weight=3), _leaf("dup")], node_id="dup")])
+    text = json.dumps(data, indent=4) + "\n"
+    loaded = rubric.loads(text)
+    assert loaded.dumps() == text
+    assert [path for path, node in loaded.root.walk_paths() if node.id == "dup"] == [(0,), (1,), (1, 0), (1, 1)]
+    grades = {(0,): LeafGrade(score=0), (1, 0): LeafGrade(score=1), (1, 1): LeafGrade(score=0)}
+    tree = aggregate(loaded.root, grades)
+    assert [n.score for n in tree.sub_tasks] == [0, 0.75]
+    assert tree.score == pytest.approx(0.375)
 
 
 def test_unreadable_rubric_files(tmp_path: Path) -> None:
@@ -147,7 +163,7 @@ def _scoring_tree() -> rubric.RubricNode:
 def test_weighted_means_at_every_depth() -> None:
     grades = {"a1": LeafGrade(score=1), "a2": LeafGrade(score=0), "b11": LeafGrade(score=1),
               "b12": LeafGrade(score=0), "b2": LeafGrade(score=1), "c1": LeafGrade(score=1)}
-    tree = aggregate(_scoring_tree(), grades)
+    tree = aggregate(_scoring_tree(), _by_path(_scoring_tree(), grades))
     by_id = {node.id: node for node in tree.walk()}
     assert by_id["A"].score == pytest.approx(0.25)
     assert by_id["B1"].score == pytest.approx(0.5)
@@ -159,14 +175,14 @@ def test_weighted_means_at_every_depth() -> None:
 
 def test_all_zero_weights_score_zero() -> None:
     root = rubric.parse_node(_tree([_leaf("a", weight=0), _leaf("b", weight=0)]))
-    tree = aggregate(root, {"a": LeafGrade(score=1), "b": LeafGrade(score=1)})
+    tree = aggregate(root, {(0,): LeafGrade(score=1), (1,): LeafGrade(score=1)})
     assert tree.score == 0.0
 
 
 def test_invalid_leaves_score_zero_and_invalidate_their_ancestors_only() -> None:
     grades = {leaf: LeafGrade(score=1) for leaf in ("a1", "a2", "b11", "b12", "b2", "c1")}
     grades["b12"] = LeafGrade(score=0, valid=False, method="error", explanation="grading error: boom", prompt_tokens=7)
-    tree = aggregate(_scoring_tree(), grades)
+    tree = aggregate(_scoring_tree(), _by_path(_scoring_tree(), grades))
     by_id = {node.id: node for node in tree.walk()}
     assert not by_id["b12"].valid and not by_id["B1"].valid and not by_id["B"].valid and not tree.valid
     assert by_id["A"].valid and by_id["C"].valid
@@ -178,17 +194,17 @@ def test_invalid_leaves_score_zero_and_invalidate_their_ancestors_only() -> None
 def test_depth_limited_subtree_is_graded_as_a_whole() -> None:
     root = _scoring_tree()
     targets = graded_targets(root, max_depth=1)
-    assert [(node.id, subtree) for node, subtree in targets] == [("A", True), ("B", True), ("C", True)]
+    assert [(path, node.id, subtree) for path, node, subtree in targets] == [((0,), "A", True), ((1,), "B", True), ((2,), "C", True)]
     targets = graded_targets(root, max_depth=2)
-    assert [(node.id, subtree) for node, subtree in targets] == [("a1", False), ("a2", False), ("B1", True), ("b2", False), ("c1", False)]
+    assert [(node.id, subtree) for _, node, subtree in targets] == [("a1", False), ("a2", False), ("B1", True), ("b2", False), ("c1", False)]
     grades = {"a1": LeafGrade(score=1), "a2": LeafGrade(score=1), "B1": LeafGrade(score=0.3), "b2": LeafGrade(score=0), "c1": LeafGrade(score=0)}
-    tree = aggregate(root, grades)
+    tree = aggregate(root, _by_path(root, grades))
     by_id = {node.id: node for node in tree.walk()}
     assert by_id["B1"].subtree and by_id["B1"].sub_tasks == []
     assert by_id["B"].score == pytest.approx(0.3)
     assert tree.score == pytest.approx((1 * 1.0 + 2 * 0.3) / 3)
     with pytest.raises(KeyError):
-        aggregate(root, {k: v for k, v in grades.items() if k != "c1"})
+        aggregate(root, _by_path(root, {k: v for k, v in grades.items() if k != "c1"}))
 
 
 def test_paper_task_rubrics_have_what_the_issue_asks() -> None:

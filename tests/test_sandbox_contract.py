@@ -124,9 +124,7 @@ def test_protected_files_stay_read_only(tmp_path: Path, isolating: str) -> None:
 
 
 @pytest.mark.parametrize("inside_writable", [False, True])
-def test_hidden_paths_cannot_be_read(tmp_path: Path, isolating: str, inside_writable: bool, request) -> None:
-    if isolating == "bwrap" and inside_writable:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="bwrap mounts hidden tmpfs before the writable binds that cover it (issue #18)"))
+def test_hidden_paths_cannot_be_read(tmp_path: Path, isolating: str, inside_writable: bool) -> None:
     work = tmp_path / "work"
     secret = (work if inside_writable else tmp_path) / "task_repo"
     secret.mkdir(parents=True)

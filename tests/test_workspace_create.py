@@ -32,7 +32,7 @@ def test_create_lays_out_the_run(tmp_path, task):
         assert (root / area).is_dir(), area
     assert not list(root.rglob(".keep"))
     assert (root / "state" / "permissions.yaml").is_file() and not (root / "permissions.yaml").exists()
-    log = subprocess.run(["git", "log", "--format=%s", "baseline"], cwd=root / "submission", capture_output=True, text=True, check=True).stdout.split()
+    log = subprocess.run(["git", f"--git-dir={root}/state/submission.git", "log", "--format=%s", "baseline"], capture_output=True, text=True, check=True).stdout.split()
     assert log == ["baseline"]
     assert not (root / "submission" / "heldout" / "seed.json").exists()
     assert json.loads((root / "task" / "task.json").read_text())["name"] == "tiny-quadratic"

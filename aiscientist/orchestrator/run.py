@@ -143,10 +143,10 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
         except ValueError:
             path.unlink()
             repairs.append(("step.record_torn", {"step": int(path.parent.name.removeprefix("step_")), "action": "removed; the step is redone under the same number"}))
-    lock = run_dir / "submission" / ".git" / "index.lock"
-    if lock.exists():
-        lock.unlink()
-        repairs.append(("git.stale_lock_removed", {"path": "submission/.git/index.lock"}))
+    for lock in (run_dir / "state" / "submission.git" / "index.lock", run_dir / "submission" / ".git" / "index.lock"):
+        if lock.is_file():
+            lock.unlink()
+            repairs.append(("git.stale_lock_removed", {"path": lock.relative_to(run_dir).as_posix()}))
     return repairs
 
 

@@ -23,6 +23,7 @@ def get_sandbox(choice: str | SandboxSettings = "auto") -> Sandbox:
         raise SandboxUnavailable(f"unknown sandbox backend {choice!r}; choose one of {', '.join(BACKENDS)}")
     name = settings.backend
     if name == "local":
+        log.warning("local sandbox: experiment code runs WITHOUT isolation, with your permissions (not a security boundary)")
         return LocalSandbox(settings)
     if name == "bwrap":
         if not bwrap_works():

@@ -1,16 +1,33 @@
-"""Bubblewrap: no network, read-only root, only the run's folders writable."""
+"""Bubblewrap: a sandbox that shows only what a step needs.
+
+Visible inside: the system's runtime folders and the Python environment
+(read-only), a few files of /etc, a private /tmp (also HOME and TMPDIR), the
+`writable` folders and the `readonly` paths — nothing else of the host: no home
+folders, no host /tmp or /run, no sockets, no sibling folders of the run.
+Hidden paths that fall inside a visible folder are covered. No network, no
+capabilities, its own PID namespace (nothing outlives a command), resource
+limits from the settings.
+"""
 
 from __future__ import annotations
 
 import shutil
+import site
 import subprocess
-import tempfile
+import sys
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env
-from aiscientist.sandbox.local import run_commands
+from aiscientist.sandbox.local import python_env, run_commands
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_ENTRIES = (
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "hosts",
+    "localtime", "timezone", "ssl", "ca-certificates", "fonts", "mime.types", "os-release", "debian_version",
+)
+PRIVATE_TMP = "/tmp"
 
 
 @cache
@@ -25,25 +42,62 @@ def bwrap_works() -> bool:
         return False
 
 
+@cache
+def python_dirs() -> tuple[str, ...]:
+    """The interpreter's installation and package folders, outside the system ones."""
+    candidates = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    user_site = site.getusersitepackages()
+    if Path(user_site).is_dir():
+        candidates.add(user_site)
+    found = [Path(p).resolve() for p in candidates if Path(p).is_dir()]
+    kept = [p for p in found if not any(p.is_relative_to(s) for s in SYSTEM_DIRS)]
+    return tuple(sorted({str(p) for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)}))
+
+
+def _system_args() -> list[str]:
+    args: list[str] = []
+    for folder in SYSTEM_DIRS:
+        path = Path(folder)
+        if path.is_symlink():
+            args += ["--symlink", str(path.readlink()), folder]
+        elif path.is_dir():
+            args += ["--ro-bind", folder, folder]
+    for name in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for folder in python_dirs():
+        args += ["--ro-bind", folder, folder]
+    return args
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == r or path.is_relative_to(r) for r in roots)
+
+
 class BwrapSandbox:
     name = "bwrap"
 
     def __init__(self, settings: SandboxSettings | None = None):
         self.settings = settings or SandboxSettings(backend="bwrap")
 
-    def argv(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], cwd: Path, private_tmp: Path) -> list[str]:
-        """The host's /tmp stays visible read-only (task folders may live there);
-        TMPDIR and HOME point at a private writable folder instead."""
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in hidden:
-            if Path(path).exists():  # nothing to hide otherwise (and bwrap cannot create it)
-                args += ["--tmpfs", str(Path(path).resolve())]
-        for path in [private_tmp, *writable]:
-            args += ["--bind", str(Path(path).resolve()), str(Path(path).resolve())]
-        for path in readonly:
-            if Path(path).exists():
-                args += ["--ro-bind", str(Path(path).resolve()), str(Path(path).resolve())]
-        return args + ["--chdir", str(Path(cwd).resolve()), "--setenv", "HOME", str(private_tmp), "--setenv", "TMPDIR", str(private_tmp), "--", "bash", "-c"]
+    def argv(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], cwd: Path) -> list[str]:
+        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", *_system_args()]
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", PRIVATE_TMP]
+        shown = [Path(p).resolve() for p in writable]
+        for path in shown:
+            args += ["--bind", str(path), str(path)]
+        for path in (Path(p).resolve() for p in readonly):
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+                shown.append(path)
+        for path in (Path(p).resolve() for p in hidden):
+            if path.is_dir() and _inside(path, shown):
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            elif path.exists() and _inside(path, shown):
+                args += ["--ro-bind", "/dev/null", str(path)]
+        env = {"HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env(PRIVATE_TMP)}
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        return args + ["--remount-ro", "/", "--chdir", str(Path(cwd).resolve()), "--", "bash", "-c"]
 
     def run(
         self,
@@ -55,6 +109,5 @@ class BwrapSandbox:
         readonly: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
     ) -> RunResult:
-        with tempfile.TemporaryDirectory(prefix="aisci-sandbox-") as private_tmp:
-            prefix = self.argv(writable or [cwd], readonly, hidden, cwd, Path(private_tmp))
-            return run_commands(lambda c: [*prefix, c], commands, cwd, timeout, scrubbed_env(env), self.name)
+        prefix = self.argv(writable or [cwd], readonly, hidden, cwd)
+        return run_commands(lambda c: [*prefix, c], commands, cwd, timeout, scrubbed_env(env), self.name, self.settings)

@@ -1,8 +1,9 @@
 """Docker: every command in a fresh container with no network and a read-only root.
 
-Only these are visible inside: the system runtime and the Python environment
-(read-only; bind-mounted from the host when the image is the locally built
-host-runtime image, otherwise whatever the image holds), the `writable` folders
+Only these are visible inside: the system runtime (with the /etc entries bubblewrap
+shows) and the Python environment (read-only; bind-mounted from the host when the
+image is the locally built host-runtime image, otherwise whatever the image holds),
+the `writable` folders
 (read-write), the `readonly` paths, and a private /tmp shared by the commands of one
 `run` call. Containers carry labels naming their owner process; they are removed when
 the command ends, on Ctrl-C, and, if their owner died, the next time a DockerSandbox
@@ -22,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, tail
+from aiscientist.sandbox.bwrap import ETC_ENTRIES, SYSTEM_DIRS, python_dirs
+from aiscientist.sandbox.local import python_env
 
 DEFAULT_IMAGE = "aiscientist-run:latest"
 LABEL = "aiscientist.sandbox"
 HOST_RUNTIME = "aiscientist.host-runtime"  # image label: mount the host's runtime and Python at run time
-RUNTIME_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
-HOST_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")  # hidden even though /etc is mounted
 
 
 class DockerUnavailable(RuntimeError):
@@ -57,15 +58,12 @@ def docker_problem() -> str | None:
     return None
 
 
-def python_dirs() -> list[str]:
-    """The Python environment commands run with (a venv and the interpreter it was made from)."""
-    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return sorted(d for d in dirs if not any(d.startswith(r + "/") for r in RUNTIME_DIRS))
-
-
-def runtime_dirs() -> list[str]:
-    """Host folders mounted read-only into a host-runtime image (symlinks such as /bin -> usr/bin live in the image)."""
-    return [d for d in RUNTIME_DIRS if os.path.isdir(d) and not os.path.islink(d)] + python_dirs()
+def runtime_mounts() -> list[str]:
+    """Host paths mounted read-only into a host-runtime image: the same system folders,
+    /etc entries and Python folders bubblewrap shows (symlinks such as /bin -> usr/bin
+    live in the image)."""
+    system = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    return system + [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")] + list(python_dirs())
 
 
 def remove_orphans(client, host: str | None = None) -> list[str]:
@@ -146,12 +144,12 @@ class DockerSandbox:
         """Parents before children, as Docker applies them: runtime, writable areas, protected paths, hidden paths."""
         from docker.types import Mount
 
-        mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_dirs() if self.host_runtime else [])]
+        mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_mounts() if self.host_runtime else [])]
         mounts.append(Mount("/tmp", str(private_tmp), type="bind"))
         mounts += [Mount(str(p), str(p), type="bind") for p in _resolved(writable)]
         mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in _resolved(readonly) if p.exists()]
         sources = [m["Source"] for m in mounts]
-        for path in _resolved([*hidden, *(HOST_SECRETS if self.host_runtime else ())]):
+        for path in _resolved(hidden):
             if not path.exists() or not any(path.is_relative_to(s) for s in sources):
                 continue  # not visible in the container anyway
             if path.is_dir():
@@ -166,7 +164,7 @@ class DockerSandbox:
         base = scrubbed_env(env) if self.host_runtime else dict(env or {})
         if self.host_runtime:
             base["PATH"] = f"{os.path.dirname(sys.executable)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        return {**base, "HOME": "/tmp", "TMPDIR": "/tmp"}
+        return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
 
     def run(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None,
             writable: Sequence[Path] = (), readonly: Sequence[Path] = (), hidden: Sequence[Path] = ()) -> RunResult:

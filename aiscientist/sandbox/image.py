@@ -17,7 +17,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from aiscientist.sandbox.docker import DEFAULT_IMAGE, HOST_RUNTIME, RUNTIME_DIRS
+from aiscientist.sandbox.bwrap import SYSTEM_DIRS
+from aiscientist.sandbox.docker import DEFAULT_IMAGE, HOST_RUNTIME
 
 MOUNT_POINTS = ("dev", "proc", "sys", "tmp", "usr", "etc", "run", "var")
 
@@ -30,7 +31,7 @@ def skeleton_tar() -> bytes:
             info = tarfile.TarInfo(name)
             info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
             tar.addfile(info)
-        for path in RUNTIME_DIRS:
+        for path in SYSTEM_DIRS:
             if os.path.islink(path):
                 info = tarfile.TarInfo(path.lstrip("/"))
                 info.type, info.linkname = tarfile.SYMTYPE, os.readlink(path)

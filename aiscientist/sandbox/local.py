@@ -1,46 +1,71 @@
-"""Run commands as plain subprocesses, each in its own process group."""
+"""Run commands as plain subprocesses with limits, killing all they started.
+
+The local backend is NOT a security boundary: commands see and may write the
+whole host as the current user. It only limits resources and makes sure that
+nothing a step started (even a `setsid` child that left its session) outlives it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, tail
+from aiscientist.sandbox.limits import kill_cgroup, pids_cgroup, preexec
+
+MARKER = "AISCIENTIST_SANDBOX_RUN"
 
 
-def kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def kill_marked(marker: str) -> None:
+    """SIGKILL every process whose environment carries `MARKER=marker`."""
+    needle = f"{MARKER}={marker}".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = Path(entry.path, "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), 9)
 
 
-def run_commands(argv_for, commands: Sequence[str], cwd: Path, timeout: float, env: dict[str, str], backend: str) -> RunResult:
-    """Shared loop: run each command (as `argv_for(command)`) in a new session,
-    stop at the first failure, kill the whole process group when a command
-    times out and after each command (so no background child survives)."""
+def python_env(private_tmp: str) -> dict[str, str]:
+    """Python must not read byte code or user site packages a command could plant
+    for the next one; its caches go to the private temporary folder."""
+    return {"PYTHONPYCACHEPREFIX": f"{private_tmp}/.pycache", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def run_commands(argv_for: Callable[[str], list[str]], commands: Sequence[str], cwd: Path, timeout: float, env: dict[str, str], backend: str, settings: SandboxSettings) -> RunResult:
+    """Run each command (as `argv_for(command)`) in a new session with the
+    settings' limits, stop at the first failure, and after each command (and on
+    a timeout) kill everything it started."""
     start = time.monotonic()
     returncodes: list[int] = []
     timed_out = False
-    with tempfile.TemporaryDirectory(prefix="aisci-run-") as tmp:
+    marker = uuid.uuid4().hex
+    env = {**env, MARKER: marker}
+    with tempfile.TemporaryDirectory(prefix="aisci-run-") as tmp, pids_cgroup(settings.processes) as group:
         out_path, err_path = Path(tmp, "stdout"), Path(tmp, "stderr")
         with open(out_path, "ab") as out, open(err_path, "ab") as err:
             for command in commands:
-                proc = subprocess.Popen(argv_for(command), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+                proc = subprocess.Popen(argv_for(command), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=preexec(settings, group))
                 try:
                     returncodes.append(proc.wait(timeout=timeout))
                 except subprocess.TimeoutExpired:
-                    kill_group(proc.pid)
+                    _kill_all(proc, group, marker)
                     returncodes.append(proc.wait())
                     timed_out = True
                     err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
                 finally:
-                    kill_group(proc.pid)
+                    _kill_all(proc, group, marker)
                 if timed_out or returncodes[-1] != 0:
                     break
         return RunResult(
@@ -54,8 +79,16 @@ def run_commands(argv_for, commands: Sequence[str], cwd: Path, timeout: float, e
         )
 
 
+def _kill_all(proc: subprocess.Popen, group: Path | None, marker: str) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, 9)
+    if group is not None:
+        kill_cgroup(group)
+    kill_marked(marker)
+
+
 class LocalSandbox:
-    """No isolation beyond process groups and a scrubbed environment."""
+    """Resource limits and process cleanup only; no isolation (see module doc)."""
 
     name = "local"
 
@@ -72,4 +105,6 @@ class LocalSandbox:
         readonly: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
     ) -> RunResult:
-        return run_commands(lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(env), self.name)
+        with tempfile.TemporaryDirectory(prefix="aisci-local-") as private_tmp:
+            extra = {"TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}
+            return run_commands(lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(extra), self.name, self.settings)

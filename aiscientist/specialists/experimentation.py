@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aiscientist.experiment import StepRecord, best_step, git
+from aiscientist.experiment import StepRecord, best_step
+from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, run_loop
 from aiscientist.specialists.context import bus_rules, task_brief
 from aiscientist.specialists.runtime import Runtime
@@ -97,10 +98,10 @@ def improved(rt: Runtime, record: StepRecord) -> bool:
 
 def _tag_if_best(rt: Runtime, record: StepRecord) -> None:
     if improved(rt, record):
-        repo = rt.ws.paths.submission
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "--allow-empty", "-m", f"step {record.step}: new best {record.metric}")
-        git(repo, "tag", "-f", BEST_TAG)
+        paths = rt.ws.paths
+        git(paths, "add", "-A")
+        git(paths, "commit", "-q", "--allow-empty", "-m", f"step {record.step}: new best {record.metric}")
+        git(paths, "tag", "-f", BEST_TAG)
 
 
 def describe(rt: Runtime, record: StepRecord) -> str:

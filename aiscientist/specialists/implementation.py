@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from aiscientist.experiment import git
+from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, run_loop
 from aiscientist.specialists.context import bus_rules, tail, task_brief
 from aiscientist.specialists.runtime import Runtime
@@ -57,5 +57,5 @@ def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
     append_once(rt, scope, "impl_log", marker, entry)
     full = summary
     if not rt.ws.file_bus:  # the orchestrator sees the full output only without the bus
-        full += "\n\nCode now differs from the baseline in:\n" + (git(rt.ws.paths.submission, "diff", "--stat", "baseline") or "(nothing)")
+        full += "\n\nCode now differs from the baseline in:\n" + (git(rt.ws.paths, "diff", "--no-ext-diff", "--no-textconv", "--stat", "baseline") or "(nothing)")
     return SpecialistResult(role=ROLE, summary=summary, artifacts=[*box.artifacts, "logs/impl_log.md"], full_output=full, ok=ok, turns=turns)

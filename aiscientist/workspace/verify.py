@@ -44,7 +44,7 @@ def verify_run(root: Path | str) -> Report:
     return report
 
 
-TAMPER_KINDS = ("protected.tampered", "pristine.tampered", "log.tampered", "step.invalidated")
+TAMPER_KINDS = ("protected.tampered", "pristine.tampered", "log.tampered", "step.invalidated", "integrity.violation")
 
 
 def _describe(event: dict) -> str:

@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.experiment import git, load_steps
+from aiscientist.experiment import load_steps
+from aiscientist.gitrepo import git
 from aiscientist.task import expand_globs
 
 from bench.agents.base import RunContext
@@ -171,4 +172,4 @@ class Aide:
 
     @staticmethod
     def _baseline(ctx: RunContext, target: str) -> str:
-        return git(ctx.submission, "show", f"{ctx.ws.engine.BASELINE_TAG}:{target}")
+        return git(ctx.ws.paths, "show", f"{ctx.ws.engine.BASELINE_TAG}:{target}")

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aiscientist.experiment import StepRecord, git, load_steps
+from aiscientist.experiment import StepRecord, load_steps
+from aiscientist.gitrepo import git
+from aiscientist.integrity import read_regular, safe_file
 from aiscientist.task import Task, expand_globs
 
 if TYPE_CHECKING:
@@ -93,7 +95,9 @@ class RunContext:
         return [p for p in expand_globs(self.submission, self.task.editable_globs) if self.task.is_editable(p)]
 
     def read_code(self, rel: str) -> str:
-        return (self.submission / rel).read_text(errors="replace")
+        path = safe_file(self.submission, rel)  # never follow a link the experiment code planted
+        data = read_regular(path) if path is not None else None
+        return data.decode(errors="replace") if data is not None else ""
 
     def write_code(self, rel: str, text: str) -> None:
         """Write an editable file through the workspace's role-scoped API."""
@@ -103,7 +107,7 @@ class RunContext:
         """Put every editable file back to its baseline version (git)."""
         files = self.editable_files()
         if files:
-            git(self.submission, "checkout", self.ws.engine.BASELINE_TAG, "--", *files)
+            git(self.ws.paths, "checkout", self.ws.engine.BASELINE_TAG, "--", *files)
 
     def code_of_step(self, step: int) -> dict[str, str]:
         """The editable files as snapshotted by `step`."""
