@@ -3,9 +3,8 @@
 Only these are visible inside: the system runtime (with the /etc entries bubblewrap
 shows) and the Python environment (read-only; bind-mounted from the host when the
 image is the locally built host-runtime image, otherwise whatever the image holds),
-the `writable` folders
-(read-write), the `readonly` paths, and a private /tmp shared by the commands of one
-`run` call. Containers carry labels naming their owner process; they are removed when
+the `writable` folders (read-write), the `readonly` paths, and a private /tmp shared
+by the commands of one `run` call. Containers carry labels naming their owner process; they are removed when
 the command ends, on Ctrl-C, and, if their owner died, the next time a DockerSandbox
 is created on this host.
 """
