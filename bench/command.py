@@ -77,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
             options=parse_options(args.option),
         )
         _check_models(config)
+        if config.address and config.executor != "ray":
+            raise ValueError("--address is the address of a Ray cluster: use it with --executor ray")
     except (ValidationError, ValueError) as err:
         if isinstance(err, ValidationError):
             first = err.errors()[0]

@@ -71,4 +71,6 @@ def test_cli_rejects_an_unknown_executor(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "aiscientist", "bench", "run", "--agents", "hpsearch", "--tasks", str(ROOT / "tests/fixtures/tiny/task.yaml"), "--out", str(tmp_path / "o"), "--executor", "spark"]
     bad = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "invalid choice: 'spark'" in bad.stderr
+    stray = subprocess.run([*command[:-1], "pool", "--address", "auto", "--model", "offline"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert stray.returncode == 2 and "--address is the address of a Ray cluster: use it with --executor ray" in stray.stderr
     assert not (tmp_path / "o").exists()
