@@ -155,3 +155,31 @@ def test_an_engine_error_fails_the_command_not_the_caller(tmp_path: Path) -> Non
     result = docker().run(["echo never"], cwd=tmp_path, timeout=60, writable=[tmp_path, missing])
     assert result.returncodes == [125] and not result.ok
     assert "docker engine error" in result.stderr_tail and str(missing) in result.stderr_tail
+
+
+def test_an_image_from_a_root_filesystem_brings_its_own_runtime(tmp_path: Path) -> None:
+    # a minimal root filesystem: bash and the libraries it links, nothing of the host mounted
+    rootfs = tmp_path / "rootfs"
+    bash = Path(shutil.which("bash")).resolve()
+    libs = [Path(p) for p in subprocess.run(["ldd", str(bash)], capture_output=True, text=True).stdout.split() if p.startswith("/")]
+    for path in [bash, *libs]:
+        target = rootfs / Path(os.path.realpath(path)).relative_to("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+        if Path(path).resolve() != Path(path):
+            link = rootfs / path.relative_to("/")
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.realpath(path))
+    for link in ("bin", "lib", "lib64"):
+        if os.path.islink(f"/{link}") and not (rootfs / link).exists():
+            (rootfs / link).symlink_to(os.readlink(f"/{link}"))
+    done = subprocess.run([sys.executable, "-m", "aiscientist", "sandbox", "build-image", "--tag", "aisci-test-rootfs:1", "--rootfs", str(rootfs)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    work = tmp_path / "work"
+    work.mkdir()
+    box = docker(image="aisci-test-rootfs:1")
+    assert not box.host_runtime
+    result = box.run(["echo $BASH_VERSION > out.txt; echo ok", "ls /root"], cwd=work, timeout=60, writable=[work])
+    assert result.returncodes == [0, 127]  # bash is there, ls is not: the host's /usr is not mounted
+    assert (work / "out.txt").read_text().strip() and result.stdout_tail == "ok\n"
+    box.client.images.remove("aisci-test-rootfs:1")

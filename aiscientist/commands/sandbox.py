@@ -19,8 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiscientist.sandbox.docker import DEFAULT_IMAGE, DockerUnavailable, connect, remove_orphans
-    from aiscientist.sandbox.image import build_image
+    from aiscientist.sandbox.docker import DockerUnavailable, connect, remove_orphans
+    from aiscientist.sandbox.image import DEFAULT_IMAGE, build_image
 
     try:
         client = connect()

@@ -23,11 +23,10 @@ from typing import Any
 
 from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, tail
 from aiscientist.sandbox.bwrap import ETC_ENTRIES, SYSTEM_DIRS, python_dirs
+from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.local import python_env
 
-DEFAULT_IMAGE = "aiscientist-run:latest"
 LABEL = "aiscientist.sandbox"
-HOST_RUNTIME = "aiscientist.host-runtime"  # image label: mount the host's runtime and Python at run time
 
 
 class DockerUnavailable(RuntimeError):
@@ -104,8 +103,6 @@ class DockerSandbox:
 
     def __init__(self, settings: SandboxSettings | None = None, client=None):
         from docker.errors import ImageNotFound
-
-        from aiscientist.sandbox.image import build_image
 
         self.settings = settings or SandboxSettings(backend="docker")
         self.client = client or connect()

@@ -18,7 +18,9 @@ import tempfile
 from pathlib import Path
 
 from aiscientist.sandbox.bwrap import SYSTEM_DIRS
-from aiscientist.sandbox.docker import DEFAULT_IMAGE, HOST_RUNTIME
+
+DEFAULT_IMAGE = "aiscientist-run:latest"
+HOST_RUNTIME = "aiscientist.host-runtime"  # image label: mount the host's runtime and Python at run time
 
 MOUNT_POINTS = ("dev", "proc", "sys", "tmp", "usr", "etc", "run", "var")
 
@@ -53,5 +55,5 @@ def build_image(client, tag: str = DEFAULT_IMAGE, rootfs: Path | None = None) ->
         with tarfile.open(fileobj=handle, mode="w") as tar:
             tar.add(rootfs, arcname=".")
         handle.seek(0)
-        client.api.import_image_from_data(handle.read(), repository=repository, tag=version, changes=['CMD ["bash"]'])
+        client.api.import_image_from_data(handle, repository=repository, tag=version, changes=['CMD ["bash"]'])  # streamed
     return tag
