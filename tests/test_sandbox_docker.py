@@ -4,6 +4,7 @@ run image, clear errors."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -183,3 +184,15 @@ def test_an_image_from_a_root_filesystem_brings_its_own_runtime(tmp_path: Path) 
     assert result.returncodes == [0, 127]  # bash is there, ls is not: the host's /usr is not mounted
     assert (work / "out.txt").read_text().strip() and result.stdout_tail == "ok\n"
     box.client.images.remove("aisci-test-rootfs:1")
+
+
+@pytest.mark.slow
+def test_solve_runs_every_step_in_docker_and_leaves_no_container(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "aiscientist", "solve", "tests/fixtures/tiny/task.yaml", "--model", "offline", "--steps", "2", "--sandbox", "docker", "--run-dir", str(run_dir)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = [json.loads(p.read_text()) for p in sorted(run_dir.glob("experiments/step_*/step.json"))]
+    assert len(steps) == 2 and {s["backend"] for s in steps} == {"docker"}
+    containers = docker().client.containers.list(all=True, filters={"label": [f"{LABEL}.cwd"]})
+    assert [c for c in containers if c.labels[f"{LABEL}.cwd"].startswith(str(run_dir))] == []
