@@ -2,9 +2,9 @@
 
 1. Parallel efficiency: an experiment-bound grid (the tiny fixture task with a fixed
    CPU burn of about --burn seconds added to each experiment; hpsearch × --rounds rounds
-   × --steps steps, offline) runs with 1 worker and with 2 workers (one core each), on
-   the process pool and on Ray. Efficiency = wall(1 worker) / wall(2 workers); the goal
-   on 2 cores is >= 1.8. Each run also measures the task's baseline once and runs the
+   × --steps steps, offline, sandbox --grid-sandbox) runs with 1 worker and with 2
+   workers (one core each), on the process pool and on Ray. Efficiency = wall(1
+   worker) / wall(2 workers); the goal on 2 cores is >= 1.8. Each run also measures the task's baseline once and runs the
    hidden test on its best step, so the grid does rounds × (steps + 1) + 2 experiments.
 2. Per-step cost of each sandbox backend: the median wall time of `sandbox.run(["true"])`
    (for docker: create, start, wait, logs and remove of one container) and of a whole
@@ -15,7 +15,7 @@ Wall times on a machine shared with other jobs are noisy: run it on an idle mach
 for figures to quote.
 
     python benchmarks/scale.py [--rounds 4] [--steps 2] [--burn 2] [--repeat 5]
-                               [--executors pool,ray] [--backends local,bwrap,docker]
+                               [--executors pool,ray] [--backends local,bwrap,docker] [--grid-sandbox auto]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def burning_task(folder: Path, burn_s: float) -> Path:
 
 
 def grid_wall(task: Path, executor: str, workers: int, args: argparse.Namespace, scratch: Path) -> float:
-    config = GridConfig(agents=["hpsearch"], tasks=[task], rounds=args.rounds, steps=args.steps, model="offline", workers=workers, cores_per_run=1, executor=executor, sandbox="local")
+    config = GridConfig(agents=["hpsearch"], tasks=[task], rounds=args.rounds, steps=args.steps, model="offline", workers=workers, cores_per_run=1, executor=executor, sandbox=args.grid_sandbox)
     out = scratch / f"{executor}-{workers}"
     started = time.monotonic()
     outcome = run_grid(config, out, progress=False)
@@ -95,11 +95,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--executors", default="pool,ray")
     parser.add_argument("--backends", default="local,bwrap,docker")
+    parser.add_argument("--grid-sandbox", default="auto", help="sandbox of the grid's experiments")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="aisci-scale-") as tmp:
         scratch = Path(tmp)
         task = burning_task(scratch / "task", args.burn)
-        print(f"grid: hpsearch x {args.rounds} rounds x {args.steps} steps, ~{args.burn:g} CPU-s per experiment, local sandbox")
+        print(f"grid: hpsearch x {args.rounds} rounds x {args.steps} steps, ~{args.burn:g} CPU-s per experiment, sandbox {args.grid_sandbox}")
         print(f"{'executor':<10}{'1 worker s':>12}{'2 workers s':>13}{'efficiency':>12}")
         for executor in [e for e in args.executors.split(",") if e]:
             one = grid_wall(task, executor, 1, args, scratch)
