@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "solve": ("aiscientist.orchestrator.command", "run the AiScientist research loop on a task"),
     "baseline": ("aiscientist.commands.baseline", "run a task's baseline once and record it"),
     "verify": ("aiscientist.workspace.command", "check a run folder's logs and protected files"),
+    "show": ("aiscientist.viewer.command", "write a run folder's self-contained HTML page and print its path"),
     "bench": ("bench.command", "benchmark agents on tasks and report FML-bench metrics"),
     "grade": ("bench.grade_command", "grade a paper-reproduction submission against a rubric"),
     "sandbox": ("aiscientist.commands.sandbox", "build the docker sandbox's run image; clean up orphaned containers"),

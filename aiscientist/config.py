@@ -17,8 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiscientist.sandbox.base import SandboxSettings
 from aiscientist.task import TaskError
 
-CONFIGS_DIR = Path(__file__).resolve().parents[1] / "configs"
-
 
 class ConfigError(TaskError):
     """A config file or `--set` override is unusable (CLI exit code 2)."""

@@ -16,14 +16,20 @@ from aiscientist.task import Task
 BASELINE_TAG = "baseline"
 
 
-def write_code_evidence(task: Task, paths: RunPaths, tree: dict[str, Entry], step_dir: Path) -> None:
-    """`step_dir/code/` (editable regular files) and `step_dir/diff.patch`."""
+def baseline_editable(task: Task, paths: RunPaths) -> dict[str, str]:
+    """The editable files' text in the baseline commit (it never changes)."""
+    names = [p for p in git(paths, "ls-tree", "-r", "--name-only", BASELINE_TAG).splitlines() if task.is_editable(p)]
+    return {rel: git(paths, "show", f"{BASELINE_TAG}:{rel}") for rel in names}
+
+
+def write_code_evidence(task: Task, paths: RunPaths, baseline: dict[str, str], tree: dict[str, Entry], step_dir: Path) -> None:
+    """`step_dir/code/` (editable regular files) and `step_dir/diff.patch` against
+    `baseline` (from `baseline_editable`)."""
     current = {rel: entry for rel, entry in tree.items() if task.is_editable(rel) and entry.kind in ("file", "link")}
-    baseline = {p for p in git(paths, "ls-tree", "-r", "--name-only", BASELINE_TAG).splitlines() if task.is_editable(p)}
     chunks: list[str] = []
     (step_dir / "code").mkdir(parents=True, exist_ok=True)
-    for rel in sorted(set(current) | baseline):
-        before = git(paths, "show", f"{BASELINE_TAG}:{rel}") if rel in baseline else ""
+    for rel in sorted(set(current) | set(baseline)):
+        before = baseline.get(rel, "")
         entry = current.get(rel)
         if entry is not None and entry.kind == "link":
             chunks.append(f"Symbolic link b/{rel} -> {entry.digest} (not followed)\n")

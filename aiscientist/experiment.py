@@ -13,73 +13,27 @@ file, a shadowing module, a link out of the repository) makes the step invalid
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from aiscientist import gitrepo, integrity
-from aiscientist.evidence import BASELINE_TAG, write_code_evidence
+from aiscientist.causes import FailureCause
+from aiscientist.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
+from aiscientist.hidden_test import run_hidden_test
 from aiscientist.gitrepo import git
 from aiscientist.metrics_file import MetricsError, flatten, load_means, pick
 from aiscientist.paths import RunPaths
+from aiscientist.records import PENDING_RECORD, STEP_RECORD, MetricsReading, StepRecord, TestResult, folder_hashes, sha256_file
 from aiscientist.sandbox import RunResult, Sandbox
 from aiscientist.sandbox.base import TAIL_CHARS
 from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
 
 EventSink = Callable[[str, dict], None]
-
-
-class StepRecord(BaseModel):
-    """`experiments/step_NNNN/step.json` (DESIGN.md, "Step record")."""
-
-    step: int
-    agent: str
-    hypothesis: str
-    started_at: str
-    commands: list[str]
-    returncodes: list[int]
-    duration_s: float
-    timed_out: bool = False
-    backend: str
-    metric: float | None = None
-    metrics: dict[str, float] = {}
-    success: bool
-    valid: bool = True
-    constraint_violated: bool = False
-    error: str | None = None
-    diff_path: str
-    code_path: str
-    tokens: int = 0
-    cost: float = 0.0
-
-    @property
-    def eligible(self) -> bool:
-        """Whether this step may count as the run's best."""
-        return self.success and self.valid and not self.constraint_violated
-
-
-class TestResult(BaseModel):
-    """The hidden test, run once on one step's code."""
-
-    step: int
-    metric: float | None = None
-    metrics: dict[str, float] = {}
-    success: bool
-    error: str | None = None
-    duration_s: float
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load_steps(paths: RunPaths) -> list[StepRecord]:
@@ -110,6 +64,7 @@ class ExperimentEngine:
         self.on_event: EventSink = on_event or (lambda kind, payload: None)
         self.env = dict(env or {})
         self._lock = threading.Lock()
+        self._baseline_code: dict[str, str] | None = None  # editable files at the baseline commit
 
     # ---- setup and protected files ---------------------------------------------------
 
@@ -134,7 +89,7 @@ class ExperimentEngine:
         submission = self.paths.submission
         if not self.paths.git_dir.exists():
             gitrepo.init(self.paths)
-        result = self._run(self.task.setup_commands, hide_task=False) if self.task.setup_commands else None
+        result = self.run_commands(self.task.setup_commands, hide_task=False) if self.task.setup_commands else None
         source = self.task.source or self.task.repository
         if result is not None and not result.ok:
             raise TaskError(source, "setup_commands", result.failure() or "setup failed")
@@ -215,7 +170,7 @@ class ExperimentEngine:
             preprocess = None
             if self.task.preprocess_commands:
                 before = integrity.scan(self.paths.submission)
-                preprocess = self._run(self.task.preprocess_commands, hide_task=False, protect=False)
+                preprocess = self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False)
                 allowed |= {rel: e for rel, e in integrity.scan(self.paths.submission).items() if before.get(rel) != e}
             tampered_before = self.restore_protected()
             if tampered_before:
@@ -223,9 +178,9 @@ class ExperimentEngine:
             metrics_path = self.task.metrics_path(self.paths.submission)
             metrics_path.unlink(missing_ok=True)
             self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
-            result = self._run(self.task.commands) if preprocess is None or preprocess.ok else preprocess
+            result = self.run_commands(self.task.commands) if preprocess is None or preprocess.ok else preprocess
             if result.ok and self.task.postprocess_commands:
-                post = self._run(self.task.postprocess_commands)
+                post = self.run_commands(self.task.postprocess_commands)
                 result = _combine(result, post)
             tampered = self.tampered_files()
             tree = integrity.scan(self.paths.submission)
@@ -239,11 +194,15 @@ class ExperimentEngine:
                 self.restore_protected()
             (step_dir / "stdout.txt").write_text(result.stdout_tail)
             (step_dir / "stderr.txt").write_text(result.stderr_tail)
-            write_code_evidence(self.task, self.paths, tree, step_dir)
-            tmp = step_dir / "step.json.tmp"  # step.json appears whole or not at all
+            if self._baseline_code is None:
+                self._baseline_code = baseline_editable(self.task, self.paths)
+            write_code_evidence(self.task, self.paths, self._baseline_code, tree, step_dir)
+            # the record becomes visible only once its end event (with every file's hash) is on disk
+            tmp = step_dir / PENDING_RECORD
             tmp.write_text(record.model_dump_json(indent=1))
-            os.replace(tmp, step_dir / "step.json")
-            self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error})
+            self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error, "files": folder_hashes(step_dir)})
+            os.replace(tmp, step_dir / STEP_RECORD)
+            self.on_event("experiment.recorded", {"step": step})
             return record
 
     def _reset_tree(self, step: int) -> dict[str, integrity.Entry]:
@@ -258,7 +217,7 @@ class ExperimentEngine:
     def _metrics_rel(self, repo: Path, test: bool = False) -> str:
         return self.task.metrics_path(repo, test).relative_to(repo).as_posix()
 
-    def _run(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True) -> RunResult:
+    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True) -> RunResult:
         """Run `commands` in `repo` (default: the submission), the only writable folder.
 
         `hide_task`: the task's own folders (hidden test assets, rubric) are invisible.
@@ -279,13 +238,16 @@ class ExperimentEngine:
         )
 
     def _record(self, step: int, agent: str, hypothesis: str, started: str, result: RunResult, metrics_path: Path, tampered: list[str], tokens: int, cost: float, broken: list[str]) -> StepRecord:
-        metric, metrics, error, violated = None, {}, result.failure(), False
-        if error is None and self.task.metric is not None:
-            metric, metrics, error, violated = self.read_metrics(metrics_path)
+        reading = MetricsReading(error=result.failure(), cause=result.failure_cause())
+        if reading.error is None and self.task.metric is not None:
+            reading = self.read_metrics(metrics_path)
+        error, cause = reading.error, reading.cause
         if broken:
-            error = "integrity: " + "; ".join(broken[:3]) + (f" (+{len(broken) - 3} more)" if len(broken) > 3 else "")
+            error, cause = "; ".join(broken[:3]) + (f" (+{len(broken) - 3} more)" if len(broken) > 3 else ""), FailureCause.INTEGRITY
         if tampered:
-            error = f"tampering: protected file(s) changed during the run: {', '.join(tampered)}"
+            error, cause = f"tampering: protected file(s) changed during the run: {', '.join(tampered)}", FailureCause.PROTECTED_CHANGED
+        if cause is None and reading.constraint_violated:
+            cause = FailureCause.CONSTRAINT_VIOLATED
         rel = self.paths.step_dir(step).relative_to(self.paths.root)
         return StepRecord(
             step=step,
@@ -297,84 +259,43 @@ class ExperimentEngine:
             duration_s=round(result.duration_s, 3),
             timed_out=result.timed_out,
             backend=result.backend,
-            metric=metric,
-            metrics=metrics,
+            metric=reading.metric,
+            metrics=reading.metrics,
             success=error is None,
             valid=not tampered and not broken,
-            constraint_violated=violated,
+            constraint_violated=reading.constraint_violated,
             error=error,
+            cause=cause,
             diff_path=str(rel / "diff.patch"),
             code_path=str(rel / "code"),
             tokens=tokens,
             cost=cost,
         )
 
-    def read_metrics(self, metrics_path: Path) -> tuple[float | None, dict[str, float], str | None, bool]:
-        """(target metric, all metrics, error, constraint violated) from a metrics file."""
+    def read_metrics(self, metrics_path: Path) -> MetricsReading:
+        """The target metric, all metrics and the constraints' verdict from a metrics file."""
         if self.task.metric is None:
-            return None, {}, "the task names no metric", False
+            return MetricsReading(error="the task names no metric", cause=FailureCause.METRIC_MISSING)
         try:
             means = load_means(metrics_path)
             metric = pick(means, self.task.metric.dataset, self.task.metric.key)
         except MetricsError as err:
-            return None, {}, str(err), False
+            return MetricsReading(error=str(err), cause=err.cause)
         violated = False
         for constraint in self.task.constraints:
             try:
                 violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
             except MetricsError:
                 violated = True
-        return metric, flatten(means), None, violated
+        return MetricsReading(metric=metric, metrics=flatten(means), constraint_violated=violated)
 
     # ---- hidden test -----------------------------------------------------------------
 
     def run_test(self, step: int) -> TestResult:
-        """Run the hidden test commands once on `step`'s code, in a fresh copy of
-        the original repository (hidden files included, visible to these commands
-        only) with that step's editable files laid over it. Protected files are
-        restored and read-only, and the copy is checked after the run exactly as
-        a validation step is; a failed check fails the test."""
-        start = time.monotonic()
-        if not self.task.test_commands:
-            return TestResult(step=step, success=False, error="task has no hidden test commands", duration_s=0.0)
-        code = self.paths.step_dir(step) / "code"
-        if not code.is_dir():
-            return TestResult(step=step, success=False, error=f"step {step} has no code snapshot", duration_s=0.0)
-        with tempfile.TemporaryDirectory(prefix="aisci-test-") as tmp:
-            copy = Path(tmp) / "repo"
-            shutil.copytree(self.task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
-            result = self._run(self.task.setup_commands, copy, hide_task=False, protect=False) if self.task.setup_commands else None
-            for rel, entry in integrity.scan(code).items():
-                data = integrity.read_regular(code / rel) if entry.kind == "file" and self.task.is_editable(rel) else None
-                if data is not None:
-                    (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-                    (copy / rel).unlink(missing_ok=True)
-                    (copy / rel).write_bytes(data)
-            for rel in self.protected_manifest():
-                (copy / rel).unlink(missing_ok=True)
-                shutil.copy2(self.paths.pristine / "files" / rel, copy / rel)
-            before = integrity.scan(copy)
-            if result is None or result.ok:
-                result = self._run(self.task.test_commands + self.task.postprocess_commands, copy)
-            error = result.failure()
-            metric, metrics = None, {}
-            if error is None:
-                metric, metrics, error, _ = self.read_metrics(self.task.metrics_path(copy, test=True))
-            guard = self._test_guard(copy, before)
-            if guard:
-                metric, metrics, error = None, {}, guard
-        test = TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
+        """The hidden test, run once on `step`'s code (aiscientist/hidden_test.py)."""
+        test = run_hidden_test(self, step)
         self.on_event("experiment.test", test.model_dump())
         return test
-
-
-    def _test_guard(self, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
-        """Why the hidden test's copy may not be trusted after its run, or None."""
-        changed = [rel for rel, digest in self.protected_manifest().items() if integrity.read_regular(copy / rel) is None or sha256_file(copy / rel) != digest]
-        if changed:
-            return f"tampering: protected file(s) changed during the hidden test: {', '.join(changed)}"
-        broken = integrity.violations(self.task, copy, before, integrity.scan(copy), self._metrics_rel(copy, test=True))
-        return "integrity: " + "; ".join(broken[:3]) if broken else None
 
 def _combine(first: RunResult, second: RunResult) -> RunResult:
     return RunResult(

@@ -8,17 +8,22 @@ import math
 from pathlib import Path
 from typing import Any
 
+from aiscientist.causes import FailureCause
 from aiscientist.task import MetricSpec
 
 
 class MetricsError(ValueError):
     """The metrics file is missing, malformed or lacks a finite value."""
 
+    def __init__(self, message: str, cause: FailureCause = FailureCause.METRICS_FILE_INVALID):
+        super().__init__(message)
+        self.cause = cause
+
 
 def load_means(path: Path) -> dict[str, dict[str, Any]]:
     """`{dataset: {key: value}}` from the `means` of every dataset in the file."""
     if not path.is_file():
-        raise MetricsError(f"metrics file {path.name} was not written")
+        raise MetricsError(f"metrics file {path.name} was not written", FailureCause.METRICS_FILE_MISSING)
     try:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -36,15 +41,15 @@ def load_means(path: Path) -> dict[str, dict[str, Any]]:
 def pick(means: dict[str, dict[str, Any]], dataset: str, key: str) -> float:
     """The finite float at `means[dataset][key]`, or a MetricsError saying why not."""
     if dataset not in means:
-        raise MetricsError(f"dataset {dataset!r} missing from metrics (found: {sorted(means) or 'none'})")
+        raise MetricsError(f"dataset {dataset!r} missing from metrics (found: {sorted(means) or 'none'})", FailureCause.METRIC_MISSING)
     block = means[dataset]
     if key not in block:
-        raise MetricsError(f"metric {key!r} missing from {dataset!r} (found: {sorted(block) or 'none'})")
+        raise MetricsError(f"metric {key!r} missing from {dataset!r} (found: {sorted(block) or 'none'})", FailureCause.METRIC_MISSING)
     value = block[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MetricsError(f"metric {dataset}/{key} is not a number: {value!r}")
+        raise MetricsError(f"metric {dataset}/{key} is not a number: {value!r}", FailureCause.METRIC_NOT_NUMBER)
     if not math.isfinite(value):
-        raise MetricsError(f"metric {dataset}/{key} is not finite: {value}")
+        raise MetricsError(f"metric {dataset}/{key} is not finite: {value}", FailureCause.METRIC_NOT_NUMBER)
     return float(value)
 
 

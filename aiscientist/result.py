@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.causes import summarize
 from aiscientist.experiment import StepRecord, TestResult, best_step
 from aiscientist.task import Task
 
@@ -29,6 +30,7 @@ class RunResult(BaseModel):
     cost: float = 0.0
     wall_time_s: float = 0.0
     stop_reason: str = ""
+    failure_causes: str = ""
 
 
 def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
@@ -51,6 +53,7 @@ def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> 
         steps_successful=sum(1 for s in steps if s.success),
         tokens=sum(s.tokens for s in steps),
         cost=sum(s.cost for s in steps),
+        failure_causes=summarize((s.cause, s.error or "") for s in steps if not s.eligible and s.cause is not None),
         **extra,
     )
 

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--seed", type=int, default=0, help="base seed; each run derives its own from it")
     run.add_argument("--embedder", default="auto", choices=["auto", "graphcodebert", "minilm"])
     run.add_argument("--option", action="append", default=[], metavar="AGENT.KEY=VALUE", help="agent option, e.g. external.command='my-agent' (repeatable)")
-    run.add_argument("--no-progress", action="store_true", help="no live table")
+    run.add_argument("--no-progress", action="store_true", help="no live table: one line per finished cell")
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     report = sub.add_parser("report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder")
     report.add_argument("results", type=Path)

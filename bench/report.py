@@ -7,6 +7,10 @@ Writes into RESULTS/report/ (or --out):
 - `agents.md|csv`: per agent, mean ± std over tasks of every other metric;
 - `per_task.csv`: every metric of every (agent, task);
 - `rubric.md|csv`: paper tasks, rubric score per agent, mean ± standard error over rounds;
+- `paired.md|csv` (two or more rounds): agent against agent per task, mean paired
+  difference with a bootstrap 95% interval and the win rate;
+- `runs.md|csv`: every run with a link to its own page (`aiscientist show`), flagged when
+  the validation gain did not carry over to the hidden test;
 - `curves_<task>.png` (best-so-far validation metric per step, one line per agent),
   `perf_vs_diversity.png`;
 - `report.md` (all of it) and `index.html` (one self-contained page, images inlined).
@@ -17,11 +21,13 @@ from __future__ import annotations
 import base64
 import csv
 import html
-import io
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from aiscientist.humanize import MISSING, num, plural, pm
+from bench.compare import Pairing, gain_lost_on_test, paired_comparisons
 from bench.metrics import AGENT_METRICS, AgentTask, RunSummary, TaskInfo, agent_averages, aggregate, mean_stderr
 
 
@@ -30,33 +36,62 @@ def load_runs(results: Path) -> list[RunSummary]:
     return [RunSummary.model_validate_json(p.read_text()) for p in sorted((results / "runs").glob("*/*/round_*/result.json"))]
 
 
-def fmt(value: float | int | None, digits: int = 4) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}g}"
-
-
-def fmt_pm(mean: float | None, spread: float | None) -> str:
-    return "–" if mean is None else f"{fmt(mean)} ± {fmt(spread)}"
-
-
 Table = tuple[list[str], list[list[str]]]
-OUTPUTS = ("utility.md", "utility.csv", "agents.md", "agents.csv", "rubric.md", "rubric.csv", "per_task.csv", "curves_*.png", "perf_vs_diversity.png", "report.md", "index.html")
+OUTPUTS = ("utility.md", "utility.csv", "agents.md", "agents.csv", "rubric.md", "rubric.csv", "paired.md", "paired.csv", "runs.md", "runs.csv", "per_task.csv", "curves_*.png", "perf_vs_diversity.png", "report.md", "index.html")
+LOST = "⚠ test below baseline"
+
+# one line per column, printed under each table
+COLUMNS = {
+    "task": "the task's name",
+    "metric": "the metric optimised, DATASET/NAME",
+    "dir": "max: higher is better; min: lower is better",
+    "baseline": "the unchanged code: hidden-test metric (validation metric in brackets)",
+    "agent": "the agent (ablation arms are separate agents)",
+    "tasks": "tasks the agent ran on",
+    "normalised improvement": "gain of the score over the baseline divided by the task's range of scores, 0 when worse (0 to 1)",
+    "AUC (best-so-far)": "mean over the assigned steps of the normalised best-so-far validation curve (0 to 1; rises early = high)",
+    "diversity": "mean distance of the successful steps' code embeddings to their centroid",
+    "academic contribution rate": "share of successful steps the judge labels a method change rather than engineering",
+    "step success rate": "successful steps / completed steps (pooled over rounds)",
+    "step completion rate": "completed steps / assigned steps (pooled over rounds)",
+    "steps to target": "first step whose best-so-far reaches the weakest agent's best on the task",
+    "tokens / step": "model tokens per completed step",
+    "tokens (total)": "model tokens over all rounds",
+    "cost $ / step": "model cost per completed step, US dollars",
+    "cost $ (total)": "model cost over all rounds, US dollars",
+    "wall s / step": "wall-clock seconds per completed step",
+    "wall s (total)": "wall-clock seconds over all rounds",
+    "rounds": "independent runs of the agent on the task",
+    "graded": "rounds with a rubric score",
+    "rubric score (mean ± s.e.)": "PaperBench rubric score, mean and standard error over rounds",
+    "A vs B": "the two agents compared, round k of one against round k of the other",
+    "paired rounds": "rounds in which both agents produced a score",
+    "mean difference (A − B)": "mean paired difference of the scores, signed so that positive means A is better",
+    "95% CI": "percentile bootstrap interval of that mean (5,000 resamples)",
+    "A win rate": "share of paired rounds A scored better (ties count half)",
+    "verdict": "a side is better only when the interval excludes 0; otherwise the difference is within noise",
+    "round": "the round number",
+    "score": "hidden-test metric of the run's best validation step (validation best when the task has no test)",
+    "best val": "the run's best validation metric",
+    "flag": f"{LOST}: validation improved on the baseline but the hidden test ended worse than the baseline's",
+    "page": "the run's own page (steps, diffs, decisions), written by `aiscientist show`",
+}
 
 
-def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str]) -> Table:
+def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[RunSummary]) -> Table:
     header = ["task", "metric", "dir", "baseline"] + [f"{a}" for a in agents]
     rows = []
     by = {(c.task, c.agent): c for c in cells}
+    best_runs = {(r.task, r.agent, r.round): r for r in runs}
     for info in infos:
         if info.kind != "improve":
             continue
-        row = [info.name, info.metric or "", info.direction, f"{fmt(info.score_baseline)} (val {fmt(info.baseline)})"]
+        row = [info.name, info.metric or "", info.direction, f"{num(info.score_baseline)} (val {num(info.baseline)})"]
         for agent in agents:
             cell = by.get((info.name, agent))
-            row.append("–" if cell is None else f"{fmt(cell.score)} (val {fmt(cell.best_val)})")
+            best = None if cell is None else best_runs.get((info.name, agent, cell.best_round))
+            flag = f" {LOST}" if best is not None and gain_lost_on_test(best) else ""
+            row.append(MISSING if cell is None else f"{num(cell.score)} (val {num(cell.best_val)}){flag}")
         rows.append(row)
     return header, rows
 
@@ -67,7 +102,7 @@ def agents_table(cells: Sequence[AgentTask]) -> Table:
     rows = []
     for agent, metrics in averages.items():
         tasks = sum(1 for c in cells if c.agent == agent)
-        rows.append([agent, str(tasks)] + [fmt_pm(*metrics[key][:2]) for key, _ in AGENT_METRICS])
+        rows.append([agent, num(tasks)] + [pm(*metrics[key]) for key, _ in AGENT_METRICS])
     return header, rows
 
 
@@ -79,8 +114,32 @@ def rubric_table(runs: Sequence[RunSummary]) -> Table:
     rows = []
     for (task, agent), group in sorted(groups.items()):
         mean, stderr, n = mean_stderr(r.rubric_score for r in group)
-        rows.append([task, agent, str(len(group)), str(n), fmt_pm(mean, stderr)])
+        rows.append([task, agent, num(len(group)), num(n), pm(mean, stderr, n)])
     return ["task", "agent", "rounds", "graded", "rubric score (mean ± s.e.)"], rows
+
+
+def paired_table(pairings: Sequence[Pairing]) -> Table:
+    header = ["task", "A vs B", "paired rounds", "mean difference (A − B)", "95% CI", "A win rate", "verdict"]
+    rows = [[p.task, f"{p.a} vs {p.b}", num(p.rounds), num(p.mean_diff), f"[{num(p.low)}, {num(p.high)}]", f"{p.win_rate:.0%}", p.verdict] for p in pairings]
+    return header, rows
+
+
+def runs_table(runs: Sequence[RunSummary], pages: dict[tuple[str, str, int], str]) -> Table:
+    header = ["task", "agent", "round", "score", "best val", "flag", "page"]
+    rows = [[r.task, r.agent, num(r.round), num(r.score), num(r.best_val), LOST if gain_lost_on_test(r) else "", pages.get((r.task, r.agent, r.round), "")] for r in runs]
+    return header, rows
+
+
+def write_run_pages(results: Path, runs: Sequence[RunSummary], out: Path) -> dict[tuple[str, str, int], str]:
+    """Each run's own page (inside its run folder), as a path relative to `out`."""
+    from aiscientist.viewer import write_page
+
+    pages = {}
+    for run in runs:
+        folder = results / "runs" / run.task / run.agent / f"round_{run.round}"
+        if (folder / "ws" / "experiments").is_dir():
+            pages[(run.task, run.agent, run.round)] = os.path.relpath(write_page(folder), out)
+    return pages
 
 
 PER_TASK_FIELDS = [f for f in AgentTask.model_fields if f != "curve"]
@@ -104,11 +163,22 @@ def write_csv(path: Path, table: Table) -> None:
         writer.writerows(table[1])
 
 
+def _html_cell(column: str, value: str) -> str:
+    if column == "page" and value:
+        return f"<td><a href='{html.escape(value)}'>run page</a></td>"
+    return f"<td class='lost'>{html.escape(value)}</td>" if LOST in value else f"<td>{html.escape(value)}</td>"
+
+
 def html_table(table: Table) -> str:
     header, rows = table
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+    head = "".join(f"<th title='{html.escape(COLUMNS.get(h, ''))}'>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(_html_cell(h, v) for h, v in zip(header, row)) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def column_notes(table: Table) -> list[tuple[str, str]]:
+    """(column, definition) for the table's columns that have one."""
+    return [(h, COLUMNS[h]) for h in table[0] if h in COLUMNS]
 
 
 # ---- plots --------------------------------------------------------------------------
@@ -173,7 +243,7 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-def write_report(results: Path, out: Path | None = None) -> Path:
+def write_report(results: Path, out: Path | None = None, run_pages: bool = True) -> Path:
     """Write every table, plot and page; return the path of index.html."""
     out = out or results / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -184,16 +254,41 @@ def write_report(results: Path, out: Path | None = None) -> Path:
     infos, cells = aggregate(runs)
     agents = sorted({r.agent for r in runs})
     improve = [c for c in cells if c.task in {i.name for i in infos if i.kind == "improve"}]
+    pairings = paired_comparisons(runs)
     tables = {}
     if improve:
-        tables["utility"] = ("Utility per task (best round: hidden-test score, validation best in brackets)", utility_table(infos, cells, agents))
-        tables["agents"] = ("Per agent: mean ± std over tasks", agents_table(improve))
+        tables["utility"] = ("Utility per task (best round: hidden-test score, validation best in brackets)", utility_table(infos, cells, agents, runs))
+        tables["agents"] = ("Per agent: mean ± std over tasks (no spread with one task)", agents_table(improve))
+    if pairings:
+        tables["paired"] = ("Agent against agent, paired by round: more than noise?", paired_table(pairings))
     if any(r.kind == "reproduce" for r in runs):
         tables["rubric"] = ("Paper tasks: rubric score", rubric_table(runs))
+    tables["runs"] = ("Every run", runs_table(runs, write_run_pages(results, runs, out) if run_pages else {}))
     for name, (_, table) in tables.items():
         write_csv(out / f"{name}.csv", table)
         (out / f"{name}.md").write_text(markdown(table) + "\n")
     write_csv(out / "per_task.csv", per_task_rows(cells))
+    images = _plots(infos, cells, improve, out)
+    notes = _notes(runs, infos)
+    md = [f"# Benchmark report: {results.name}", "", *notes, ""]
+    for _, (title, table) in tables.items():
+        md += [f"## {title}", "", markdown(table), "", *(f"- **{h}**: {d}" for h, d in column_notes(table)), ""]
+    md += [f"![{title}]({path.name})" for title, path in images]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    page = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Benchmark report</title>", f"<style>{CSS}</style></head><body>", f"<h1>Benchmark report: {html.escape(results.name)}</h1>"]
+    page += [f"<p>{html.escape(n)}</p>" for n in notes]
+    for name, (title, table) in tables.items():
+        definitions = "".join(f"<dt>{html.escape(h)}</dt><dd>{html.escape(d)}</dd>" for h, d in column_notes(table))
+        page += [f"<h2 id='{name}'>{html.escape(title)}</h2>", html_table(table), f"<details class='columns'><summary>what the columns mean</summary><dl>{definitions}</dl></details>"]
+    for title, path in images:
+        data = base64.b64encode(path.read_bytes()).decode()
+        page.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>")
+    page.append("</body></html>")
+    (out / "index.html").write_text("\n".join(page))
+    return out / "index.html"
+
+
+def _plots(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], improve: Sequence[AgentTask], out: Path) -> list[tuple[str, Path]]:
     images = []
     for info in infos:
         if info.kind == "improve":
@@ -204,36 +299,25 @@ def write_report(results: Path, out: Path | None = None) -> Path:
         path = out / "perf_vs_diversity.png"
         plot_perf_vs_diversity(improve, path)
         images.append(("performance vs diversity", path))
-    notes = _notes(runs, infos)
-    md = [f"# Benchmark report: {results.name}", "", *notes, ""]
-    for _, (title, table) in tables.items():
-        md += [f"## {title}", "", markdown(table), ""]
-    md += [f"![{title}]({path.name})" for title, path in images]
-    (out / "report.md").write_text("\n".join(md) + "\n")
-    page = ["<!doctype html><html><head><meta charset='utf-8'><title>Benchmark report</title>", f"<style>{CSS}</style></head><body>", f"<h1>Benchmark report: {html.escape(results.name)}</h1>"]
-    page += [f"<p>{html.escape(n)}</p>" for n in notes]
-    for _, (title, table) in tables.items():
-        page += [f"<h2>{html.escape(title)}</h2>", html_table(table)]
-    for title, path in images:
-        data = base64.b64encode(path.read_bytes()).decode()
-        page.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>")
-    page.append("</body></html>")
-    (out / "index.html").write_text("\n".join(page))
-    return out / "index.html"
+    return images
 
 
 def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
     embedders = sorted({r.embedder for r in runs if r.embedder})
     rounds = sorted({r.round for r in runs})
+    span = f"round {rounds[0]}" if len(rounds) == 1 else f"rounds {rounds[0]}–{rounds[-1]}" if rounds else "no rounds"
     notes = [
-        f"{len(runs)} finished runs, {len({r.agent for r in runs})} agents, {len(infos)} tasks, rounds {rounds[0] if rounds else 0}–{rounds[-1] if rounds else 0}.",
+        f"{plural(len(runs), 'finished run')}, {plural(len({r.agent for r in runs}), 'agent')}, {plural(len(infos), 'task')}, {span}.",
         "Score = hidden-test metric of the best validation step of the best round (validation best when a task has no test). "
-        "Normalised improvement = max(0, signed gain / |p_best − p_worst|) over the baseline and every run on the task. "
-        "Steps to target: first step whose best-so-far reaches the worst best-run among agents; AUC: mean normalised best-so-far over the assigned steps. "
-        "Diversity and academic rate are over the best round; rates and costs pool all rounds.",
+        "Diversity and academic rate are over the best round; rates and costs pool all rounds. Each table lists what its columns mean.",
         f"Diversity embedder: {', '.join(embedders) if embedders else 'none (no successful step)'}.",
     ]
+    if len(rounds) < 2:
+        notes.append("One round per agent and task: no paired comparison (run two or more rounds to tell a difference from noise).")
+    lost = [r for r in runs if gain_lost_on_test(r)]
+    if lost:
+        notes.append(f"{LOST} in {plural(len(lost), 'run')}: " + "; ".join(f"{r.task} · {r.agent} · round {r.round} (val {num(r.best_val)} vs {num(r.baseline)}, test {num(r.test_metric)} vs {num(r.baseline_test)})" for r in lost) + ".")
     return notes
 
 
-CSS = "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}td:first-child{text-align:left}figure{display:inline-block;margin:1em}"
+CSS = "td.lost{background:#fff4e5;color:#8a4b00}dt{font-weight:600;margin-top:.3em}dd{margin-left:1.5em;color:#444}details.columns{font-size:13px;margin-bottom:1em}body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}td:first-child{text-align:left}figure{display:inline-block;margin:1em}"

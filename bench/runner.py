@@ -36,6 +36,7 @@ from bench.agents import get_agent
 from bench.agents.base import RunContext, StepBudgetExhausted
 from bench.executors import open_executor, thread_env
 from bench.metrics import RunSummary, successful, summarise_steps
+from bench.progress import GridProgress
 
 
 class GridConfig(BaseModel):
@@ -320,54 +321,6 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
                             failures[f"{spec.task}/{spec.agent}/round_{spec.round}"] = repr(future.exception())
                     live.refresh()
     return {"runs": len(specs), "ran": len(todo), "failed": failures}
-
-
-class GridProgress:
-    """Live table of the grid (rich), rebuilt from the run folders on every refresh."""
-
-    def __init__(self, specs: list[RunSpec], config: GridConfig, out: Path, enabled: bool = True):
-        self.specs, self.config, self.out, self.enabled = specs, config, out, enabled
-        self.started = time.monotonic()
-        self.live = None
-
-    def table(self):
-        from rich.table import Table
-
-        done = sum(is_finished(s, self.out) for s in self.specs)
-        table = Table(title=f"bench: {done}/{len(self.specs)} runs finished, {time.monotonic() - self.started:.0f}s")
-        for column in ("task", "agent", "rounds done", "steps", "best val"):
-            table.add_column(column)
-        groups: dict[tuple[str, str], list[RunSpec]] = {}
-        for spec in self.specs:
-            groups.setdefault((spec.task, spec.agent), []).append(spec)
-        for (task, agent), specs in groups.items():
-            steps = sum(min(steps_recorded(s, self.out), self.config.steps) for s in specs)
-            best = [json.loads((s.folder(self.out) / "result.json").read_text()).get("best_val") for s in specs if is_finished(s, self.out)]
-            best = [b for b in best if b is not None]
-            shown = f"{(max if self._max(specs[0]) else min)(best):.4g}" if best else "-"
-            table.add_row(task, agent, f"{sum(is_finished(s, self.out) for s in specs)}/{len(specs)}", f"{steps}/{len(specs) * self.config.steps}", shown)
-        return table
-
-    def _max(self, spec: RunSpec) -> bool:
-        result = spec.folder(self.out) / "result.json"
-        return not result.is_file() or json.loads(result.read_text()).get("direction", "max") == "max"
-
-    def refresh(self) -> None:
-        if self.live is not None:
-            self.live.update(self.table())
-
-    def __enter__(self) -> GridProgress:
-        if self.enabled:
-            from rich.live import Live
-
-            self.live = Live(self.table(), refresh_per_second=2)
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.update(self.table())
-            self.live.__exit__(*exc)
 
 
 def resolve_tasks(names: list[str], root: Path) -> list[Path]:

@@ -16,6 +16,7 @@ import pytest
 
 from bench.agents.contribution_judge import offline_label
 from bench.embed import code_text, get_embedder
+from aiscientist.humanize import num
 from aiscientist.task import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +109,7 @@ def test_grid_tables_and_metrics_match_hand_computation(grid: Path):
 
     utility = (report / "utility.md").read_text()
     for (task, agent), want in expected.items():
-        assert f"{want['score']:.4g} (val {want['best_val']:.4g})" in utility
+        assert f"{num(want['score'])} (val {num(want['best_val'])})" in utility
     with (report / "utility.csv").open() as handle:
         table = list(csv.reader(handle))
     assert table[0] == ["task", "metric", "dir", "baseline", *sorted(AGENTS)]
@@ -119,7 +120,7 @@ def test_grid_tables_and_metrics_match_hand_computation(grid: Path):
     for agent in AGENTS:
         values = [expected[(t, agent)]["normalised"] for t in ("tiny-quadratic", "tiny-r2")]
         mean, std = float(np.mean(values)), float(np.std(values, ddof=1))
-        assert agents[agent]["normalised improvement"] == f"{mean:.4g} ± {std:.4g}"
+        assert agents[agent]["normalised improvement"] == f"{num(mean)} ± {num(std, 2)}"
         assert agents[agent]["tasks"] == "2"
 
 

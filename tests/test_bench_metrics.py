@@ -145,4 +145,4 @@ def test_rubric_scores_are_mean_and_standard_error_over_rounds():
     runs.append(RunSummary(task="paper", agent="iterative", round=1, kind="reproduce", assigned=5, completed=2, successful=0, rubric_score=None))
     header, rows = rubric_table(runs)
     assert header[-1] == "rubric score (mean ± s.e.)"
-    assert rows == [["paper", "basic", "3", "3", f"{0.5:.4g} ± {0.3 / math.sqrt(3):.4g}"], ["paper", "iterative", "1", "0", "–"]]
+    assert rows == [["paper", "basic", "3", "3", f"0.5 ± {0.3 / math.sqrt(3):.2g}"], ["paper", "iterative", "1", "0", "–"]]

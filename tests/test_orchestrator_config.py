@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aiscientist.cli import main
-from aiscientist.config import CONFIGS_DIR, ConfigError, RunConfig, load_config
+from aiscientist.config import ConfigError, RunConfig, load_config
+from aiscientist.resources import CONFIGS_DIR, resolve_config
+from aiscientist.task import TaskError
 
 
 def test_files_then_sets_merge_in_order(tmp_path):
@@ -17,6 +21,18 @@ def test_files_then_sets_merge_in_order(tmp_path):
     assert config.arm == "aiscientist-nobus"
     assert load_config([CONFIGS_DIR / "ablations" / "flat.yaml"]).arm == "aiscientist-flat"
     assert load_config([CONFIGS_DIR / "default.yaml"]) == RunConfig()  # the file documents the defaults
+
+
+
+def test_config_names_resolve_to_packaged_files_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    flat = CONFIGS_DIR / "ablations" / "flat.yaml"
+    assert resolve_config("flat") == resolve_config("configs/ablations/flat.yaml") == resolve_config("flat.yaml") == flat
+    mine = tmp_path / "flat.yaml"
+    mine.write_text("steps: 2\n")
+    assert resolve_config("flat.yaml") == Path("flat.yaml")  # an existing file wins over a packaged name
+    with pytest.raises(TaskError, match="no such file, nor a packaged config .*no_file_bus"):
+        resolve_config("configs/nope.yaml")
 
 
 @pytest.mark.parametrize(
@@ -44,10 +60,11 @@ def test_bad_config_file_is_named(tmp_path):
 
 
 def test_cli_bad_input_exits_2_and_creates_nothing(tmp_path, capsys):
-    task = CONFIGS_DIR.parent / "tests" / "fixtures" / "tiny" / "task.yaml"
+    task = Path(__file__).parent / "fixtures" / "tiny" / "task.yaml"
     run_dir = tmp_path / "run"
     assert main(["solve", str(task), "--run-dir", str(run_dir), "--set", "bogus=1"]) == 2
     assert main(["solve", "--resume", str(tmp_path)]) == 2
     assert main(["solve", str(task), "--run-dir", str(run_dir), "--model", "nonexistent-provider-model"]) == 2
-    assert "unknown model" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "unknown model" in " ".join((captured.out + captured.err).split())  # the preflight reports it on stderr
     assert not run_dir.exists() or not any(run_dir.iterdir())

@@ -12,12 +12,13 @@ import pytest
 
 from aiscientist.config import load_config
 from aiscientist.orchestrator import solve
+from aiscientist.resources import CONFIGS_DIR
 from aiscientist.task import load_task
 from aiscientist.workspace import verify_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
-ABLATIONS = ROOT / "configs" / "ablations"
+ABLATIONS = CONFIGS_DIR / "ablations"
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

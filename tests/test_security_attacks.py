@@ -254,3 +254,15 @@ def test_grading_reads_no_linked_host_file(tmp_path: Path) -> None:
     check = TextMatch(type="text_match", file="linked_dir/key.txt", pattern="SECRET")
     outcome = check.evaluate(sub, {"linked_dir/key.txt"})
     assert not outcome.passed and "links are not followed" in outcome.explanation
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap unusable here")
+def test_hidden_paths_inside_the_python_environment_are_covered(tmp_path: Path) -> None:
+    import site
+
+    from aiscientist.sandbox import get_sandbox
+
+    site_dir = Path(site.getsitepackages()[0])
+    hidden = site_dir / "sklearn"  # stands for a task folder shipped inside an installed package
+    result = get_sandbox("bwrap").run([f"ls {hidden} | wc -l"], cwd=tmp_path, timeout=30, writable=[tmp_path], hidden=[hidden])
+    assert result.ok and result.stdout_tail.strip() == "0"

@@ -10,8 +10,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.llm.types import ModelConfigError, describe_validation
+from aiscientist.resources import CONFIGS_DIR
 
-DEFAULT_MODELS_FILE = Path(__file__).resolve().parents[2] / "configs" / "models.yaml"
+DEFAULT_MODELS_FILE = CONFIGS_DIR / "models.yaml"
 # set by the CLI's --record / --replay, so every client of the process records or replays
 RECORD_ENV, REPLAY_ENV = "AISCIENTIST_LLM_RECORD", "AISCIENTIST_LLM_REPLAY"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.console import Console
 
 from aiscientist.commands.common import default_run_dir, parse_metric
-from aiscientist.config import CONFIGS_DIR, load_config
+from aiscientist.config import load_config
+from aiscientist.resources import CONFIGS_DIR, resolve_config
 from aiscientist.sandbox import BACKENDS
 from aiscientist.task import TaskError, load_task
 
@@ -20,10 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="litellm model name, 'offline', or 'scripted:PATH' (default: from the config)")
     parser.add_argument("--steps", type=int, help="experiment steps (default: config, else the task's budget); with --resume, extends the budget")
     parser.add_argument("--run-dir", type=Path, help="run folder (default: runs/<task>-<time>)")
-    parser.add_argument("--config", type=Path, action="append", default=[], help="a RunConfig yaml (repeatable; later wins; default.yaml is always read first)")
+    parser.add_argument("--config", action="append", default=[], help="a RunConfig yaml file or a packaged config's name (flat, no_file_bus; repeatable; later wins; default is always read first)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="override one setting, e.g. file_bus=false (repeatable)")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run")
     parser.add_argument("--metric", help="for FML-bench folders without metric.yaml: DATASET/METRIC[:max|min]")
+    parser.add_argument("--no-preflight", action="store_true", help="skip the checks before the first step (commands' programs and scripts exist, sandbox starts, model answers)")
     parser.add_argument("--sandbox", choices=BACKENDS, help="experiment sandbox backend (default: from the config)")
 
 
@@ -44,11 +46,15 @@ def run(args: argparse.Namespace) -> int:
         if not args.task:
             raise TaskError("solve", "task", "a TASK (task.yaml or FML-bench folder) or --resume RUN_DIR is required")
         sets = [*args.sets, *([f"sandbox.backend={args.sandbox}"] if args.sandbox else [])]
-        config = load_config([CONFIGS_DIR / "default.yaml", *args.config], sets)
+        config = load_config([CONFIGS_DIR / "default.yaml", *(resolve_config(c) for c in args.config)], sets)
         task = load_task(args.task, parse_metric(args.metric))
         run_dir = args.run_dir or default_run_dir(task)
         if run_dir.exists() and any(run_dir.iterdir()):
             raise TaskError(run_dir, "run_dir", "already exists and is not empty (use --resume to continue a run)")
+        if not args.no_preflight:
+            from aiscientist.preflight import preflight
+
+            preflight(task, args.model or config.model, config.sandbox, config.models_file)
     try:
         with LiveProgress(console) as progress:
             result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)

@@ -16,14 +16,25 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
+def best_text(s: dict[str, Any]) -> str:
+    """The best successful step, and whether anything has beaten the baseline yet."""
+    baseline = s.get("baseline")
+    if s["best"] is None:
+        return "no successful step yet" + (f" (baseline {_fmt(baseline)})" if baseline is not None else "")
+    text = f"best {_fmt(s['best'])} at step {s['best_step']}"
+    if baseline is None or s.get("direction") is None:
+        return text
+    beats = s["best"] > baseline if s["direction"] == "max" else s["best"] < baseline
+    return text + (f" (baseline {_fmt(baseline)})" if beats else f" (none beats the baseline {_fmt(baseline)} yet)")
+
+
 def status_table(s: dict[str, Any]) -> Table:
     table = Table(title=f"AiScientist · {s['task']} · {s['arm']}", show_header=False, min_width=60)
     table.add_column(style="bold")
     table.add_column()
     table.add_row("stage", s["stage"] or "-")
     table.add_row("step", f"{s['steps_done']}/{s['steps']}")
-    best = f"{_fmt(s['best'])} (step {s['best_step']})" if s["best"] is not None else "none yet"
-    table.add_row(f"best {s['metric']}", f"{best} · baseline {_fmt(s['baseline'])}")
+    table.add_row(f"best {s['metric']}", best_text(s))
     table.add_row("decisions", str(s["decision"]))
     table.add_row("tokens · cost", f"{s['tokens']:,} · ${s['cost']:.4f}")
     table.add_row("last", escape(s["last"][:100]) or "-")
@@ -37,6 +48,7 @@ class LiveProgress:
         self.console = console
         self.live: Live | None = None
         self._last_steps = -1
+        self._last_failed = -1
 
     def __enter__(self) -> LiveProgress:
         if self.console.is_terminal:
@@ -49,11 +61,20 @@ class LiveProgress:
             self.live.__exit__(*exc)
 
     def __call__(self, s: dict[str, Any]) -> None:
+        last = s.get("last_step")
+        if last and not last["eligible"] and last["step"] != self._last_failed:
+            self._last_failed = last["step"]
+            self.console.print(f"[yellow]step {last['step']} did not count:[/yellow] {escape(failure_line(last['cause'], last['error']))}", highlight=False, soft_wrap=True)
         if self.live is not None:
             self.live.update(status_table(s))
         elif s["steps_done"] != self._last_steps:
             self._last_steps = s["steps_done"]
-            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · best {_fmt(s['best'])} (baseline {_fmt(s['baseline'])}) · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False, soft_wrap=True)
+            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · {best_text(s)} · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False, soft_wrap=True)
+
+
+def failure_line(cause: str | None, error: str | None) -> str:
+    """`<cause class>: <detail>` for a step that did not count."""
+    return f"{cause or 'not eligible'}: {(error or '')[:300]}".rstrip(": ")
 
 
 def summary_table(result: RunResult, run_dir: str) -> Table:
@@ -70,6 +91,8 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
     if result.test is not None:
         table.add_row("hidden test", _fmt(result.test.metric) if result.test.success else escape(f"failed: {result.test.error}"))
     table.add_row("steps total/completed/successful", f"{result.steps_total}/{result.steps_completed}/{result.steps_successful}")
+    if result.best_step is None and result.failure_causes:
+        table.add_row("failure causes", escape(result.failure_causes))
     table.add_row("tokens · cost", f"{result.tokens:,} · ${result.cost:.4f}")
     table.add_row("wall time", f"{result.wall_time_s:.1f} s")
     table.add_row("run folder", escape(run_dir))

@@ -8,6 +8,7 @@ finished node, and the journal answers effects that were already done.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
 from aiscientist.orchestrator.state import initial_state
+from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
 from aiscientist.specialists import offline as specialists_offline
 from aiscientist.specialists.journal import Journal
@@ -134,7 +136,7 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
 
     A step.json left empty or half-written never reached `experiment.end`: it is
     removed, and the engine runs that step again under the same number (as for a step
-    that crashed mid-run). A git index lock left in submission/ by a killed commit is
+    that crashed mid-run). A pending record whose end event is on disk is made visible. A git index lock left in submission/ by a killed commit is
     stale (nothing else works in this run folder) and is removed."""
     repairs: list[tuple[str, dict[str, Any]]] = []
     for path in sorted((run_dir / "experiments").glob("step_*/step.json")):
@@ -143,11 +145,31 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
         except ValueError:
             path.unlink()
             repairs.append(("step.record_torn", {"step": int(path.parent.name.removeprefix("step_")), "action": "removed; the step is redone under the same number"}))
+    ended = _ended_steps(run_dir)
+    for pending in sorted((run_dir / "experiments").glob(f"step_*/{PENDING_RECORD}")):
+        step = int(pending.parent.name.removeprefix("step_"))
+        if not (pending.parent / "step.json").exists() and ended.get(step) == folder_hashes(pending.parent):
+            pending.replace(pending.parent / "step.json")  # its end event is on disk: finish the commit
+            repairs.append(("step.record_completed", {"step": step, "action": "the record whose end event was written is made visible"}))
     for lock in (run_dir / "state" / "submission.git" / "index.lock", run_dir / "submission" / ".git" / "index.lock"):
         if lock.is_file():
             lock.unlink()
             repairs.append(("git.stale_lock_removed", {"path": lock.relative_to(run_dir).as_posix()}))
     return repairs
+
+
+def _ended_steps(run_dir: Path) -> dict[int, dict[str, str]]:
+    """The file hashes of every `experiment.end` event, by step."""
+    events = run_dir / "logs" / "events.jsonl"
+    ended = {}
+    for line in events.read_text().splitlines() if events.is_file() else []:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("kind") == "experiment.end" and "files" in event.get("payload", {}):
+            ended[event["payload"]["step"]] = event["payload"]["files"]
+    return ended
 
 
 def check_model(info: RunInfo) -> None:
@@ -173,8 +195,10 @@ def finish(rt: Runtime, info: RunInfo, stop_reason: str) -> RunResult:
 def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
     task = rt.task
-    best = best_step(task, rt.step_records()) if task.metric else None
+    records = rt.step_records()
+    best = best_step(task, records) if task.metric else None
     tokens, cost = rt.usage()
+    last = records[-1] if records else None
     return {
         "task": task.name,
         "arm": rt.config.arm,
@@ -185,10 +209,12 @@ def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
         "best": best.metric if best else None,
         "best_step": best.step if best else None,
         "baseline": task.baseline,
+        "direction": task.metric.direction if task.metric else None,
         "metric": task.metric.label if task.metric else "",
         "tokens": tokens,
         "cost": cost,
         "last": state.get("last_outcome", ""),
+        "last_step": last.model_dump(include={"step", "eligible", "cause", "error"}) | {"eligible": last.eligible} if last else None,
     }
 
 

@@ -10,6 +10,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aiscientist.causes import FailureCause
+
 TAIL_CHARS = 8000
 
 # Provider credentials never reach experiment code.
@@ -54,6 +56,14 @@ class RunResult(BaseModel):
     @property
     def ok(self) -> bool:
         return not self.timed_out and len(self.returncodes) == len(self.commands) and all(rc == 0 for rc in self.returncodes)
+
+    def failure_cause(self) -> FailureCause | None:
+        if self.timed_out:
+            return FailureCause.TIMEOUT
+        failed = [rc for rc in self.returncodes if rc != 0]
+        if not failed:
+            return None
+        return FailureCause.COMMAND_NOT_FOUND if failed[0] in (126, 127) else FailureCause.EXIT_CODE
 
     def failure(self) -> str | None:
         """A short reason when the run did not succeed."""

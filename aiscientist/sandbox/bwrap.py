@@ -89,6 +89,7 @@ class BwrapSandbox:
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
                 shown.append(path)
+        shown += [Path(p) for p in (*SYSTEM_DIRS, *python_dirs())]  # e.g. a task shipped inside site-packages
         for path in (Path(p).resolve() for p in hidden):
             if path.is_dir() and _inside(path, shown):
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]

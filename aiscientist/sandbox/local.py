@@ -83,8 +83,9 @@ def _kill_all(proc: subprocess.Popen, group: Path | None, marker: str) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, 9)
     if group is not None:
-        kill_cgroup(group)
-    kill_marked(marker)
+        kill_cgroup(group)  # holds every process the command started, setsid ones too
+    else:
+        kill_marked(marker)
 
 
 class LocalSandbox:

@@ -4,6 +4,9 @@ A `Tool` couples a pydantic argument model (its JSON schema is what the model se
 with a handler. `Toolbox.call` validates arguments, runs the handler, and turns every
 `ToolError` (a denied path, a missing file, an exhausted step budget) into an
 `Error: ...` tool result: agents see their mistakes, the run never crashes on them.
+A handler that fails unexpectedly (a bug, an odd input nobody foresaw) is answered
+the same way, naming the tool and the exception, and recorded as a `tool.crashed`
+event with the end of its traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from aiscientist.llm.types import ToolCall
+from aiscientist.llm.types import BudgetExhausted, ToolCall
+from aiscientist.tool_guard import crash_report, unencodable
 from aiscientist.workspace.errors import ToolError
 
 READ_LIMIT = 200
@@ -89,6 +93,7 @@ class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
     current_key: str = ""  # journal position of the call being run (see base.run_tool)
+    record: Callable[[str, dict[str, Any]], Any] | None = None  # (kind, payload) -> event; set by file_tools
 
     def add(self, *tools: Tool) -> Toolbox:
         for tool in tools:
@@ -108,6 +113,9 @@ class Toolbox:
         tool = self.tools.get(call.name)
         if tool is None:
             return f"Error: unknown tool {call.name!r}; available: {', '.join(self.tools)}", False
+        bad = unencodable(call.arguments)
+        if bad:
+            return f"Error: bad arguments for {call.name}: {bad}", False
         try:
             args = tool.args.model_validate(call.arguments)
         except ValidationError as err:
@@ -118,7 +126,14 @@ class Toolbox:
             result = tool.handler(args)
         except ToolError as err:
             return f"Error: {err}", False
-        return clip(result, RESULT_CHARS), True
+        except BudgetExhausted:
+            raise  # the run wraps up: not a failure of this tool
+        except Exception as err:
+            message, payload = crash_report(call.name, err)
+            if self.record is not None:
+                self.record("tool.crashed", payload)
+            return f"Error: {message}", False
+        return clip(str(result), RESULT_CHARS), True
 
     def note(self, path: str) -> None:
         if path not in self.artifacts:
@@ -133,7 +148,10 @@ def clip(text: str, limit: int) -> str:
 
 
 def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False) -> list[Tool]:
-    """read/list/search, plus write/edit (and append_log) when the role may write."""
+    """read/list/search, plus write/edit (and append_log) when the role may write.
+    Crashes of the box's tools are recorded in `scope`'s event log."""
+    if box.record is None:
+        box.record = lambda kind, payload: scope.ws.events.record(scope.role, kind, payload)
 
     def read(a: ReadFileArgs) -> str:
         text = scope.read(a.path, start_line=a.start_line, max_lines=a.max_lines)

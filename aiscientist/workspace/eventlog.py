@@ -44,8 +44,37 @@ LINE_HASH_CHARS = 12
 FIELDS = ("seq", "ts", "role", "kind", "payload", "prev_hash")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+    """Sorted, compact UTF-8 JSON. Text without lone surrogates keeps the bytes
+    it always had. A lone surrogate (a model may send one; UTF-8 cannot encode
+    it) is replaced, before sorting, by the six characters of its escape, e.g.
+    `\\udc80`: the written line parses back to text with the same canonical
+    bytes, so the chain still verifies."""
+    try:
+        return _dumps(obj).encode()
+    except UnicodeEncodeError:
+        return _dumps(_without_surrogates(obj), lambda value: _escape_surrogates(str(value))).encode()
+
+
+def _dumps(obj: Any, default: Any = str) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=default)
+
+
+def _escape_surrogates(text: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _without_surrogates(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return _escape_surrogates(obj)
+    if isinstance(obj, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_without_surrogates(v) for v in obj]
+    return obj
 
 
 def event_hash(event: dict[str, Any]) -> str:

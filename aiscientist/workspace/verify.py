@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from aiscientist.records import folder_hashes
 from aiscientist.workspace.eventlog import EVENTS, FIELDS, GENESIS, HEAD, LINE_HASH_CHARS, event_hash
 
 
@@ -40,6 +41,7 @@ def verify_run(root: Path | str) -> Report:
     events = _check_chain(root, report)
     _check_markdown_logs(root, events, report)
     _check_protected(root, events, report)
+    _check_steps(root, events, report)
     report.tamper_events = [_describe(e) for e in events if e["kind"] in TAMPER_KINDS]
     return report
 
@@ -166,3 +168,32 @@ def _check_protected(root: Path, events: list[dict], report: Report) -> None:
                 report.problems.append(Problem(file=shown, message="protected file missing or replaced by a link/folder"))
             elif hashlib.sha256(where.read_bytes()).hexdigest() != digest:
                 report.problems.append(Problem(file=shown, message="differs from its pristine hash"))
+
+
+def _check_steps(root: Path, events: list[dict], report: Report) -> None:
+    """Every step folder against the file hashes in its `experiment.end` event:
+    a file edited, added or deleted, or a whole folder missing, is a problem.
+    The watcher's later invalidation of a record carries the record's new hash.
+    (Steps recorded before end events carried hashes are not checked.)"""
+    recorded = {e["payload"]["step"]: e for e in events if e["kind"] == "experiment.end" and "files" in e["payload"]}
+    rewritten = {e["payload"]["step"]: {"step.json": e["payload"]["record_sha256"]} for e in events if e["kind"] == "step.invalidated" and "record_sha256" in e["payload"]}
+    on_disk = {int(p.name.removeprefix("step_")): p for p in (root / "experiments").glob("step_[0-9]*") if p.is_dir()}
+    for step, event in sorted(recorded.items()):
+        folder = on_disk.get(step)
+        shown = f"experiments/step_{step:04d}"
+        if folder is None:
+            report.problems.append(Problem(file=shown, message=f"step folder missing (recorded at seq {event['seq']})"))
+            continue
+        want: dict[str, str] = {**event["payload"]["files"], **rewritten.get(step, {})}
+        have = folder_hashes(folder)
+        for rel in sorted(set(want) | set(have)):
+            if rel not in have:
+                report.problems.append(Problem(file=f"{shown}/{rel}", message="deleted after the step was recorded"))
+            elif rel not in want:
+                report.problems.append(Problem(file=f"{shown}/{rel}", message="added after the step was recorded"))
+            elif have[rel] != want[rel]:
+                report.problems.append(Problem(file=f"{shown}/{rel}", message=f"edited after the step was recorded (seq {event['seq']})"))
+    if recorded:
+        for step in sorted(set(on_disk) - set(recorded)):
+            if (on_disk[step] / "step.json").is_file():
+                report.problems.append(Problem(file=f"experiments/step_{step:04d}", message="a step folder with no end event in the chain"))

@@ -59,8 +59,8 @@ class _StopRace(logging.Filter):
 logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
 
 # Written all the time by the system itself (checkpoints, git, the map, the
-# model client's call log, the log mirrors); not listed as changes.
-IGNORED = ("state/", "submission/.git/", "WORKSPACE.md", "logs/llm_calls.jsonl", ".pristine/logs/")
+# model client's call log, the log mirrors, the run page); not listed as changes.
+IGNORED = ("state/", "submission/.git/", "WORKSPACE.md", "run.html", "run.tmp", "logs/llm_calls.jsonl", ".pristine/logs/")
 MAX_LISTED = 100
 # Only changes: reads (open/close without writing) never reach Python at all.
 WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
@@ -243,8 +243,10 @@ class Watcher(FileSystemEventHandler):
             record = json.loads(step_json.read_text())
             if record.get("valid", True):
                 record.update(valid=False, success=False, error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}")
-                step_json.write_text(json.dumps(record, indent=1))
-                self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher"})
+                text = json.dumps(record, indent=1)
+                step_json.write_text(text)
+                digest = hashlib.sha256(text.encode()).hexdigest()
+                self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher", "record_sha256": digest})
 
     def _handle_log(self, rel: str) -> None:
         with self.ws.events._locked():  # consistent with API appends; no recording inside

@@ -18,13 +18,15 @@ from pydantic import BaseModel, Field, ValidationError
 
 from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.paths import RunPaths
+from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
 from aiscientist.workspace.scope import Scope
+from aiscientist.workspace.wsmap import MapCache, build_map
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "workspace_template"
+TEMPLATE = WORKSPACE_TEMPLATE
 CONFIG = "state/workspace.json"
 PERMISSIONS = "state/permissions.yaml"
 LLM_CALLS = "logs/llm_calls.jsonl"
@@ -60,6 +62,7 @@ class Workspace:
         self.engine = ExperimentEngine(task, paths, _ObservedSandbox(sandbox, self), on_event=self._on_engine_event)
         self.active = "system"
         self.experiment_running: int | None = None
+        self.map_cache = MapCache()
         self.commands_running = False
         self.watcher = None
         self._map_dirty = True
@@ -77,7 +80,7 @@ class Workspace:
         run folder is removed again (nothing left behind) and the error raised."""
         root = Path(run_dir).absolute()
         if not (template / "permissions.yaml").is_file():
-            raise FileNotFoundError(f"workspace template not found at {template} (it ships beside the package in the source tree; install with pip install -e .)")
+            raise FileNotFoundError(f"workspace template not found at {template} (it ships inside the aiscientist package; reinstall it)")
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise FileExistsError(f"run folder {root} already exists and is not empty; resume it with Workspace.open")
         existed = root.exists()
@@ -171,8 +174,6 @@ class Workspace:
     # ---- workspace map ------------------------------------------------------------
 
     def refresh_map(self) -> str:
-        from aiscientist.workspace.wsmap import build_map
-
         with self._map_lock:
             text = build_map(self)
             tmp = self.paths.workspace_map.with_suffix(".md.tmp")
@@ -184,9 +185,8 @@ class Workspace:
     def map_text(self, stable: bool = False) -> str:
         """WORKSPACE.md; `stable=True` gives the clock-free variant for prompts."""
         if stable:
-            from aiscientist.workspace.wsmap import build_map
-
-            return build_map(self, stable=True)
+            with self._map_lock:
+                return build_map(self, stable=True)
         if self._map_dirty or not self.paths.workspace_map.is_file():
             return self.refresh_map()
         return self.paths.workspace_map.read_text()
@@ -212,10 +212,11 @@ class Workspace:
         watcher = self.watcher
         if kind == "experiment.end" and watcher is not None:
             watcher.step_finished(int(payload["step"]))
-        self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
-        if kind == "experiment.end":
+        if kind == "experiment.recorded":  # the record is visible now; its end event came first
             self.experiment_running = None
             self.changed()
+            return
+        self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
 
 
 class _ObservedSandbox:

@@ -2,7 +2,9 @@
 
 One line per area (who writes it, what it holds, file count, size, last update,
 first line of its main file), plus summaries that stay the same length however
-many experiments exist: counts, the latest step and the best one.
+many experiments exist: counts, the latest step and the best one. It is rebuilt
+several times per step, so what only grows (step folders, append-only logs) is
+read once and kept in a `MapCache`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,58 @@ if TYPE_CHECKING:
     from aiscientist.workspace.workspace import Workspace
 
 FIRST_LINE_CHARS = 90
+Stats = tuple[int, int, float]  # files, bytes, latest mtime
+
+
+class MapCache:
+    """What the map has already read: each recorded step folder (its record and
+    file stats; only the two newest are looked at again, since the watcher may still
+    mark one invalid) and, per append-only log, how far it was counted."""
+
+    def __init__(self) -> None:
+        self._steps: dict[str, tuple[int, dict[str, Any], Stats]] = {}
+        self._logs: dict[Path, tuple[int, int]] = {}
+
+    def steps(self, folder: Path) -> tuple[list[dict[str, Any]], Stats]:
+        names = sorted(n for n in os.listdir(folder) if n.startswith("step_")) if folder.is_dir() else []
+        records, count, size, latest = [], 0, 0, 0.0
+        for i, name in enumerate(names):
+            cached = self._steps.get(name)
+            if cached is None or i >= len(names) - 2:
+                cached = self._read_step(folder / name, cached)
+            records.append(cached[1])
+            count, size, latest = count + cached[2][0], size + cached[2][1], max(latest, cached[2][2])
+        return records, (count, size, latest)
+
+    def _read_step(self, path: Path, cached: tuple[int, dict[str, Any], Stats] | None) -> tuple[int, dict[str, Any], Stats]:
+        try:
+            stamp = os.stat(path / "step.json").st_mtime_ns
+        except OSError:
+            return (0, {"step": path.name, "success": False, "error": "no step.json (crashed or running)"}, _stats(path))
+        if cached is not None and cached[0] == stamp:
+            return cached
+        try:
+            record = json.loads((path / "step.json").read_bytes())
+        except (OSError, ValueError):
+            return (0, {"step": path.name, "success": False, "error": "unreadable step.json"}, _stats(path))
+        entry = self._steps[path.name] = (stamp, record, _stats(path))
+        return entry
+
+    def sessions(self, path: Path) -> int:
+        """`=== Session N ===` marks in an append-only log, counting only new bytes."""
+        if not path.is_file():
+            return 0
+        size = path.stat().st_size
+        offset, count = self._logs.get(path, (0, 0))
+        if size < offset:  # rewritten (verify will say so): count again
+            offset, count = 0, 0
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read(size - offset)
+        complete = chunk.rfind(b"\n") + 1  # count whole lines only
+        count += sum(line.startswith(SESSION_MARK.encode()) for line in chunk[:complete].splitlines())
+        self._logs[path] = (offset + complete, count)
+        return count
 
 
 def build_map(ws: Workspace, stable: bool = False) -> str:
@@ -29,7 +83,7 @@ def build_map(ws: Workspace, stable: bool = False) -> str:
     task = ws.task
     set_name = "file_bus" if ws.file_bus else "file_bus_off"
     rules = ws.permissions.sets[set_name]
-    steps = _steps(ws.paths.experiments)
+    steps, experiment_stats = ws.map_cache.steps(ws.paths.experiments)
     lines = [
         f"# WORKSPACE — {task.name} ({task.kind})",
         ("" if stable else f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · ") + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
@@ -43,7 +97,7 @@ def build_map(ws: Workspace, stable: bool = False) -> str:
         lines.append(goal)
     lines += ["", "| area | written by | holds | files | size | updated | main file: first line |", "|---|---|---|---|---|---|---|"]
     for area, info in ws.permissions.areas.items():
-        count, size, mtime = _stats(root / area)
+        count, size, mtime = experiment_stats if area == "experiments" else _stats(root / area)
         writers = "engine (experimentation)" if area == "experiments" else "append-only (API)" if area == "logs" else _writers(rules, area)
         main = _first_line(root / area / info.main, f"{info.main}") if info.main else "-"
         shown_size = "-" if stable and area == "logs" else _size(size)
@@ -57,7 +111,7 @@ def _writers(rules: dict[str, RoleRules], area: str) -> str:
     return ", ".join(names) or "nobody"
 
 
-def _stats(folder: Path) -> tuple[int, int, float]:
+def _stats(folder: Path) -> Stats:
     count = size = 0
     latest = 0.0
     for base, dirs, files in os.walk(folder):
@@ -71,17 +125,6 @@ def _stats(folder: Path) -> tuple[int, int, float]:
             size += info.st_size
             latest = max(latest, info.st_mtime)
     return count, size, latest
-
-
-def _steps(folder: Path) -> list[dict[str, Any]]:
-    out = []
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name) if folder.is_dir() else []:
-        if entry.name.startswith("step_"):
-            try:
-                out.append(json.loads(Path(entry.path, "step.json").read_bytes()))
-            except (OSError, ValueError):
-                out.append({"step": entry.name, "success": False, "error": "no step.json (crashed or running)"})
-    return out
 
 
 def _submission_lines(ws: Workspace) -> list[str]:
@@ -125,12 +168,7 @@ def _log_lines(ws: Workspace, stable: bool) -> list[str]:
     """Event counts depend on the watcher's batching, so stable maps leave them out."""
     parts = [] if stable else [f"{ws.events.head().get('seq', 0)} events"]
     for name, rel in ws.permissions.logs.items():
-        path = ws.paths.root / rel
-        sessions = 0
-        if path.is_file():
-            with open(path, "rb") as handle:
-                sessions = sum(line.startswith(SESSION_MARK.encode()) for line in handle)
-        parts.append(f"{rel}: {sessions} sessions")
+        parts.append(f"{rel}: {ws.map_cache.sessions(ws.paths.root / rel)} sessions")
     return ["logs/: " + " · ".join(parts)]
 
 

@@ -9,10 +9,14 @@ and the task's original repository (hidden test assets) invisible.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
 
+from aiscientist.llm.types import BudgetExhausted
+from aiscientist.tool_guard import crash_report, unencodable
+from aiscientist.workspace.errors import ToolError
 from bench.agents.base import RunContext
 
 MAX_OUTPUT = 6000
@@ -117,14 +121,23 @@ class Toolbox:
         handler = self.handlers.get(name) if name in self.offered else None
         if handler is None:
             return f"ERROR: unknown tool {name!r}; available: {', '.join(sorted(self.offered))}"
+        bad = unencodable(arguments)
+        if bad:
+            return f"ERROR: bad arguments for {name}: {bad}"
         try:
-            return str(handler(**arguments))[:MAX_OUTPUT]
-        except StepBudgetExhausted:
-            raise
+            inspect.signature(handler).bind(**arguments)
         except TypeError as err:
             return f"ERROR: bad arguments for {name}: {err}"
-        except Exception as err:  # the workspace's refusals (PermissionDenied, ToolError) and I/O errors
+        try:
+            return str(handler(**arguments))[:MAX_OUTPUT]
+        except (StepBudgetExhausted, BudgetExhausted):
+            raise
+        except ToolError as err:  # the workspace's refusals and the agent's own mistakes
             return f"ERROR: {type(err).__name__}: {err}"
+        except Exception as err:  # a bug or an odd input nobody foresaw: recorded, never the end of the run
+            message, payload = crash_report(name, err)
+            self.ctx.ws.events.record(self.scope.role, "tool.crashed", payload)
+            return f"ERROR: {message}"
 
     def answer(self, completion: Any) -> list[dict[str, Any]]:
         """Tool messages answering every call of one completion."""

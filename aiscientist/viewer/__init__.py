@@ -1,0 +1,24 @@
+"""The run viewer: one self-contained HTML page per run folder (`aiscientist show`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiscientist.viewer.load import RunView, load_run, run_root
+from aiscientist.viewer.render import render
+
+PAGE = "run.html"
+
+
+def write_page(folder: Path | str) -> Path:
+    """Render the run in `folder` (a run folder, or a bench cell's round folder) into
+    `<run>/run.html` and return its path."""
+    run = load_run(folder)
+    path = run.root / PAGE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(render(run))
+    tmp.replace(path)  # a browser reloading mid-write never sees half a page
+    return path
+
+
+__all__ = ["PAGE", "RunView", "load_run", "run_root", "write_page"]

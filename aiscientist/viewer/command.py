@@ -1,0 +1,30 @@
+"""`aiscientist show RUN_DIR`: write the run's page and print its path."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+console = Console()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="a run folder made by solve, or a bench cell's folder (OUT/runs/TASK/AGENT/round_K)")
+    parser.add_argument("--watch", type=float, default=None, metavar="SECONDS", help="re-write the page every SECONDS until the run has finished")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiscientist.task import TaskError
+    from aiscientist.viewer import load_run, write_page
+
+    if args.watch is not None and args.watch <= 0:
+        raise TaskError("--watch", "SECONDS", "must be positive")
+    path = write_page(args.run_dir)
+    console.print(str(path), highlight=False, soft_wrap=True)
+    while args.watch is not None and load_run(args.run_dir).running:
+        time.sleep(args.watch)
+        write_page(args.run_dir)
+    return 0

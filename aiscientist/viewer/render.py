@@ -1,0 +1,128 @@
+"""One self-contained HTML page for a run: inline CSS, JS and images, nothing fetched."""
+
+from __future__ import annotations
+
+from html import escape
+
+from aiscientist.humanize import duration, money, num, plural
+from aiscientist.viewer.load import Moment, RunView, StepView
+from aiscientist.viewer.plot import curve_png
+
+REFRESH_S = 10  # while a run is going, the page reloads itself (re-written by `show --watch`)
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+table.summary td{padding:2px 10px;vertical-align:top}table.summary td:first-child{font-weight:600;white-space:nowrap}
+.step{border:1px solid #ddd;border-left:5px solid #999;border-radius:4px;margin:.5em 0;padding:.4em .7em}
+.step.ok{border-left-color:#2ca02c}.step.best{border-left-color:#1f77b4;background:#f3f8fd}.step.failed{border-left-color:#d62728}
+.step .head{display:flex;gap:1em;flex-wrap:wrap;font-size:.9em;color:#555}.step .head b{color:#222}
+.hypothesis{margin:.3em 0}.error{color:#b00}
+ul.tree{list-style:none;padding-left:1.4em;border-left:1px dotted #bbb}
+pre.diff{background:#fafafa;border:1px solid #eee;padding:.5em;overflow-x:auto;font-size:12px;line-height:1.35}
+.add{color:#116329;background:#e6ffec}.del{color:#82071e;background:#ffebe9}.hunk{color:#0550ae}.meta{color:#6e7781}
+.timeline td{padding:2px 8px;vertical-align:top;font-size:.9em}.timeline td:first-child{white-space:nowrap;color:#666}
+.role{font-weight:600}.note{color:#666;font-size:.9em}pre.plan{white-space:pre-wrap;background:#fafafa;padding:.6em;font-size:13px}
+button{margin-right:.5em}
+"""
+
+JS = """
+function setDiffs(open){document.querySelectorAll('details.diff').forEach(function(d){d.open=open;});}
+document.getElementById('expand').addEventListener('click',function(){setDiffs(true);});
+document.getElementById('collapse').addEventListener('click',function(){setDiffs(false);});
+"""
+
+
+def _diff_html(diff: str) -> str:
+    def line(text: str) -> str:
+        cls = "meta" if text.startswith(("+++", "---", "diff ", "index ")) else {"+": "add", "-": "del", "@": "hunk"}.get(text[:1], "")
+        return f"<span class='{cls}'>{escape(text)}</span>" if cls else escape(text)
+
+    return "\n".join(line(t) for t in diff.splitlines())
+
+
+def _step_html(step: StepView, run: RunView) -> str:
+    state = "failed" if not step.success else ("best" if step.step == run.best_step else "ok")
+    head = [
+        f"<b>step {step.step}</b>",
+        f"<span class='metric'>{escape(run.metric or 'metric')} = {num(step.metric)}</span>",
+        f"<span class='outcome'>{escape(step.outcome)}</span>",
+        f"<span>{duration(step.duration_s)}</span>",
+        f"<span>{plural(step.tokens, 'token')}</span>",
+    ]
+    if step.parent is not None:
+        head.append(f"<span>from step {step.parent}</span>")
+    body = f"<div class='hypothesis'>{escape(step.hypothesis)}</div>"
+    if step.error or step.cause:
+        body += f"<div class='error'>failure cause: {escape(': '.join(filter(None, [step.cause, step.error])))}</div>"
+    if step.diff.strip():
+        changed = sum(1 for t in step.diff.splitlines() if t[:1] in "+-" and not t.startswith(("+++", "---")))
+        body += f"<details class='diff'><summary>diff ({plural(changed, 'changed line')})</summary><pre class='diff'>{_diff_html(step.diff)}</pre></details>"
+    else:
+        body += "<div class='note'>no code change</div>"
+    return f"<section class='step {state}' id='step-{step.step}' data-step='{step.step}'><div class='head'>{''.join(head)}</div>{body}</section>"
+
+
+def _steps_html(run: RunView) -> str:
+    if not run.steps:
+        return "<p class='note'>no step yet</p>"
+    if all(s.parent is None for s in run.steps):
+        return "\n".join(_step_html(s, run) for s in run.steps)
+    children: dict[int | None, list[StepView]] = {}
+    for step in run.steps:
+        children.setdefault(step.parent, []).append(step)
+
+    def branch(parent: int | None) -> str:
+        items = "".join(f"<li>{_step_html(s, run)}{branch(s.step)}</li>" for s in children.get(parent, []))
+        return f"<ul class='tree'>{items}</ul>" if items else ""
+
+    return "<p class='note'>a tree: each step under the step it started from (roots start from the baseline)</p>" + branch(None)
+
+
+def _summary(run: RunView) -> list[tuple[str, str]]:
+    best = "none yet" if run.best_step is None else f"{num(run.best_metric)} at step {run.best_step}"
+    if run.best_metric is not None and run.baseline is not None:
+        better = run.best_metric > run.baseline if run.direction == "max" else run.best_metric < run.baseline
+        best += "" if better else " (not better than the baseline)"
+    steps = f"{run.steps_total}" + (f" of {run.steps_budget}" if run.steps_budget else "") + f" ({run.steps_successful} successful)"
+    return [
+        ("task", run.task),
+        ("agent", run.agent),
+        ("metric", f"{run.metric} ({'higher' if run.direction == 'max' else 'lower'} is better)" if run.metric else "none (a paper task: graded by its rubric)"),
+        ("baseline", num(run.baseline)),
+        ("best validated step", best),
+        ("hidden test", num(run.test) if run.test is not None else (f"failed: {run.test_error}" if run.test_error else "not run")),
+        ("stop reason", run.stop_reason or "–"),
+        ("steps", steps),
+        ("tokens · cost", f"{num(run.tokens)} · {money(run.cost)}"),
+        ("wall time", duration(run.wall_time_s)),
+        ("verify", run.verify),
+    ]
+
+
+def _moments(moments: list[Moment], empty: str) -> str:
+    if not moments:
+        return f"<p class='note'>{escape(empty)}</p>"
+    rows = "".join(f"<tr><td>{escape(m.ts[11:19])}</td><td class='role'>{escape(m.role)}</td><td>{escape(m.text)}</td></tr>" for m in moments)
+    return f"<table class='timeline'>{rows}</table>"
+
+
+def render(run: RunView) -> str:
+    title = f"{run.task} · {run.agent}"
+    refresh = f"<meta http-equiv='refresh' content='{REFRESH_S}'>" if run.running else ""
+    curve = curve_png(run)
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{refresh}<title>{escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        "<p class='note'>" + ("run in progress: this page reloads itself every 10 s; `python -m aiscientist show --watch RUN_DIR` keeps it up to date" if run.running else "run finished") + f" · {escape(str(run.root))}</p>",
+        "<h2>Summary</h2><table class='summary'>" + "".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in _summary(run)) + "</table>",
+        "<h2>Best so far</h2>" + (f"<img alt='best-so-far curve' src='{curve}'>" if curve else "<p class='note'>no metric yet</p>"),
+        f"<h2>Steps ({len(run.steps)})</h2><button id='expand'>expand all diffs</button><button id='collapse'>collapse all diffs</button>",
+        _steps_html(run),
+        "<h2>Decisions and specialists</h2>" + _moments(run.timeline, "nothing recorded yet"),
+        "<h2>Plan</h2>" + _moments(run.plan_versions, "no plan written"),
+    ]
+    last = len(run.plan_texts) - 1
+    parts += [f"<details class='plan'{' open' if i == last else ''}><summary>{escape(name)}</summary><pre class='plan'>{escape(text)}</pre></details>" for i, (name, text) in enumerate(run.plan_texts)]
+    parts += ["<h2>Permission denials</h2>" + _moments(run.denials, "none"), f"<script>{JS}</script></body></html>"]
+    return "\n".join(parts)

@@ -1,0 +1,76 @@
+"""Is a difference between agents more than noise? Paired comparisons over rounds (round k
+of one agent against round k of the other, per task) with bootstrap confidence intervals
+and win rates; and runs whose validation gain did not carry over to the hidden test."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel
+
+from bench.metrics import RunSummary, is_better, signed_gain
+
+BOOTSTRAP_SAMPLES = 5000
+LEVEL = 0.95
+
+
+class Pairing(BaseModel):
+    """Agent `a` against agent `b` on one task; differences are signed so that a
+    positive value means `a` scored better."""
+
+    task: str
+    a: str
+    b: str
+    rounds: int
+    mean_diff: float
+    low: float
+    high: float
+    win_rate: float  # a's wins over the paired rounds, ties counted half
+
+    @property
+    def verdict(self) -> str:
+        if self.low > 0:
+            return f"{self.a} better"
+        if self.high < 0:
+            return f"{self.b} better"
+        return "within noise"
+
+
+def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `diffs` (a fixed seed: reports repeat)."""
+    values = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(samples, len(values)))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+
+
+def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
+    """Every pair of agents on every metric task, over the rounds both scored (two at least)."""
+    scores: dict[tuple[str, str], dict[int, RunSummary]] = {}
+    for run in runs:
+        if run.kind == "improve" and run.score is not None:
+            scores.setdefault((run.task, run.agent), {})[run.round] = run
+    out = []
+    for task in sorted({t for t, _ in scores}):
+        agents = sorted(a for t, a in scores if t == task)
+        for a, b in itertools.combinations(agents, 2):
+            rounds = sorted(scores[(task, a)].keys() & scores[(task, b)].keys())
+            if len(rounds) < 2:
+                continue
+            pairs = [(scores[(task, a)][k], scores[(task, b)][k]) for k in rounds]
+            diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
+            low, high = bootstrap_ci(diffs)
+            wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)
+            out.append(Pairing(task=task, a=a, b=b, rounds=len(rounds), mean_diff=float(np.mean(diffs)), low=low, high=high, win_rate=wins / len(diffs)))
+    return out
+
+
+def gain_lost_on_test(run: RunSummary) -> bool:
+    """Validation improved on the baseline but the hidden test ended worse than the
+    baseline code's hidden test: the gain did not generalise."""
+    if run.best_val is None or run.baseline is None or run.test_metric is None or run.baseline_test is None:
+        return False
+    return is_better(run.best_val, run.baseline, run.direction) and is_better(run.baseline_test, run.test_metric, run.direction)
