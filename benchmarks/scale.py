@@ -6,6 +6,8 @@
    workers (one core each), on the process pool and on Ray. Efficiency = wall(1
    worker) / wall(2 workers); the goal on 2 cores is >= 1.8. Each run also measures the task's baseline once and runs the
    hidden test on its best step, so the grid does rounds × (steps + 1) + 2 experiments.
+   The pool pins each worker to its core; Ray tasks are not pinned (Ray schedules CPU
+   counts, not cores), so a lone Ray run may use an idle core for its own overhead.
 2. Per-step cost of each sandbox backend: the median wall time of `sandbox.run(["true"])`
    (for docker: create, start, wait, logs and remove of one container) and of a whole
    experiment step of the tiny task through the engine (setup restore, two commands,
