@@ -21,14 +21,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from aiscientist import gitrepo, integrity
+from aiscientist import accounting, gitrepo, integrity
 from aiscientist.causes import FailureCause
 from aiscientist.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
 from aiscientist.hidden_test import run_hidden_test
 from aiscientist.gitrepo import git
-from aiscientist.metrics_file import MetricsError, flatten, load_means, pick
+from aiscientist.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
 from aiscientist.paths import RunPaths
 from aiscientist.records import PENDING_RECORD, STEP_RECORD, MetricsReading, StepRecord, TestResult, folder_hashes, sha256_file
+from aiscientist.runenv import clean_outputs, conda_command, in_environment, readable_outside
 from aiscientist.sandbox import RunResult, Sandbox
 from aiscientist.sandbox.base import TAIL_CHARS
 from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
@@ -47,11 +48,7 @@ def load_steps(paths: RunPaths) -> list[StepRecord]:
 def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
     """The eligible step with the best target metric (earliest on ties)."""
     assert task.metric is not None
-    best: StepRecord | None = None
-    for record in steps:
-        if record.eligible and record.metric is not None and (best is None or task.metric.better(record.metric, best.metric)):  # type: ignore[arg-type]
-            best = record
-    return best
+    return accounting.best_step(steps, task.metric.direction)
 
 
 class ExperimentEngine:
@@ -86,6 +83,7 @@ class ExperimentEngine:
         Raises TaskError when setup fails or a protected file is still missing."""
         if self.setup_done:
             return
+        conda_command(self.task)  # a missing conda environment fails before anything runs
         submission = self.paths.submission
         if not self.paths.git_dir.exists():
             gitrepo.init(self.paths)
@@ -93,6 +91,9 @@ class ExperimentEngine:
         source = self.task.source or self.task.repository
         if result is not None and not result.ok:
             raise TaskError(source, "setup_commands", result.failure() or "setup failed")
+        if self.task.preprocess_commands:  # protected files as every step's preprocess leaves them
+            self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess"))
+        clean_outputs(self.task, submission)  # outputs are never part of the baseline
         check_after_setup(self.task, submission)
         manifest = {}
         for rel in expand_globs(submission, self.task.protected):
@@ -168,19 +169,19 @@ class ExperimentEngine:
             started = _now()
             allowed = self._reset_tree(step)
             preprocess = None
-            if self.task.preprocess_commands:
+            if self.task.preprocess_commands:  # it ran at setup too, so it changes nothing the baseline lacks
                 before = integrity.scan(self.paths.submission)
-                preprocess = self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False)
+                preprocess = self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess"))
                 allowed |= {rel: e for rel, e in integrity.scan(self.paths.submission).items() if before.get(rel) != e}
             tampered_before = self.restore_protected()
             if tampered_before:
                 self.on_event("protected.tampered", {"step": step, "files": tampered_before, "found": "before run"})
             metrics_path = self.task.metrics_path(self.paths.submission)
-            metrics_path.unlink(missing_ok=True)
+            clean_outputs(self.task, self.paths.submission)
             self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
             result = self.run_commands(self.task.commands) if preprocess is None or preprocess.ok else preprocess
             if result.ok and self.task.postprocess_commands:
-                post = self.run_commands(self.task.postprocess_commands)
+                post = self.run_commands(self.task.postprocess_commands, timeout=self.task.timeout("postprocess"))
                 result = _combine(result, post)
             tampered = self.tampered_files()
             tree = integrity.scan(self.paths.submission)
@@ -217,7 +218,7 @@ class ExperimentEngine:
     def _metrics_rel(self, repo: Path, test: bool = False) -> str:
         return self.task.metrics_path(repo, test).relative_to(repo).as_posix()
 
-    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True) -> RunResult:
+    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True, timeout: float | None = None) -> RunResult:
         """Run `commands` in `repo` (default: the submission), the only writable folder.
 
         `hide_task`: the task's own folders (hidden test assets, rubric) are invisible.
@@ -228,12 +229,12 @@ class ExperimentEngine:
             readonly += [self.task.repository, *([self.task.source.parent] if self.task.source else [])]
         hide = [self.paths.pristine, *(self.task.agent_hidden_paths() if hide_task else [])]
         return self.sandbox.run(
-            commands,
+            in_environment(self.task, commands),
             cwd=repo / self.task.working_dir,
-            timeout=self.task.command_timeout_s,
+            timeout=timeout or self.task.command_timeout_s,
             env={"MPLBACKEND": "Agg", **self.env},
             writable=[repo],
-            readonly=readonly,
+            readonly=[*readonly, *readable_outside(self.task)],
             hidden=hide,
         )
 
@@ -287,7 +288,7 @@ class ExperimentEngine:
                 violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
             except MetricsError:
                 violated = True
-        return MetricsReading(metric=metric, metrics=flatten(means), constraint_violated=violated)
+        return MetricsReading(metric=metric, metrics=flatten(means), constraint_violated=violated or constraint_flagged(metrics_path))
 
     # ---- hidden test -----------------------------------------------------------------
 

@@ -12,16 +12,31 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiscientist import integrity
+from aiscientist.causes import FailureCause
+from aiscientist.paths import RunPaths
 from aiscientist.records import MetricsReading, TestResult, sha256_file
+from aiscientist.runenv import clean_outputs
+from aiscientist.sandbox import RunResult
+from aiscientist.task import Task
 
-if TYPE_CHECKING:
-    from aiscientist.experiment import ExperimentEngine
+
+class TestRunner(Protocol):
+    """What the hidden test needs of the experiment engine."""
+
+    task: Task
+    paths: RunPaths
+
+    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True, timeout: float | None = None) -> RunResult: ...
+
+    def protected_manifest(self) -> dict[str, str]: ...
+
+    def read_metrics(self, metrics_path: Path) -> MetricsReading: ...
 
 
-def run_hidden_test(engine: ExperimentEngine, step: int) -> TestResult:
+def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
     task, paths = engine.task, engine.paths
     start = time.monotonic()
     if not task.test_commands:
@@ -32,6 +47,7 @@ def run_hidden_test(engine: ExperimentEngine, step: int) -> TestResult:
     with tempfile.TemporaryDirectory(prefix="aisci-test-") as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+        clean_outputs(task, copy)
         result = engine.run_commands(task.setup_commands, copy, hide_task=False, protect=False) if task.setup_commands else None
         for rel, entry in integrity.scan(code).items():
             data = integrity.read_regular(code / rel) if entry.kind == "file" and task.is_editable(rel) else None
@@ -44,16 +60,18 @@ def run_hidden_test(engine: ExperimentEngine, step: int) -> TestResult:
             shutil.copy2(paths.pristine / "files" / rel, copy / rel)
         before = integrity.scan(copy)
         if result is None or result.ok:
-            result = engine.run_commands(task.test_commands + task.postprocess_commands, copy)
+            result = engine.run_commands(task.test_commands + task.postprocess_commands, copy, timeout=task.timeout("test"))
         reading = MetricsReading(error=result.failure())
         if reading.error is None:
             reading = engine.read_metrics(task.metrics_path(copy, test=True))
+            if reading.error is None and reading.constraint_violated:  # FML-bench credits no such test
+                reading = MetricsReading(error="the test run flagged a violated constraint", cause=FailureCause.CONSTRAINT_VIOLATED)
         guard = _guard(engine, copy, before)
         metric, metrics, error = (None, {}, guard) if guard else (reading.metric, reading.metrics, reading.error)
     return TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
 
 
-def _guard(engine: ExperimentEngine, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
+def _guard(engine: TestRunner, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
     """Why the copy may not be trusted after the test's run, or None."""
     changed = [rel for rel, digest in engine.protected_manifest().items() if integrity.safe_file(copy, rel) is None or sha256_file(copy / rel) != digest]
     if changed:

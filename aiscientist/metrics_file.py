@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from aiscientist.causes import FailureCause
-from aiscientist.task import MetricSpec
 
 
 class MetricsError(ValueError):
@@ -53,8 +52,19 @@ def pick(means: dict[str, dict[str, Any]], dataset: str, key: str) -> float:
     return float(value)
 
 
-def read_metric(path: Path, metric: MetricSpec) -> float:
-    return pick(load_means(path), metric.dataset, metric.key)
+def read_metric(path: Path, dataset: str, key: str) -> float:
+    return pick(load_means(path), dataset, key)
+
+
+def constraint_flagged(path: Path) -> bool:
+    """FML-bench's own flag: `constraint_violated: true` in a dataset's `means` or
+    `final_info_dict` means the run broke a task constraint."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    blocks = data.values() if isinstance(data, dict) else []
+    return any(isinstance(b, dict) and isinstance(b.get(s), dict) and b[s].get("constraint_violated") is True for b in blocks for s in ("means", "final_info_dict"))
 
 
 def flatten(means: dict[str, dict[str, Any]]) -> dict[str, float]:

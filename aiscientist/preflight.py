@@ -104,6 +104,7 @@ def command_problems(command: str, cwd: Path, made_by_setup: str = "", scripts: 
             if arg.endswith(SCRIPT_SUFFIXES) and not arg.startswith("-") and "=" not in arg:
                 if not (cwd / arg).exists() and Path(arg).name not in made_by_setup:
                     problems.append(f"script {arg!r} does not exist in the submission")
+        made_by_setup += " " + " ".join(words)  # `cp SRC ./x.py && python x.py`
     return problems
 
 
@@ -112,11 +113,13 @@ def check_commands(task: Task) -> None:
     scripts (its reproduce.sh) are the agent's to write: only its programs are checked."""
     cwd = task.repository / task.working_dir
     made_by_setup = " ".join([*task.setup_commands, *task.preprocess_commands])
+    earlier = ""  # what the commands before this one may have made (FML-bench copies its postprocess.py in first)
     for field in COMMAND_LISTS:
         for command in getattr(task, field):
-            problems = command_problems(command, cwd, made_by_setup if field != "setup_commands" else "", scripts=task.kind == "improve")
+            problems = command_problems(command, cwd, earlier if field == "setup_commands" else f"{made_by_setup} {earlier}", scripts=task.kind == "improve")
             if problems:
                 raise TaskError(task.source or task.repository, field, f"{command!r}: " + "; ".join(problems))
+            earlier += " " + command
 
 
 def check_sandbox(task: Task, sandbox: str | SandboxSettings) -> None:

@@ -7,8 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.accounting import best_step, totals
 from aiscientist.causes import summarize
-from aiscientist.experiment import StepRecord, TestResult, best_step
+from aiscientist.experiment import StepRecord, TestResult
 from aiscientist.task import Task
 
 
@@ -34,11 +35,9 @@ class RunResult(BaseModel):
 
 
 def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
-    """Counts and the best eligible step from a run's step records.
-
-    As in FML-bench (and `bench.metrics`), a step is *completed* when it was run and
-    recorded, whatever its outcome, and *successful* when it produced a finite metric."""
-    best = best_step(task, steps) if task.metric else None
+    """Counts and the best eligible step from a run's step records (`aiscientist.accounting`)."""
+    best = best_step(steps, task.metric.direction) if task.metric else None
+    counts = totals(steps)
     return RunResult(
         task=task.name,
         agent=agent,
@@ -49,10 +48,10 @@ def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> 
         best_metric=best.metric if best else None,
         best_metrics=best.metrics if best else {},
         steps_total=len(steps),
-        steps_completed=len(steps),
-        steps_successful=sum(1 for s in steps if s.success),
-        tokens=sum(s.tokens for s in steps),
-        cost=sum(s.cost for s in steps),
+        steps_completed=counts.completed,
+        steps_successful=counts.successful,
+        tokens=counts.tokens,
+        cost=counts.cost,
         failure_causes=summarize((s.cause, s.error or "") for s in steps if not s.eligible and s.cause is not None),
         **extra,
     )

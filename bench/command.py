@@ -16,7 +16,9 @@ console = Console(stderr=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report}")
+    from bench import fml_command
+
+    sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report,score,export}")
     run = sub.add_parser("run", help="run a grid of agents × tasks × rounds (resumable)")
     run.add_argument("--agents", required=True, help="comma-separated agent names: aiscientist[-nobus|-flat], aide, ai-scientist, linear, basic, iterative, hpsearch, external")
     run.add_argument("--tasks", default="all", help="comma-separated task names (bench/tasks/<name>, bench/papers/<name>), task.yaml paths, or 'all'")
@@ -38,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report = sub.add_parser("report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder")
     report.add_argument("results", type=Path)
     report.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/report)")
+    fml_command.add_arguments(sub)
 
 
 def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
@@ -54,6 +57,10 @@ def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
 def run(args: argparse.Namespace) -> int:
     if args.bench_command == "report":
         return _report(args.results, args.out)
+    if args.bench_command in ("score", "export"):
+        from bench import fml_command
+
+        return fml_command.run(args)
     from pydantic import ValidationError
 
     from bench.agents import UnknownAgent
@@ -120,4 +127,11 @@ def _report(results: Path, out: Path | None) -> int:
         return 2
     index = write_report(results, out)
     console.print(f"report: {index}")
+    from bench.fml_export import write_fml_table
+    from bench.fml_results import ResultsError
+
+    try:
+        console.print(f"FML-bench table: {write_fml_table(results, index.parent)}")
+    except (ResultsError, OSError) as err:
+        console.print(f"[yellow]no FML-bench table:[/yellow] {err}")
     return 0

@@ -8,15 +8,17 @@ Conventions (FML-bench, paper appendix C and the `main` branch):
 - a run's *score* is the hidden-test metric of its best validation step when the
   task has test commands (and the test ran), else that step's validation metric;
 - gains are signed by direction (positive = better); normalised improvement is
-  `max(0, gain / |p_best - p_worst|)` where the per-task range spans the baseline
-  and every compared run's value on that task; the score's baseline is the
+  `max(0, gain / |p_best - p_worst|)` on the task's fixed range (FML-bench main's
+  table, our FML-lite entries, or the task's `score_range`; `bench.fml_metrics`),
+  and for a task without one (the seed paper's protocol) the range spans the
+  baseline and every compared run's value on that task; the score's baseline is the
   baseline code's hidden-test metric when it was measured (the validation
   baseline otherwise), the curves' baseline is the validation baseline;
 - steps-to-target: the first step whose best-so-far reaches the worst best-run
   among the compared agents on that task;
-- AUC: the mean over the assigned steps of the best-so-far normalised-improvement
-  curve (0 before the first success, the last value carried after the last step),
-  so it lies in [0, 1] like the curve.
+- AUC: the mean of the best-so-far normalised-improvement curve (0 before the first
+  success); on a fixed range over the completed steps, as FML-bench main; else over
+  the assigned steps (the last value carried after the last step).
 """
 
 from __future__ import annotations
@@ -29,17 +31,15 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, successful, totals
 from aiscientist.experiment import StepRecord
+from bench.fml_metrics import Range
+from bench.fml_metrics import normalized_improvement as ranged_improvement
 
 Direction = Literal["max", "min"]
 
 
 # ---- per-trajectory functions -----------------------------------------------------
-
-
-def signed_gain(value: float, baseline: float, direction: Direction) -> float:
-    """value − baseline, sign flipped for `min` so that positive is better."""
-    return value - baseline if direction == "max" else baseline - value
 
 
 def normalised_improvement(value: float | None, baseline: float, direction: Direction, span: float) -> float:
@@ -49,27 +49,8 @@ def normalised_improvement(value: float | None, baseline: float, direction: Dire
     return max(0.0, signed_gain(value, baseline, direction) / span)
 
 
-def is_better(a: float, b: float, direction: Direction) -> bool:
-    return a > b if direction == "max" else a < b
-
-
 def reaches(value: float, threshold: float, direction: Direction) -> bool:
     return value >= threshold if direction == "max" else value <= threshold
-
-
-def successful(step: StepRecord) -> bool:
-    return step.eligible and step.metric is not None
-
-
-def best_so_far(steps: Sequence[StepRecord], direction: Direction) -> list[float | None]:
-    """After each completed step (in step order), the best successful metric so far."""
-    curve: list[float | None] = []
-    best: float | None = None
-    for step in sorted(steps, key=lambda s: s.step):
-        if successful(step) and (best is None or is_better(step.metric, best, direction)):  # type: ignore[arg-type]
-            best = step.metric
-        curve.append(best)
-    return curve
 
 
 def success_rate(steps: Sequence[StepRecord]) -> float | None:
@@ -167,6 +148,7 @@ class RunSummary(BaseModel):
     labels: dict[str, str] = {}  # step number -> "academic" | "engineering"
     judge_tokens: int = 0
     rubric_score: float | None = None
+    score_range: Range | None = None  # the task's fixed normalisation range, when it has one
     error: str | None = None
 
     @property
@@ -180,22 +162,13 @@ class RunSummary(BaseModel):
 
 
 def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
-    """The step-derived fields of a RunSummary."""
-    ordered = sorted(steps, key=lambda s: s.step)
-    good = [s for s in ordered if successful(s)]
-    best = None
-    for s in good:
-        if best is None or is_better(s.metric, best.metric, direction):  # type: ignore[arg-type]
-            best = s
+    """The step-derived fields of a RunSummary (`aiscientist.accounting`)."""
+    best = best_step(steps, direction)
     return {
-        "completed": len(ordered),
-        "successful": len(good),
+        **totals(steps).model_dump(),
         "best_step": best.step if best else None,
         "best_val": best.metric if best else None,
-        "curve": best_so_far(ordered, direction),
-        "tokens": sum(s.tokens for s in ordered),
-        "cost": sum(s.cost for s in ordered),
-        "experiment_time_s": sum(s.duration_s for s in ordered),
+        "curve": best_so_far(steps, direction),
     }
 
 
@@ -241,6 +214,7 @@ class TaskInfo(BaseModel):
     target: float | None  # steps-to-target threshold
     score_span: float
     curve_span: float
+    score_range: Range | None = None
 
 
 def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
@@ -279,6 +253,7 @@ def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTas
             target=target,
             score_span=span((r.score for r in task_runs), first.score_baseline),
             curve_span=span((r.best_val for r in task_runs), first.baseline),
+            score_range=first.score_range,
         )
         infos.append(info)
         for agent in sorted(by_agent):
@@ -303,7 +278,7 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         best_val=best.best_val if best else None,
         score=score,
         gain=gain,
-        normalised=normalised_improvement(score, score_baseline, info.direction, info.score_span) if score_baseline is not None else 0.0,
+        normalised=_normalised(info, score, score_baseline),
         diversity=shown.diversity,
         embedder=shown.embedder,
         academic_rate=academic_rate(shown.labels.values()),
@@ -316,11 +291,30 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         wall_time_s=wall,
         time_per_step_s=wall / completed if completed else None,
         steps_to_target=steps_to_target(shown.curve, info.target, info.direction) if info.target is not None else None,
-        auc=curve_auc(shown.curve, baseline, info.direction, info.curve_span, shown.assigned) if baseline is not None else 0.0,
+        auc=_auc(info, shown, baseline),
         curve=shown.curve,
         rubric_mean=rubric_mean,
         rubric_stderr=rubric_stderr,
     )
+
+
+def _normalised(info: TaskInfo, score: float | None, baseline: float | None) -> float:
+    if baseline is None:
+        return 0.0
+    if info.score_range is not None:
+        value = ranged_improvement(score if score is not None else baseline, baseline, info.score_range)
+        return 0.0 if math.isnan(value) else value
+    return normalised_improvement(score, baseline, info.direction, info.score_span)
+
+
+def _auc(info: TaskInfo, run: RunSummary, baseline: float | None) -> float:
+    if baseline is None:
+        return 0.0
+    if info.score_range is not None:
+        values = [ranged_improvement(v if v is not None else baseline, baseline, info.score_range) for v in run.curve]
+        values = [0.0 if math.isnan(v) else v for v in values]
+        return sum(values) / len(values) if values else 0.0
+    return curve_auc(run.curve, baseline, info.direction, info.curve_span, run.assigned)
 
 
 AGENT_METRICS: tuple[tuple[str, str], ...] = (

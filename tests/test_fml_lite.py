@@ -39,7 +39,7 @@ def run(task: Task, commands: list[str], repo: Path):
 
 
 def check_metrics(task: Task, path: Path, name: str) -> None:
-    value = read_metric(path, task.metric)
+    value = read_metric(path, task.metric.dataset, task.metric.key)
     assert math.isfinite(value)
     ranges = SANITY[name] or {task.metric.key: (0.0, 1.0)}
     means = load_means(path)[task.metric.dataset]

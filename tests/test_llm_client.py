@@ -15,6 +15,7 @@ from aiscientist.llm import (
     LLMConfig,
     ModelConfigError,
     ModelError,
+    ModelUnavailable,
     make_client,
     read_records,
     tool_error_message,
@@ -111,12 +112,14 @@ def test_timeouts_exhaust_attempts_into_model_error(tmp_path: Path) -> None:
     with FakeOpenAI([stall(3), stall(3)]) as server:
         client = make_client(MODEL, tmp_path, config=config(server, timeout_s=0.4, max_attempts=2))
         start = time.monotonic()
-        with pytest.raises(ModelError, match="gave up after 2 attempts"):
+        with pytest.raises(ModelUnavailable, match="gave up after 2 attempts"):
             client.complete(MESSAGES)
         assert time.monotonic() - start < 2.5  # the per-call timeout cut each stall short
     assert len(server.requests) == 2
     [record] = calls_log(tmp_path)
-    assert record["outcome"] == "error" and record["attempts"] == 2 and "Timeout" in record["error"]
+    assert record["outcome"] == "error" and record["kind"] == "unavailable" and record["attempts"] == 2
+    assert record["error"].startswith(f"{MODEL}: timed out")  # the cause first, not exception class names
+    assert [(r["attempt"], r["status"]) for r in record["retry_log"]] == [(1, None)]
     assert record["prompt_tokens"] == 0 and record["retry_wait_s"] > 0
 
 
@@ -133,7 +136,7 @@ def test_hard_limit_stops_an_answer_that_trickles_in(tmp_path: Path) -> None:
 def test_client_error_is_not_retried(tmp_path: Path) -> None:
     with FakeOpenAI([error(400), reply("never")]) as server:
         client = make_client(MODEL, tmp_path, config=config(server))
-        with pytest.raises(ModelError, match="BadRequestError"):
+        with pytest.raises(ModelError, match="HTTP 400: planned HTTP 400$"):
             client.complete(MESSAGES)
     assert len(server.requests) == 1
     assert calls_log(tmp_path)[0]["attempts"] == 1
@@ -254,10 +257,10 @@ def test_missing_usage_is_counted_with_tiktoken(tmp_path: Path) -> None:
     assert record["prompt_tokens"] == c.prompt_tokens and record["tokens_estimated"] is True
 
 
-def test_too_long_retry_after_fails_instead_of_hanging(tmp_path: Path) -> None:
+def test_retry_after_past_the_patience_fails_instead_of_hanging(tmp_path: Path) -> None:
     with FakeOpenAI([error(429, {"Retry-After": "3600"}), reply("never")]) as server:
-        client = make_client(MODEL, tmp_path, config=config(server, retry_after_max_s=5))
-        with pytest.raises(ModelError, match="retry after 3600s"):
+        client = make_client(MODEL, tmp_path, config=config(server, patience_s=5))
+        with pytest.raises(ModelUnavailable, match="HTTP 429: planned HTTP 429 .*retry after 3600 s, past the remaining patience"):
             client.complete(MESSAGES)
     assert len(server.requests) == 1
 

@@ -121,12 +121,15 @@ def test_fml_folder_loads_and_rewrites_reaching_back_paths(tmp_path: Path) -> No
     assert "Lower the MSE." in task.description
 
 
-def test_fml_folder_metric_from_yaml_or_error(tmp_path: Path) -> None:
+def test_fml_folder_metric_from_root_configs_or_error(tmp_path: Path) -> None:
     folder = _fml_checkout(tmp_path)
     with pytest.raises(TaskError, match="no metric chosen"):
         load_task(folder)
-    (folder / "metric.yaml").write_text("dataset: quadratic\nmetric: mse\ndirection: minimize\n")
-    assert load_task(folder).metric == MetricSpec(dataset="quadratic", name="mse", direction="min")
+    configs = folder.parent.parent / "configs"
+    configs.mkdir()
+    (configs / "other.yaml").write_text("benchmark: {name: Other}\nmetrics: {include_datasets: [x], include_metrics: [y_mean]}\n")
+    (configs / "tiny.yaml").write_text("benchmark: {name: Tiny}\nmetrics: {optimization_direction: lower, include_datasets: [quadratic], include_metrics: [mse_mean]}\n")
+    assert load_task(folder).metric == MetricSpec(dataset="quadratic", name="mse_mean", direction="min")
     (folder / "config.json").write_text("{not json")
     with pytest.raises(TaskError, match="invalid JSON"):
         load_task(folder)

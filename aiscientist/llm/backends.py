@@ -19,7 +19,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.llm.config import LLMConfig
-from aiscientist.llm.types import ModelConfigError, describe_validation, ModelError, RawToolCall, Reply, ScriptExhausted
+from aiscientist.llm.errors import context_sizes, describe, network_failure, provider_message
+from aiscientist.llm.types import ContextOverflow, ModelConfigError, ModelError, RawToolCall, Reply, ScriptExhausted, describe_validation
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
 HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is abandoned
@@ -28,9 +29,9 @@ HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is aban
 class Transient(Exception):
     """A failure worth retrying (rate limit, 5xx, timeout, dropped connection)."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
         super().__init__(message)
-        self.retry_after = retry_after
+        self.retry_after, self.status = retry_after, status
 
 
 class Backend(Protocol):
@@ -85,13 +86,15 @@ class LiteLLMBackend:
                 drop_params=True,  # e.g. temperature on models that refuse it
                 **kwargs,
             )
-        except (litellm.Timeout, litellm.APIConnectionError) as err:
-            raise Transient(f"{type(err).__name__}: {_short(err)}") from err
+        except litellm.ContextWindowExceededError as err:
+            raise context_overflow(err, cfg.model) from err
         except Exception as err:  # litellm maps provider errors onto OpenAI-style exceptions
-            status = getattr(err, "status_code", None)
-            if isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500):
-                raise Transient(f"HTTP {status}: {_short(err)}", retry_after(err)) from err
-            raise ModelError(f"{cfg.model}: {type(err).__name__}: {_short(err)}") from err
+            network = network_failure(err, cfg.api_base)
+            status = None if network else getattr(err, "status_code", None)
+            text = network or describe(err, cfg.api_base)
+            if network or isinstance(err, litellm.Timeout) or (isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500)):
+                raise Transient(text, retry_after(err), status) from err
+            raise ModelError(f"{cfg.model}: {text}") from err
         try:
             return _reply_from_response(response)
         except (AttributeError, IndexError, TypeError) as err:
@@ -160,9 +163,19 @@ def retry_after(err: Exception) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def _short(err: Exception, limit: int = 300) -> str:
-    text = " ".join(str(err).split())
-    return text if len(text) <= limit else text[:limit] + "..."
+def context_overflow(err: Exception, model: str) -> ContextOverflow:
+    """The provider's message with the model's limit and the request's size in tokens
+    (from the message, else the limit from litellm's model map)."""
+    message = provider_message(err)
+    limit, size = context_sizes(message)
+    if limit is None:
+        try:
+            import litellm
+
+            limit = litellm.get_model_info(model).get("max_input_tokens")
+        except Exception:  # a model litellm does not know
+            limit = None
+    return ContextOverflow(f"{model}: context window exceeded: {message}", limit, size)
 
 
 # ---- scripted model -------------------------------------------------------------------

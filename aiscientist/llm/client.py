@@ -2,34 +2,29 @@
 
 from __future__ import annotations
 
-import random
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from aiscientist.llm.backends import Backend, LiteLLMBackend, ScriptedBackend, Transient
+from aiscientist.llm.backends import Backend, LiteLLMBackend, ScriptedBackend
 from aiscientist.llm.budget import BudgetTracker, tracker_for_run
 from aiscientist.llm.config import LLMConfig, load_llm_config
 from aiscientist.llm.messages import (
     assistant_message,
+    canonical_json,
     normalize_tools,
     parse_tool_call,
     request_hash,
     to_openai_messages,
+    trim_tool_results,
 )
+from aiscientist.llm.retry import Attempts, send_with_patience
 from aiscientist.llm.store import Recorder, Replayer
-from aiscientist.llm.types import BudgetExhausted, Completion, ModelConfigError, ModelError, Reply
+from aiscientist.llm.types import BudgetExhausted, Completion, ContextOverflow, Failure, ModelConfigError, ModelError, Reply
 
 OFFLINE_MODEL = "offline"
 SCRIPTED_PREFIX = "scripted:"
-
-
-@dataclass
-class _Attempts:
-    count: int = 0
-    waited_s: float = 0.0
 
 
 class LLMClient:
@@ -52,11 +47,27 @@ class LLMClient:
 
     def complete(self, messages: Iterable[Any], tools: Iterable[dict[str, Any]] | None = None, role: str | None = None) -> Completion:
         """One model call. Raises BudgetExhausted before a call that would exceed a
-        run limit, ModelError when the call fails for good."""
+        run limit, ModelUnavailable when the provider kept failing past the patience,
+        ContextOverflow when the request does not fit even after trimming, ModelError
+        for other failures. A request too large for the context window is trimmed by
+        `trim_tool_results` and sent once more."""
         role = role or self.role
         msgs, schemas = to_openai_messages(messages), normalize_tools(tools)
+        try:
+            return self._call(msgs, schemas, role)
+        except ContextOverflow as err:
+            smaller = trim_tool_results(msgs, _target_chars(msgs, err))
+            if smaller is None:
+                raise self._too_large(err, msgs, schemas, "no tool result to clip") from err
+            try:
+                return self._call(smaller, schemas, role, trimmed=True)
+            except ContextOverflow as again:
+                raise self._too_large(again, smaller, schemas, "still too large after clipping old tool results") from again
+
+    def _call(self, msgs: list[dict[str, Any]], schemas: list[dict[str, Any]], role: str, trimmed: bool = False) -> Completion:
         key = request_hash(self.model, msgs, schemas)
-        base = {"role": role, "model": self.model, "request_hash": key}
+        request = {"model": self.model, "messages": msgs, "tools": schemas}
+        base = {"role": role, "model": self.model, "request_hash": key, **({"trimmed": True} if trimmed else {})}
         est_prompt = self._count(messages=msgs, tools=schemas)
         est_completion = self.config.max_tokens or self.budget.typical_completion_tokens()
         try:
@@ -64,37 +75,21 @@ class LLMClient:
         except BudgetExhausted as err:
             self.budget.record({**_stamp(), **base, **_zero(), "outcome": "budget_exhausted", "error": str(err)})
             raise
-        started, attempts = time.monotonic(), _Attempts()
+        started, attempts = time.monotonic(), Attempts()
         try:
-            if self.replayer is not None:
-                reply = self.replayer.lookup(key, {"model": self.model, "messages": msgs, "tools": schemas})
-            else:
-                reply = self._send_with_retries(msgs, schemas, attempts)
+            reply = self._obtain(key, request, attempts, role)
             prompt_tokens = reply.prompt_tokens if reply.prompt_tokens is not None else est_prompt
-            completion_tokens = (
-                reply.completion_tokens if reply.completion_tokens is not None else self._count_reply(reply)
-            )
+            completion_tokens = reply.completion_tokens if reply.completion_tokens is not None else self._count_reply(reply)
             cost = reply.cost if reply.cost is not None else self._price(prompt_tokens, completion_tokens)
             if self.recorder is not None:
-                stored = reply.model_copy(
-                    update={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cost": cost}
-                )
-                self.recorder.save(key, {"model": self.model, "messages": msgs, "tools": schemas}, stored)
+                update = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cost": cost}
+                self.recorder.save(key, request, reply.model_copy(update=update))
         except BaseException as err:
-            self.budget.record(
-                {
-                    **_stamp(),
-                    **base,
-                    **_zero(),
-                    "latency_s": round(time.monotonic() - started, 3),
-                    "retry_wait_s": round(attempts.waited_s, 3),
-                    "attempts": attempts.count,
-                    "retries": max(0, attempts.count - 1),
-                    "outcome": "error",
-                    "error": f"{type(err).__name__}: {err}"[:500],
-                },
-                reservation,
-            )
+            failure = Failure.of(err) if isinstance(err, ModelError) else None
+            if failure is not None and self.recorder is not None:
+                self.recorder.save(key, request, Reply(failure=failure))
+            kind = {"kind": failure.kind} if failure else {}
+            self.budget.record({**_stamp(), **base, **_zero(), **attempts.fields(started), "outcome": "error", **kind, "error": _error_text(err), "replayed": self.replayer is not None}, reservation)
             raise
         self.budget.record(
             {
@@ -103,10 +98,7 @@ class LLMClient:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "cost": cost,
-                "latency_s": round(time.monotonic() - started, 3),
-                "retry_wait_s": round(attempts.waited_s, 3),
-                "attempts": attempts.count,
-                "retries": max(0, attempts.count - 1),
+                **attempts.fields(started),
                 "outcome": "ok",
                 "tokens_estimated": reply.prompt_tokens is None,  # counted here with tiktoken
                 "replayed": self.replayer is not None,
@@ -123,26 +115,21 @@ class LLMClient:
             cost=cost,
         )
 
-    def _send_with_retries(self, msgs: list[dict[str, Any]], tools: list[dict[str, Any]], attempts: _Attempts) -> Reply:
-        cfg = self.config
+    def _obtain(self, key: str, request: dict[str, Any], attempts: Attempts, role: str) -> Reply:
+        """The reply: from the recording when replaying (a recorded failure is raised
+        again), else from the backend with patience."""
+        if self.replayer is not None:
+            reply = self.replayer.lookup(key, request)
+            if reply.failure is not None:
+                raise reply.failure.exception()
+            return reply
         assert self.backend is not None
-        while True:
-            attempts.count += 1
-            try:
-                return self.backend.send(msgs, tools)
-            except Transient as err:
-                if attempts.count >= cfg.max_attempts:
-                    raise ModelError(f"{self.model}: gave up after {attempts.count} attempts; last error: {err}") from err
-                delay = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** (attempts.count - 1)) * random.uniform(0.5, 1.0)
-                if err.retry_after is not None:
-                    if err.retry_after > cfg.retry_after_max_s:
-                        raise ModelError(
-                            f"{self.model}: server asked to retry after {err.retry_after:g}s, "
-                            f"more than retry_after_max_s={cfg.retry_after_max_s:g}"
-                        ) from err
-                    delay = max(delay, err.retry_after)
-                time.sleep(delay)
-                attempts.waited_s += delay
+        return send_with_patience(self.backend, self.config, role, request["messages"], request["tools"], attempts)
+
+    def _too_large(self, err: ContextOverflow, msgs: list[dict[str, Any]], schemas: list[dict[str, Any]], why: str) -> ContextOverflow:
+        size = err.size or self._count(messages=msgs, tools=schemas)
+        limit = f"the model's limit is {err.limit} tokens" if err.limit else "the model's limit is not known"
+        return ContextOverflow(f"{self.model}: the request does not fit the context window: about {size} tokens, {limit} ({why}; provider: {err})", err.limit, size)
 
     def _count(self, **kwargs: Any) -> int:
         """Tokens by the model's tokenizer where litellm has it offline, else tiktoken's default."""
@@ -178,6 +165,19 @@ class LLMClient:
 
 def _stamp() -> dict[str, str]:
     return {"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
+
+
+def _error_text(err: BaseException) -> str:
+    """ModelErrors say what happened in their own words; other errors get their class."""
+    return str(err) if isinstance(err, ModelError) else f"{type(err).__name__}: {err}"
+
+
+def _target_chars(msgs: list[dict[str, Any]], err: ContextOverflow) -> int:
+    """How small the trimmed request should be: the share of the request that fits
+    (limit/size, less 10%), or half of it when the provider did not say."""
+    total = sum(len(canonical_json(m)) for m in msgs)
+    share = err.limit / err.size * 0.9 if err.limit and err.size and err.size > err.limit else 0.5
+    return int(total * share)
 
 
 def _zero() -> dict[str, Any]:

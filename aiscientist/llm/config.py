@@ -34,10 +34,10 @@ class LLMConfig(BaseModel):
     temperature: float | None = 0.0
     max_tokens: int | None = Field(None, ge=1)
     timeout_s: float = Field(120.0, gt=0, description="hard limit for one HTTP attempt")
-    max_attempts: int = Field(5, ge=1)
-    backoff_base_s: float = Field(1.0, ge=0)
+    patience_s: float = Field(600.0, gt=0, description="continuous failure one call sits out before the model counts as unavailable")
+    max_attempts: int | None = Field(None, ge=1, description="a cap on attempts per call besides the patience (None: no cap)")
+    backoff_base_s: float = Field(1.0, ge=0, description="first wait; doubled each retry, with jitter")
     backoff_max_s: float = Field(60.0, ge=0)
-    retry_after_max_s: float = Field(300.0, ge=0, description="give up rather than wait longer than this")
     fallback_price_per_1k_prompt: float = Field(0.0, ge=0, description="USD, for models litellm has no price for")
     fallback_price_per_1k_completion: float = Field(0.0, ge=0)
     budget: BudgetLimits = Field(default_factory=BudgetLimits)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -10,6 +10,21 @@ from pydantic import BaseModel, Field, ValidationError
 class ModelError(Exception):
     """A model call failed for good (after retries, or a non-retryable error).
     The caller turns it into a failed step; the run goes on."""
+
+
+class ModelUnavailable(ModelError):
+    """The model kept failing with retryable errors (rate limits, 5xx, timeouts,
+    refused connections) for longer than the call's patience. The run stops and can
+    be resumed later."""
+
+
+class ContextOverflow(ModelError):
+    """The request does not fit the model's context window. `limit` and `size` are in
+    tokens, when known."""
+
+    def __init__(self, message: str, limit: int | None = None, size: int | None = None):
+        super().__init__(message)
+        self.limit, self.size = limit, size
 
 
 class BudgetExhausted(Exception):
@@ -52,15 +67,38 @@ class RawToolCall(BaseModel):
     arguments: str
 
 
+class Failure(BaseModel):
+    """A call that failed for good, as record/replay stores it: replayed, it raises the
+    same error again."""
+
+    kind: Literal["unavailable", "context_overflow", "error"]
+    message: str
+    limit: int | None = None
+    size: int | None = None
+
+    @classmethod
+    def of(cls, err: ModelError) -> Failure:
+        if isinstance(err, ContextOverflow):
+            return cls(kind="context_overflow", message=str(err), limit=err.limit, size=err.size)
+        return cls(kind="unavailable" if isinstance(err, ModelUnavailable) else "error", message=str(err))
+
+    def exception(self) -> ModelError:
+        if self.kind == "context_overflow":
+            return ContextOverflow(self.message, self.limit, self.size)
+        return ModelUnavailable(self.message) if self.kind == "unavailable" else ModelError(self.message)
+
+
 class Reply(BaseModel):
     """One model answer before parsing, as stored by record/replay. Token counts and
-    cost are None when the provider did not report them."""
+    cost are None when the provider did not report them; `failure` is set (and the
+    rest empty) for a recorded call that failed."""
 
     content: str = ""
     tool_calls: list[RawToolCall] = Field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost: float | None = None
+    failure: Failure | None = None
 
 
 class ToolCall(BaseModel):

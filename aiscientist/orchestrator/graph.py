@@ -15,11 +15,12 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
+from aiscientist import notices
 from aiscientist.config import RunConfig
-from aiscientist.llm import BudgetExhausted, ModelError
+from aiscientist.llm import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
-from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, stage_of
+from aiscientist.orchestrator.state import MODEL_ERRORS, MODEL_UNAVAILABLE, OrchestratorState, bound_summaries, bound_turns, stage_of
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import run_tool
 from aiscientist.specialists.experimentation import experiment_tool
@@ -83,11 +84,14 @@ def build_graph(rt: Runtime, checkpointer: Any):
             completion = rt.complete(agent.role, agent.messages(view), agent.submit_only if final else agent.schemas)
         except BudgetExhausted as err:
             return {"stop_reason": f"model budget exhausted ({err.limit})"}
+        except ModelUnavailable as err:
+            rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "unavailable": True})
+            return {"stop_reason": f"{MODEL_UNAVAILABLE}: {clip(str(err), 600)}"}
         except ModelError as err:
             errors = state.get("model_errors", 0) + 1
-            rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:500], "consecutive": errors})
+            rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "consecutive": errors})
             if errors >= config.orchestrator.model_error_limit:
-                return {"model_errors": errors, "stop_reason": f"{errors} model errors in a row: {str(err)[:200]}"}
+                return {"model_errors": errors, "stop_reason": f"{MODEL_ERRORS}: {errors} in a row; last: {clip(str(err), 600)}"}
             return {"model_errors": errors, "pending": None, "pending_calls": []}
         decision = state.get("decision", 0) + 1
         rt.ws.events.record(
@@ -117,6 +121,8 @@ def build_graph(rt: Runtime, checkpointer: Any):
                 content, stop = execute(call, f"d{decision}.c{i}", decision, tally)
             except BudgetExhausted as err:
                 content, stop = f"Error: {err}", f"model budget exhausted ({err.limit})"
+            except ModelUnavailable as err:  # a specialist's model call ran out of patience
+                content, stop = f"Error: {err}", f"{MODEL_UNAVAILABLE}: {clip(str(err), 600)}"
             if not agent.grows:
                 content = clip(content, config.orchestrator.tool_result_chars)
             turn.append({"role": "tool", "tool_call_id": call.id, "content": content})
@@ -180,9 +186,14 @@ def _run_specialist(rt: Runtime, call: ToolCall, key: str) -> SpecialistResult |
     rt.ws.set_active(call.name)  # file changes seen by the watcher are attributed to it
     try:
         result = run(rt, key, args)
+    except ModelUnavailable as err:
+        rt.ws.events.record("orchestrator", "specialist.end", {"key": key, "specialist": call.name, "ok": False, "error": clip(str(err), 1000)})
+        raise
     finally:
         rt.ws.set_active("orchestrator")
     rt.ws.events.record("orchestrator", "specialist.end", {"key": key, "specialist": call.name, "ok": result.ok, "turns": result.turns, "artifacts": result.artifacts, "summary": clip(result.summary, 500)})
+    if not result.ok:
+        notices.notify("failure", f"{call.name} stopped: {clip(result.summary, 300)}")
     rt.journal.record(key, result.model_dump())
     return result
 

@@ -48,6 +48,7 @@ class LiveProgress:
         self.console = console
         self.live: Live | None = None
         self._last_steps = -1
+        self._shown: dict[str, Any] | None = None
         self._last_failed = -1
 
     def __enter__(self) -> LiveProgress:
@@ -60,7 +61,18 @@ class LiveProgress:
         if self.live is not None:
             self.live.__exit__(*exc)
 
+    def notice(self, kind: str, text: str) -> None:
+        """A retry of the model ("model": the live table's status row on a terminal,
+        else a line) or a failure (always a line)."""
+        if kind == "model" and self.live is not None and self._shown is not None:
+            table = status_table(self._shown)
+            table.add_row("model", f"[yellow]{escape(text[:160])}[/yellow]")
+            self.live.update(table)
+        else:
+            self.console.print(f"[yellow]{kind}:[/yellow] {escape(text)}", soft_wrap=True, highlight=False)
+
     def __call__(self, s: dict[str, Any]) -> None:
+        self._shown = s  # a later model notice redraws it; the next update clears that notice
         last = s.get("last_step")
         if last and not last["eligible"] and last["step"] != self._last_failed:
             self._last_failed = last["step"]

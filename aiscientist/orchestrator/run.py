@@ -25,7 +25,7 @@ from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
-from aiscientist.orchestrator.state import initial_state
+from aiscientist.orchestrator.state import initial_state, stopped_by_model
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
 from aiscientist.specialists import offline as specialists_offline
@@ -48,7 +48,7 @@ class RunInfo(BaseModel):
     steps: int
     wall_time_s: float | None = None
     config: RunConfig
-    finished: bool = False
+    finished: bool = False  # False after a stop by a failing model: `--resume` continues the run
     stop_reason: str = ""
 
 
@@ -111,9 +111,10 @@ def solve(
         stack.enter_context(ws.watch())
         checkpoint = graph.get_state(THREAD)
         has_checkpoint = bool(checkpoint.values)
-        if has_checkpoint and not checkpoint.next and rt.steps_left() > 0:
-            # a finished run given a larger step budget: reopen it at the decision node
-            graph.update_state(THREAD, {"stop_reason": "", "final_call": False}, as_node="act")
+        if has_checkpoint and not checkpoint.next and (rt.steps_left() > 0 or stopped_by_model(info.stop_reason)):
+            # a run given a larger step budget, or stopped by a failing model: reopen it
+            # at the decision node with the model error counter reset
+            graph.update_state(THREAD, {"stop_reason": "", "final_call": False, "model_errors": 0}, as_node="act")
         ws.events.record("orchestrator", "run.resume" if resumed else "run.start", {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()})
         state: dict[str, Any] = {}
         try:
@@ -125,9 +126,10 @@ def solve(
             ws.events.record("orchestrator", "run.interrupted", {"steps_done": rt.steps_done()})
             raise
         stop_reason = state.get("stop_reason") or graph.get_state(THREAD).values.get("stop_reason", "") or "stopped"
-    result = finish(rt, info, stop_reason)
-    ws.events.record("orchestrator", "run.end", {"stop_reason": stop_reason, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
-    _save(ws, info.model_copy(update={"finished": True, "stop_reason": stop_reason}))
+    resumable = stopped_by_model(stop_reason)
+    result = finish(rt, info, stop_reason, final=not resumable)
+    ws.events.record("orchestrator", "run.stopped" if resumable else "run.end", {"stop_reason": stop_reason, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
+    _save(ws, info.model_copy(update={"finished": not resumable, "stop_reason": stop_reason}))
     return result
 
 
@@ -177,12 +179,13 @@ def check_model(info: RunInfo) -> None:
     make_client(info.model, None, "orchestrator", load_llm_config(info.model, info.config.models_file))
 
 
-def finish(rt: Runtime, info: RunInfo, stop_reason: str) -> RunResult:
-    """result.json: best validated step (hidden test run once on it), counts, usage."""
+def finish(rt: Runtime, info: RunInfo, stop_reason: str, final: bool = True) -> RunResult:
+    """result.json: best validated step (hidden test run once on it, when the run is
+    final rather than stopped to be resumed), counts, usage."""
     ws, task = rt.ws, rt.task
     steps = rt.step_records()
     best = best_step(task, steps) if task.metric else None
-    test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
+    test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
     tokens, cost = rt.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
     result = summarise(task, info.config.arm, steps, config=config, test=test, wall_time_s=round(rt.elapsed_s(), 3), stop_reason=stop_reason)

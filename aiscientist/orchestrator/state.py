@@ -12,6 +12,12 @@ from typing import Any, TypedDict
 from aiscientist.config import RunConfig
 
 COUNTED = ("comprehension", "prioritization", "implementation", "experimentation", "helper")
+# stop reasons of a run the model failed: resumable (`solve --resume`), CLI exit code 3
+MODEL_UNAVAILABLE, MODEL_ERRORS = "model unavailable", "model errors"
+
+
+def stopped_by_model(stop_reason: str) -> bool:
+    return stop_reason.startswith((MODEL_UNAVAILABLE, MODEL_ERRORS))
 
 
 class OrchestratorState(TypedDict, total=False):

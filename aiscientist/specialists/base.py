@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.llm import ModelError
+from aiscientist.llm import ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.specialists.tools import Toolbox, clip, finish_tool
@@ -40,14 +40,16 @@ class SpecialistResult(BaseModel):
 
 
 def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None) -> tuple[str, bool, int]:
-    """(summary, finished, turns). BudgetExhausted propagates (the run wraps up);
-    a ModelError ends this specialist call as failed."""
+    """(summary, finished, turns). BudgetExhausted and ModelUnavailable propagate (the
+    run wraps up, or stops resumably); another ModelError ends this call as failed."""
     box.add(finish_tool())
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     limit = max_turns or rt.config.specialists.max_turns
     for turn in range(limit):
         try:
             completion = rt.complete(role, messages, box.schemas())
+        except ModelUnavailable:
+            raise
         except ModelError as err:
             return f"model error, {role} stopped: {err}", False, turn
         messages.append(completion.message)

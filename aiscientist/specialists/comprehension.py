@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
+from aiscientist import notices
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, run_loop
 from aiscientist.specialists.context import bus_rules, task_brief
 from aiscientist.specialists.runtime import Runtime
@@ -60,9 +61,16 @@ def reader_files(rt: Runtime, axis: str) -> list[str]:
 
 
 def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
+    """A reader that did not finish (a model error, or out of turns) is a failure: its
+    text is not saved as notes, and the call reports not ok, naming it."""
     axes = rt.config.specialists.readers
     with ThreadPoolExecutor(max_workers=max(1, len(axes))) as pool:
-        notes = dict(zip(axes, pool.map(lambda axis: _read_axis(rt, key, axis), axes)))
+        results = dict(zip(axes, pool.map(lambda axis: _read_axis(rt, key, axis), axes)))
+    notes = {axis: text for axis, (text, finished) in results.items() if finished}
+    failed = {axis: text for axis, (text, finished) in results.items() if not finished}
+    for axis, text in failed.items():
+        rt.ws.events.record(READER_ROLE, "subagent.failed", {"key": key, "axis": axis, "error": clip(text, 1000)})
+        notices.notify("failure", f"comprehension reader '{axis}' failed: {clip(text, 300)}")
     scope = rt.ws.scope(ROLE)
     written = []
     for axis, text in notes.items():
@@ -77,7 +85,8 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
             bus_rules(rt),
             f"Focus of this call: {args.focus}",
             *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
-            "## Notes from readers\n" + "\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()),
+            "## Notes from readers\n" + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
+            *([f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself."] if failed else []),
             f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
         ]
     )
@@ -86,12 +95,16 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
     analysis = read_or_empty(rt, ROLE, SUMMARY)
     if not analysis:
         ok, summary = False, summary + f" ({SUMMARY} was not written)"
+    if failed:
+        ok = False
+        summary = "; ".join(f"reader '{axis}' failed: {clip(text, 300)}" for axis, text in failed.items()) + f"\n{summary}"
     full = f"{summary}\n\n## {SUMMARY}\n{analysis}" if analysis else summary
     return SpecialistResult(role=ROLE, summary=summary, artifacts=artifacts, full_output=full, ok=ok, turns=turns)
 
 
-def _read_axis(rt: Runtime, key: str, axis: str) -> str:
-    """One Tier-2 reader: fresh context, read-only tools, notes as its summary."""
+def _read_axis(rt: Runtime, key: str, axis: str) -> tuple[str, bool]:
+    """One Tier-2 reader: fresh context, read-only tools. (notes, True) when it
+    finished; (why it stopped, False) otherwise."""
     box = Toolbox()
     box.add(*file_tools(rt.ws.scope(ROLE), box, write=False))
     user = "\n\n".join(
@@ -101,5 +114,5 @@ def _read_axis(rt: Runtime, key: str, axis: str) -> str:
             "Start with these files: " + ", ".join(reader_files(rt, axis)),
         ]
     )
-    summary, _, _ = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
-    return clip(summary, NOTES_CHARS)
+    summary, finished, _ = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
+    return clip(summary, NOTES_CHARS), finished

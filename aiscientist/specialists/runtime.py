@@ -14,6 +14,12 @@ from aiscientist.specialists.journal import Journal
 from aiscientist.task import Task
 
 
+def record_rejected_calls(ws: Any, role: str, completion: Completion) -> None:
+    """A `tool_call.rejected` event per tool call that could not run as sent."""
+    for call in completion.invalid_tool_calls:
+        ws.events.record(role, "tool_call.rejected", {"tool": call.name, "id": call.id, "error": call.error})
+
+
 @dataclass
 class Runtime:
     ws: Any  # aiscientist.workspace.Workspace
@@ -44,8 +50,12 @@ class Runtime:
             return self._clients[role]
 
     def complete(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
-        """One model call with `role`'s client (one client per role, shared run budget)."""
-        return self.client(role).complete(messages, tools, role=role)
+        """One model call with `role`'s client (one client per role, shared run budget).
+        Tool calls rejected before they could run (bad JSON, unknown tool, arguments not
+        matching the schema) become events."""
+        completion = self.client(role).complete(messages, tools, role=role)
+        record_rejected_calls(self.ws, role, completion)
+        return completion
 
     def usage(self) -> tuple[int, float]:
         """(tokens, cost) used by the run so far, earlier sessions included."""

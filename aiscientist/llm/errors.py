@@ -1,0 +1,93 @@
+"""Provider errors in words: the root cause first, never an exception class chain.
+
+litellm wraps a provider's error in several layers ("litellm.BadRequestError:
+ContextWindowExceededError: OpenAIException - <the provider's message>"), and reports
+a refused connection as an HTTP 500. `describe` digs out what happened: the provider's
+own message with its status, or the network failure under the HTTP layers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+# how providers state the context limit and the request's size: (pattern, group of the limit, group of the size)
+LIMIT_PATTERNS = [
+    (r"maximum context length is (\d+) tokens.*?(?:resulted in|you requested) (\d+) tokens", 1, 2),  # OpenAI, vLLM, llama.cpp
+    (r"(\d+) tokens > (\d+) maximum", 2, 1),  # Anthropic
+    (r"requested tokens \((\d+)\) exceed context window of (\d+)", 2, 1),  # llama.cpp's library
+    (r"maximum context length is (\d+)", 1, None),
+]
+NETWORK = {
+    ConnectionRefusedError: "connection refused",
+    ConnectionResetError: "connection reset by the server",
+    TimeoutError: "timed out",
+}
+MESSAGE_LIMIT = 2000  # long enough for any provider's message; the cause comes first anyway
+
+
+def chain(err: BaseException) -> Iterator[BaseException]:
+    """The error and the errors it was raised from, outermost first."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def network_failure(err: BaseException, api_base: str | None = None) -> str | None:
+    """'connection refused (http://...)' and the like, when the request never got an
+    HTTP answer; None otherwise."""
+    where = f" ({api_base})" if api_base else ""
+    errors = list(chain(err))
+    for inner in errors:  # the operating system's words first, wherever they are in the chain
+        for kind, words in NETWORK.items():
+            if isinstance(inner, kind):
+                return words + where
+    for inner in errors:
+        if type(inner).__name__ in ("ConnectError", "RemoteProtocolError", "ReadError"):  # httpx's
+            return (_clean(str(inner)) or "connection failed") + where
+    return None
+
+
+def describe(err: BaseException, api_base: str | None = None) -> str:
+    """'connection refused (http://...)', 'HTTP 429: <provider message>', 'timed out:
+    ...', or the provider's message: one line, cause first."""
+    network = network_failure(err, api_base)
+    if network:
+        return network
+    message = provider_message(err)
+    status = getattr(err, "status_code", None)
+    if type(err).__name__ == "Timeout":
+        return f"timed out: {message}"
+    return f"HTTP {status}: {message}" if isinstance(status, int) else message
+
+
+def provider_message(err: BaseException) -> str:
+    """The provider's own error message: from the error body where litellm kept it,
+    else the text after litellm's prefixes."""
+    for inner in chain(err):
+        body = getattr(inner, "body", None)
+        if isinstance(body, dict):
+            error = body.get("error")
+            found = error.get("message") if isinstance(error, dict) else body.get("message")
+            if isinstance(found, str) and found.strip():
+                return _clean(found)
+    return _clean(str(err))
+
+
+def context_sizes(message: str) -> tuple[int | None, int | None]:
+    """(the model's limit, the request's size) in tokens, as far as the message says."""
+    for pattern, limit, size in LIMIT_PATTERNS:
+        found = re.search(pattern, message, re.I)
+        if found:
+            return int(found.group(limit)), int(found.group(size)) if size else None
+    return None, None
+
+
+def _clean(text: str) -> str:
+    """One line without litellm's class-name prefixes, bounded only far past the cause."""
+    text = " ".join(text.split())
+    text = re.sub(r"^(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s*-\s*)+", "", text)
+    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + "..."

@@ -1,0 +1,161 @@
+"""What both FML-bench task-folder layouts share.
+
+A task folder is `<root>/ml_tasks/<Task>/`; paths in its `config.json` are relative
+to the root, and commands run inside `repo_dir` and reach back with relative paths
+such as `../../../ml_tasks/<Task>/train.py` or `--data_dir=../data/`. Those are
+rewritten to absolute paths, so the commands keep working on a copy of the
+repository elsewhere, and are collected so that experiments can see them read-only.
+The metric selection lives in the root's `configs/` YAML files, matched to the
+folder by `benchmark.name`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aiscientist.metrics_file import MetricsError, read_metric
+from aiscientist.task.checks import check_files, read_json, str_list, validate
+from aiscientist.task.model import Direction, MetricChoice, MetricSpec, Task, TaskError
+
+# FML-bench's own defaults (legacy: execute 7,200 s, pre/post-process 300 s; main: 2,400 s
+# per step). Its final test runs without a limit; here it gets the validation re-run's
+# and the test's limits together.
+LEGACY_TIMEOUTS = {"command_timeout_s": 7200.0, "preprocess_timeout_s": 300.0, "postprocess_timeout_s": 300.0}
+MAIN_TIMEOUTS = {"command_timeout_s": 2400.0, "preprocess_timeout_s": 300.0, "postprocess_timeout_s": 300.0, "test_timeout_s": 4800.0}
+
+_DIRECTIONS: dict[str, Direction] = {"higher": "max", "max": "max", "maximize": "max", "lower": "min", "min": "min", "minimize": "min"}
+_WORD = re.compile(r"""[^\s'"`;&|<>()]+""")
+
+
+class FmlFolder:
+    """A task folder's config, prompt and root, read once."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder).resolve()
+        self.config_file = self.folder / "config.json"
+        self.config = read_json(self.config_file)
+        self.root = self.folder.parent.parent
+        if "repo_dir" not in self.config:
+            raise TaskError(self.config_file, "repo_dir", "missing")
+        self.repo = (self.root / str(self.config["repo_dir"])).resolve()
+        if not self.repo.is_dir():
+            raise TaskError(self.config_file, "repo_dir", f"folder not found: {self.repo} (has FML-bench's setup been run?)")
+        self.outside: list[Path] = []
+
+    def command(self, text: str) -> str:
+        """`text` with its paths that leave the repository made absolute (shell operators kept)."""
+
+        def fix(match: re.Match[str]) -> str:
+            word = match.group(0)
+            prefix, sep, path = word.rpartition("=")
+            path = path if sep else word
+            if not path.startswith("../"):
+                return word
+            target = (self.repo / path).resolve()
+            if target.is_relative_to(self.repo):
+                return word
+            if target not in self.outside:
+                self.outside.append(target)
+            return prefix + sep + shlex.quote(str(target) + ("/" if path.endswith("/") else ""))
+
+        return _WORD.sub(fix, text)
+
+    def commands(self, key: str, enabled_key: str | None = None) -> list[str]:
+        value = self.config.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            raise TaskError(self.config_file, key, "expected a list of command strings")
+        if enabled_key is not None and self.config.get(enabled_key) is False:
+            return []
+        return [self.command(c) for c in value]
+
+    def strings(self, key: str) -> list[str]:
+        return str_list(self.config_file, self.config, key)
+
+    def description(self) -> str:
+        prompt_file = self.folder / "prompt.json"
+        prompt = read_json(prompt_file) if prompt_file.is_file() else {}
+        return "\n\n".join(str(prompt[k]) for k in ("system", "task_description") if prompt.get(k))
+
+    def selection(self) -> tuple[Path, dict[str, Any]] | None:
+        """The `metrics` block of the root's `configs/**/*.yaml` whose `benchmark.name` is this task."""
+        for file in sorted((self.root / "configs").rglob("*.y*ml")):
+            try:
+                raw = yaml.safe_load(file.read_text())
+            except (yaml.YAMLError, UnicodeDecodeError):
+                continue
+            if isinstance(raw, dict) and isinstance(raw.get("benchmark"), dict) and raw["benchmark"].get("name") == self.folder.name:
+                metrics = raw.get("metrics") or {}
+                if not isinstance(metrics, dict):
+                    raise TaskError(file, "metrics", "expected a mapping")
+                return file, metrics
+        return None
+
+    def task(self, layout: str, metric: MetricSpec, fields: dict[str, Any]) -> Task:
+        """The validated Task: the fields both layouts share, plus the layout's own `fields`
+        (build those first: reading commands collects the outside paths)."""
+        raw = {
+            "name": self.folder.name,
+            "layout": layout,
+            "description": self.description(),
+            "repository": str(self.repo),
+            "editable": self.strings("target_files"),
+            "related": self.strings("related_files"),
+            "metric": metric.model_dump(),
+            "conda_env": self.config.get("conda_env") or None,
+            "source": str(self.config_file),
+            **fields,
+            "outside_paths": [str(p) for p in self.outside],
+        }
+        task = validate(self.config_file, raw)
+        check_files(task, self.config_file)
+        return task
+
+    def baseline(self, name: str, metric: MetricSpec) -> float | None:
+        path = self.folder / "baseline_results" / name
+        if not path.is_file():
+            return None
+        try:
+            return read_metric(path, metric.dataset, metric.key)
+        except MetricsError as err:
+            raise TaskError(path, metric.label, str(err)) from None
+
+
+def direction(file: Path, field: str, value: object) -> Direction | None:
+    """FML-bench's `higher`/`lower` (also max/min, maximize/minimize); None stays None."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.lower() not in _DIRECTIONS:
+        raise TaskError(file, field, f"expected higher or lower, got {value!r}")
+    return _DIRECTIONS[value.lower()]
+
+
+def single(file: Path, field: str, value: object) -> str | None:
+    """The one entry of an `include_*` list (None when absent or empty)."""
+    if value in (None, []):
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TaskError(file, field, "expected a list of names")
+    if len(value) > 1:
+        raise TaskError(file, field, f"names {len(value)} entries; choose one with --metric DATASET/METRIC[:max|min]")
+    return value[0]
+
+
+def choose(source: Path, choice: MetricChoice | None, dataset: str | None, metric: str | None, found: Direction | None, directions: dict[str, Any]) -> MetricSpec:
+    """The metric spec: `choice` (from --metric) overrides what the task's files say;
+    a direction must come from one of them."""
+    dataset = choice.dataset if choice else dataset
+    metric = choice.name if choice else metric
+    if dataset is None or metric is None:
+        raise TaskError(source, "metric", "no metric chosen: the FML-bench configs name none; pass --metric DATASET/METRIC[:max|min]")
+    chosen = choice.direction if choice else None
+    key = metric if metric.endswith("_mean") else f"{metric}_mean"
+    per_metric = direction(source, f"per_metric_direction.{key}", directions.get(key, directions.get(metric)))
+    resolved = chosen or per_metric or found
+    if resolved is None:
+        raise TaskError(source, "metric", f"no direction for {dataset}/{metric}: pass --metric {dataset}/{metric}:max or :min")
+    return MetricSpec(dataset=dataset, name=metric, direction=resolved)

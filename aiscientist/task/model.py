@@ -1,0 +1,256 @@
+"""The `Task` schema every loader produces (see `aiscientist.task.load`), with the
+glob helpers that decide which files are editable, protected or hidden."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import math
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class TaskError(ValueError):
+    """A task file is unusable. The message names file, field and reason."""
+
+    def __init__(self, file: Path | str, field: str, reason: str):
+        self.file, self.field, self.reason = str(file), field, reason
+        super().__init__(f"{file}: {field}: {reason}")
+
+
+Direction = Literal["max", "min"]
+
+
+class MetricSpec(BaseModel):
+    """One metric in `final_info.json`: `{dataset: {"means": {"<name>_mean": v}}}`."""
+
+    model_config = ConfigDict(extra="forbid")
+    dataset: str
+    name: str
+    direction: Direction = "max"
+
+    @property
+    def key(self) -> str:
+        """The key under `means`; FML-bench appends `_mean` to the metric name."""
+        return self.name if self.name.endswith("_mean") else f"{self.name}_mean"
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset}/{self.name}"
+
+    def better(self, a: float, b: float) -> bool:
+        """True when `a` is strictly better than `b` in this metric's direction."""
+        return a > b if self.direction == "max" else a < b
+
+
+class MetricChoice(BaseModel):
+    """A metric named from outside the task (`--metric DATASET/METRIC[:max|min]`);
+    without a direction, the task's own files must supply one."""
+
+    model_config = ConfigDict(extra="forbid")
+    dataset: str
+    name: str
+    direction: Direction | None = None
+
+
+class Constraint(BaseModel):
+    """A bound another metric must respect, e.g. accuracy >= 0.8."""
+
+    model_config = ConfigDict(extra="forbid")
+    dataset: str
+    metric: str
+    op: Literal[">=", "<="]
+    value: float
+
+    @property
+    def key(self) -> str:
+        return self.metric if self.metric.endswith("_mean") else f"{self.metric}_mean"
+
+    def holds(self, value: float) -> bool:
+        return value >= self.value if self.op == ">=" else value <= self.value
+
+    def describe(self) -> str:
+        return f"{self.dataset}/{self.metric} {self.op} {self.value}"
+
+
+class ScoreRange(BaseModel):
+    """FML-bench's normalisation range of a task's metric: improvement is scored as
+    signed gain / |p_best − p_worst|; `p_worst` may be the task's baseline itself."""
+
+    model_config = ConfigDict(extra="forbid")
+    p_best: float
+    p_worst: float | Literal["baseline"]
+
+
+class Budget(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    steps: int = Field(100, ge=1)
+    wall_time_s: float | None = Field(None, gt=0)
+
+
+class Task(BaseModel):
+    """A research task, with every path absolute once loaded.
+
+    `commands` is the command list of one experiment step (validation); they run
+    through a shell, in order, inside `working_dir` of the copied repository.
+    `preprocess_commands` are the task author's, run before every step with
+    protected files writable (FML-bench re-copies its evaluation files there).
+    `test_commands` is the hidden final test, run once on the chosen code with
+    the `hidden` files present (they are never copied into an agent's workspace).
+    A step may create only its metrics file and its `outputs` (aiscientist/integrity.py).
+    `outputs_dir` (relative to `working_dir`) is emptied before every step so that
+    nothing a previous step wrote can be credited to this one. `outside_paths` are
+    files and folders outside the repository that the commands reach (an FML-bench
+    task's own files, data folders beside the repository); experiments see them
+    read-only. `conda_env` names the conda environment the commands run in.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    layout: Literal["task.yaml", "fml-legacy", "fml-main"] = "task.yaml"
+    kind: Literal["improve", "reproduce"] = "improve"
+    description: str = ""
+    paper: Path | None = None
+    addendum: Path | None = None
+    repository: Path
+    editable: list[str] = Field(default_factory=list)
+    related: list[str] = Field(default_factory=list)
+    protected: list[str] = Field(default_factory=list)
+    hidden: list[str] = Field(default_factory=list)
+    outputs: list[str] | None = Field(None, description="globs of the files a step may create besides its metrics file (None: any file that is not code)")
+    setup_commands: list[str] = Field(default_factory=list)
+    preprocess_commands: list[str] = Field(default_factory=list)
+    commands: list[str] = Field(default_factory=list)
+    postprocess_commands: list[str] = Field(default_factory=list)
+    working_dir: str = "."
+    metrics_file: str = "final_info.json"
+    metric: MetricSpec | None = None
+    extra_metrics: list[MetricSpec] = Field(default_factory=list)
+    constraints: list[Constraint] = Field(default_factory=list)
+    baseline: float | None = None
+    baseline_test: float | None = None
+    target: float | None = None
+    score_range: ScoreRange | None = None
+    test_commands: list[str] = Field(default_factory=list)
+    test_metrics_file: str | None = None
+    command_timeout_s: float = Field(600.0, gt=0)
+    preprocess_timeout_s: float | None = Field(None, gt=0)
+    postprocess_timeout_s: float | None = Field(None, gt=0)
+    test_timeout_s: float | None = Field(None, gt=0)
+    outputs_dir: str | None = None
+    outside_paths: list[Path] = Field(default_factory=list)
+    conda_env: str | None = None
+    budget: Budget = Field(default_factory=Budget)
+    source: Path | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Task:
+        if self.kind == "improve":
+            if not self.commands:
+                raise ValueError("commands: an improve task needs a non-empty command list")
+            if self.metric is None:
+                raise ValueError("metric: an improve task must name the metric to optimise")
+        for name in ("commands", "setup_commands", "preprocess_commands", "postprocess_commands", "test_commands"):
+            if any(not c.strip() for c in getattr(self, name)):
+                raise ValueError(f"{name}: empty command in the list")
+        for number, name in ((self.baseline, "baseline"), (self.target, "target")):
+            if number is not None and not math.isfinite(number):
+                raise ValueError(f"{name}: must be a finite number")
+        return self
+
+    # ---- derived paths -------------------------------------------------------------
+
+    def metrics_path(self, repo_root: Path, test: bool = False) -> Path:
+        """Where the metrics file appears inside a copy of the repository."""
+        name = (self.test_metrics_file or self.metrics_file) if test else self.metrics_file
+        return repo_root / self.working_dir / name
+
+    def timeout(self, phase: Literal["preprocess", "commands", "postprocess", "test"] = "commands") -> float:
+        """Seconds a phase's command list may take (the others default to the step's)."""
+        value = {"preprocess": self.preprocess_timeout_s, "postprocess": self.postprocess_timeout_s, "test": self.test_timeout_s}.get(phase)
+        return value or self.command_timeout_s
+
+    def is_protected(self, rel_path: str) -> bool:
+        return any(glob_match(rel_path, pattern) for pattern in self.protected)
+
+    def is_hidden(self, rel_path: str) -> bool:
+        return any(glob_match(rel_path, pattern) for pattern in self.hidden)
+
+    @property
+    def editable_globs(self) -> list[str]:
+        """The agent's files: the editable globs; a reproduce task that lists none
+        hands its whole repository to the agent (PaperBench's submission)."""
+        return self.editable or (["**/*"] if self.kind == "reproduce" else [])
+
+    def is_editable(self, rel_path: str) -> bool:
+        return any(glob_match(rel_path, p) for p in self.editable_globs) and not self.is_protected(rel_path)
+
+    def agent_hidden_paths(self) -> list[Path]:
+        """Folders an agent's commands must not see: the original repository (it
+        holds the hidden test assets) and, for reproduce tasks, the task's own
+        folder (it holds the grading rubric)."""
+        paths = [self.repository]
+        if self.kind == "reproduce" and self.source is not None:
+            paths.append(self.source.parent)
+        return paths
+
+    def copy_repository(self, dest: Path) -> None:
+        """Copy the repository to `dest` without its git history and hidden files."""
+        import shutil
+
+        def ignore(folder: str, names: list[str]) -> set[str]:
+            rel_folder = Path(folder).relative_to(self.repository)
+            return {n for n in names if n == ".git" or self.is_hidden((rel_folder / n).as_posix())}
+
+        shutil.copytree(self.repository, dest, ignore=ignore, symlinks=True)
+
+    def summary(self) -> str:
+        """One-screen summary for an agent's prompt."""
+        lines = [f"# Task: {self.name} ({self.kind})"]
+        if self.metric:
+            lines.append(f"Optimise {self.metric.label} ({self.metric.direction}).")
+        if self.baseline is not None:
+            lines.append(f"Baseline: {self.baseline}" + (f"; target: {self.target}" if self.target is not None else ""))
+        lines += [f"Constraint: {c.describe()}" for c in self.constraints]
+        lines.append("Editable files: " + ", ".join(self.editable or ["(none)"]))
+        if self.protected:
+            lines.append("Protected (read-only) files: " + ", ".join(self.protected))
+        lines.append("Experiment commands: " + " ; ".join(self.commands or ["(none)"]))
+        description = self.description.strip()
+        if description:
+            lines += ["", description[:2000]]
+        return "\n".join(lines)
+
+
+def glob_match(rel_path: str, pattern: str) -> bool:
+    """Glob match on `/`-separated relative paths: `*` stays inside one
+    directory, `**` spans any number of them."""
+    return _glob_regex(pattern).fullmatch(rel_path) is not None
+
+
+@functools.lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    parts = []
+    for i, segment in enumerate(pattern.split("/")):
+        if segment == "**":
+            parts.append("(?:[^/]+/)*")
+            continue
+        body = "".join("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch) for ch in segment)
+        parts.append(body + "/")
+    regex = "".join(parts)
+    regex = regex[: -len("(?:[^/]+/)*")] + ".*" if pattern.endswith("**") else regex.removesuffix("/")
+    return re.compile(regex)
+
+
+def expand_globs(root: Path, patterns: list[str]) -> list[str]:
+    """Relative paths of the files under `root` matched by `patterns`."""
+    found: set[str] = set()
+    for pattern in patterns:
+        for match in glob.glob(pattern, root_dir=root, recursive=True):
+            if (root / match).is_file():
+                found.add(Path(match).as_posix())
+    return sorted(found)

@@ -1,0 +1,212 @@
+"""Our `bench run` results in FML-bench main's terms: its table rows computed
+directly (`fml_rows`), and the same runs written in its result layout
+(`export_results`) so that FML-bench's own scorer, or `bench score`, can read them.
+
+Per (agent, task), the best round (our protocol) is the run FML-bench scores; other
+rounds are exported with a leading `_`, which FML-bench skips. Written:
+
+    OUT/<agent>/<task>/round_<k>/summary.json, step_snapshots/step_NNNN_code.json,
+        final_test/run_final_test/execution_0/{test_info.json | records/bug_test_0.json}
+    OUT/ml_tasks/<task>/config.json, baseline_results/{val_info,test_info}.json
+    OUT/workspace/<task>/repo/<target files at baseline>
+
+so `bench score OUT/<agent> --fml-root OUT` reproduces `fml_rows`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiscientist.accounting import successful
+from aiscientist.experiment import StepRecord, load_steps
+from aiscientist.paths import RunPaths
+from aiscientist.task import Task, expand_globs
+from bench.fml_exploration import EXCLUDED, EXPLORATION_COLUMNS, embed_all, exploration, full_code
+from bench.fml_metrics import COLUMNS, TaskMeta, TaskRun, ValStep, range_of, score
+from bench.fml_results import ResultsError
+from bench.metrics import RunSummary, best_round
+
+
+@dataclass
+class Cell:
+    """One agent's exported run on one task."""
+
+    task: Task
+    summary: RunSummary
+    steps: list[StepRecord]
+    ws: Path
+    others: list[Path]  # the other rounds' folders
+
+    @property
+    def key(self) -> str:
+        return f"workspace/{self.task.name}/repo"
+
+
+def cells(results: Path) -> dict[str, dict[str, Cell]]:
+    """`{agent: {task: Cell}}` for every improve task of a `bench run` folder."""
+    runs = sorted((results / "runs").glob("*/*/round_*/result.json"))
+    if not runs:
+        raise ResultsError(f"{results}: no runs/<task>/<agent>/round_<k>/result.json (is it a `bench run --out` folder?)")
+    groups: dict[tuple[str, str], list[tuple[RunSummary, Path]]] = {}
+    for path in runs:
+        summary = RunSummary.model_validate_json(path.read_text())
+        if summary.kind == "improve":
+            groups.setdefault((summary.agent, summary.task), []).append((summary, path.parent))
+    found: dict[str, dict[str, Cell]] = {}
+    for (agent, name), rounds in sorted(groups.items()):
+        best = best_round([s for s, _ in rounds]) or min((s for s, _ in rounds), key=lambda s: s.round)
+        folder = next(f for s, f in rounds if s is best)
+        task = Task.model_validate_json((folder / "ws" / "task" / "task.json").read_text())
+        steps = load_steps(RunPaths(folder / "ws"))
+        found.setdefault(agent, {})[name] = Cell(task, best, steps, folder / "ws", [f for s, f in rounds if s is not best])
+    return found
+
+
+def task_meta(task: Task) -> TaskMeta:
+    """FML-bench's entry for the task (our FML-lite ones included), else its `score_range`."""
+    assert task.metric is not None  # only improve tasks are exported
+    found = range_of(task.name, task.metric.direction, task.score_range)
+    if found is None:
+        raise ResultsError(f"{task.name}: no normalisation range; add score_range: {{p_best: ..., p_worst: ... | baseline}} to its task.yaml")
+    return TaskMeta(dataset=task.metric.dataset, metric=task.metric.key, **found.model_dump())
+
+
+def task_run(cell: Cell) -> TaskRun:
+    s = cell.summary
+    status = "ok" if s.test_metric is not None else ("bug_test" if s.has_test and s.test_error else "no_final_test_dir")
+    return TaskRun(
+        task=cell.task.name,
+        baseline_val=s.baseline,
+        baseline_test=s.baseline_test,
+        baseline_primary_metric=s.baseline,
+        best_val_metric=s.best_val,
+        total_steps=len(cell.steps),
+        val_steps=[ValStep(success=successful(step), primary_metric=step.metric if successful(step) else None) for step in cell.steps],
+        total_tokens=s.tokens,
+        total_duration_seconds=s.wall_time_s,
+        test=s.test_metric,
+        test_status=status,
+    )
+
+
+def baseline_files(task: Task) -> dict[str, str]:
+    """The target files at baseline (FML-bench leaves split_config.json and notes.txt out)."""
+    rels = [r for r in expand_globs(task.repository, task.editable_globs) if task.is_editable(r) and Path(r).name not in EXCLUDED]
+    return {rel: (task.repository / rel).read_text(errors="replace") for rel in rels}
+
+
+def snapshot(cell: Cell, step: StepRecord) -> dict[str, str]:
+    code = cell.ws / step.code_path
+    return {f"{cell.key}/{rel}": (code / rel).read_text(errors="replace") for rel in expand_globs(code, ["**/*"])}
+
+
+def explore(cell: Cell, prefer: str) -> tuple[dict[str, float], str | None]:
+    baselines = baseline_files(cell.task)
+    if not baselines or not cell.steps:
+        return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), None
+    texts = ["\n".join(text for _, text in sorted(baselines.items()))]
+    texts += [full_code(snapshot(cell, step), baselines, "repo") for step in cell.steps]
+    vectors, name = embed_all(texts, prefer)
+    return exploration(vectors[1:], vectors[0]), name
+
+
+def fml_rows(results: Path, embedder: str = "auto", explore_code: bool = True, skip_unranged: bool = False) -> dict[str, dict[str, dict[str, Any]]]:
+    """`{agent: {task: FML-bench row}}` computed from our run records; tasks without a
+    normalisation range are an error, or left out with `skip_unranged`."""
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for agent, by_task in cells(results).items():
+        for name, cell in by_task.items():
+            if skip_unranged and range_of(name, cell.task.metric.direction if cell.task.metric else "max", cell.task.score_range) is None:
+                continue
+            found, embedder_name = explore(cell, embedder) if explore_code else (None, None)
+            table.setdefault(agent, {})[name] = {**score(task_run(cell), task_meta(cell.task), found), "embedder": embedder_name}
+    return table
+
+
+def write_fml_table(results: Path, out: Path) -> Path:
+    """`out/fml_bench.json` ({agent: {task: row}}, null where undefined) and a markdown
+    copy: FML-bench main's table of every ranged task, beside our report."""
+    table = fml_rows(results, skip_unranged=True)
+    plain = {a: {t: {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()} for t, row in rows.items()} for a, rows in table.items()}
+    (out / "fml_bench.json").write_text(json.dumps(plain, indent=1))
+    lines = ["# FML-bench main's metrics", ""]
+    for agent, rows in plain.items():
+        lines += [f"## {agent}", "", "| column | " + " | ".join(rows) + " |", "|---" * (len(rows) + 1) + "|"]
+        for column in (*COLUMNS, "note", "embedder"):
+            shown = ["" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in (row.get(column) for row in rows.values())]
+            lines.append("| " + " | ".join([column.replace("|", "\\|"), *shown]) + " |")
+        lines.append("")
+    (out / "fml_bench.md").write_text("\n".join(lines))
+    return out / "fml_bench.json"
+
+
+def export_results(results: Path, out: Path) -> list[str]:
+    """Write every agent's runs in FML-bench's layout under `out`; returns the agents."""
+    if out.exists() and any(out.iterdir()):
+        raise ResultsError(f"{out}: already exists and is not empty")
+    found = cells(results)
+    for agent, by_task in found.items():
+        for name, cell in by_task.items():
+            meta = task_meta(cell.task)
+            _write_task(out, cell, meta)
+            run = out / agent / name / f"round_{cell.summary.round}"
+            _write_run(run, cell, meta)
+            for other in cell.others:
+                _write_json(out / agent / name / f"_{other.name}" / "summary.json", {"agent": agent, "note": "not the best round"})
+    return sorted(found)
+
+
+def _info(meta: TaskMeta, value: float | None) -> dict[str, Any]:
+    return {meta.dataset: {"means": {meta.metric: value}, "stderrs": {}, "final_info_dict": {meta.metric.removesuffix("_mean"): [value]}}}
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
+
+
+def _write_task(out: Path, cell: Cell, meta: TaskMeta) -> None:
+    folder = out / "ml_tasks" / cell.task.name
+    if (folder / "config.json").is_file():
+        return  # another agent's run wrote it already
+    baselines = baseline_files(cell.task)
+    config = {"repo_dir": cell.key, "target_files": sorted(baselines), "metric": meta.metric, "metric_direction": meta.direction, "aiscientist_range": meta.model_dump()}
+    _write_json(folder / "config.json", config)
+    for name, value in (("val_info.json", cell.summary.baseline), ("test_info.json", cell.summary.baseline_test)):
+        if value is not None:
+            _write_json(folder / "baseline_results" / name, _info(meta, value))
+    for rel, text in baselines.items():
+        target = out / cell.key / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def _write_run(run: Path, cell: Cell, meta: TaskMeta) -> None:
+    s = cell.summary
+    steps = []
+    for step in cell.steps:
+        ok = successful(step)
+        steps.append({"step_id": step.step, "idea_description": step.hypothesis, "edit_success": True, "val_result": {"success": ok, "primary_metric": step.metric if ok else None, "error": step.error}, "primary_metric": step.metric if ok else None, "token_usage": {"total_tokens": step.tokens}, "step_duration_seconds": step.duration_s})
+        _write_json(run / "step_snapshots" / f"step_{step.step:04d}_code.json", snapshot(cell, step))
+    summary = {
+        "benchmark": cell.task.name,
+        "agent": s.agent,
+        "task_config": {"metric": meta.metric, "metric_direction": meta.direction, "repo_dir": cell.key, "target_files": sorted(baseline_files(cell.task))},
+        "baseline_primary_metric": s.baseline,
+        "total_steps": len(cell.steps),
+        "total_duration_seconds": s.wall_time_s,
+        "best_val_metric": s.best_val,
+        "test_result": {"primary_metric": s.test_metric, "error": s.test_error} if s.has_test else None,
+        "val_steps": steps,
+        "token_usage": {"total_tokens": s.tokens},
+    }
+    _write_json(run / "summary.json", summary)
+    execution = run / "final_test" / "run_final_test" / "execution_0"
+    if s.test_metric is not None:
+        _write_json(execution / "test_info.json", _info(meta, s.test_metric))
+    elif s.has_test and s.test_error:
+        _write_json(execution / "records" / "bug_test_0.json", {"phase": "test", "error": {"stderr": s.test_error}})
