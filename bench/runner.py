@@ -25,9 +25,7 @@ import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from aiscientist.experiment import StepRecord, best_step, load_steps
 from aiscientist.task import Task, TaskError, load_task
@@ -36,35 +34,9 @@ from bench.agents import get_agent
 from bench.agents.base import RunContext, StepBudgetExhausted
 from bench.executors import open_executor, thread_env
 from bench.fml_metrics import range_of
+from bench.grid import GridConfig, RunSpec
 from bench.metrics import RunSummary, successful, summarise_steps
 from bench.progress import GridProgress
-
-
-class GridConfig(BaseModel):
-    agents: list[str] = Field(min_length=1)
-    tasks: list[Path] = Field(min_length=1)
-    rounds: int = Field(3, ge=1)
-    steps: int = Field(100, ge=1)
-    model: str | None = None
-    judge_model: str | None = None
-    sandbox: str = "auto"
-    workers: int | None = Field(None, ge=1)
-    cores_per_run: int | None = Field(None, ge=1)
-    seed: int = 0
-    executor: Literal["pool", "ray"] = "pool"
-    address: str | None = None  # ray: an existing cluster (default: a local one)
-    embedder: str = "auto"
-    options: dict[str, dict[str, Any]] = {}
-
-
-class RunSpec(BaseModel):
-    task_path: Path
-    task: str
-    agent: str
-    round: int
-
-    def folder(self, out: Path) -> Path:
-        return out / "runs" / self.task / self.agent / f"round_{self.round}"
 
 
 PAPER_AGENTS = ("basic", "iterative", "aiscientist", "aiscientist-nobus", "aiscientist-flat")
