@@ -93,7 +93,8 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
     table = Table(title=f"solve · {result.task} · {result.agent}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
-    table.add_row("stopped", escape(result.stop_reason[:160]))
+    stopped = result.stop_reason.value if result.stop_reason else "running"
+    table.add_row("stopped", escape(f"{stopped}: {result.stop_detail}"[:160] if result.stop_detail else stopped))
     best = f"{_fmt(result.best_metric)} at step {result.best_step}" if result.best_step else "no successful step"
     if result.best_metric is not None and result.baseline is not None and result.direction:
         better = result.best_metric > result.baseline if result.direction == "max" else result.best_metric < result.baseline

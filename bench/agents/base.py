@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.gitrepo import git
 from aiscientist.integrity import read_regular, safe_file
@@ -26,8 +27,11 @@ if TYPE_CHECKING:
     from aiscientist.workspace import Workspace
 
 
-class StepBudgetExhausted(Exception):
+class StepBudgetExhausted(StopRun):
     """The run has used all its assigned steps."""
+
+    def __init__(self, detail: str = ""):
+        super().__init__(StopReason.STEP_BUDGET, detail)
 
 
 @dataclass
@@ -125,6 +129,6 @@ class Agent(Protocol):
     name: str
     needs_model: bool
 
-    def solve(self, ctx: RunContext) -> str:
+    def solve(self, ctx: RunContext) -> Outcome:
         """Work until the step budget is spent (or the agent stops); return why it stopped."""
         ...
