@@ -9,6 +9,7 @@ from aiscientist.config import RunConfig
 from aiscientist.orchestrator import solve
 from aiscientist.task import load_task
 from aiscientist.workspace import verify_run
+from aiscientist.agent.outcome import StopReason
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = FIXTURES / "orchestrator" / "every_specialist.yaml"
@@ -23,7 +24,7 @@ def test_scripted_run_uses_every_specialist(tmp_path):
     task = load_task(FIXTURES / "tiny" / "task.yaml")
     result = solve(task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{SCRIPT}", steps=2)
 
-    assert result.stop_reason.startswith("submitted: budget spent")
+    assert result.stop_reason is StopReason.SUBMITTED and result.stop_detail.startswith("budget spent")
     assert result.agent == "aiscientist" and result.config["file_bus"] is True
     started = [e["payload"]["specialist"] for e in _events(run_dir) if e["kind"] == "specialist.start"]
     assert set(started) == {"comprehension", "prioritization", "implementation", "experimentation", "helper"}

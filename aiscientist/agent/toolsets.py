@@ -60,3 +60,19 @@ def pick(agent: str, role: str, available: list[Tool], box: Toolbox | None = Non
             raise UnknownToolset(f"tool {name!r} of {agent}/{role} was not provided")
         box.add(by_name[name])
     return box
+
+
+def rows() -> list[dict[str, object]]:
+    """The table as rows: agent, role, tools (what `bench agents --json` prints)."""
+    return [{"agent": agent, "role": role, "tools": list(tools)} for agent, roles in TOOLSETS.items() for role, tools in roles.items()] + [
+        {"agent": agent, "role": None, "tools": []} for agent, roles in TOOLSETS.items() if not roles
+    ]
+
+
+def markdown() -> str:
+    """The table in markdown, for people and the bench report."""
+    lines = ["| agent | role | tools |", "|---|---|---|"]
+    for row in rows():
+        tools = row["tools"]
+        lines.append(f"| {row['agent']} | {row['role'] or '–'} | {', '.join(tools) if tools else '(no tool calls)'} |")  # type: ignore[arg-type]
+    return "\n".join(lines)
