@@ -13,13 +13,12 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from aiscientist.workspace.eventlog import SESSION_MARK
-from aiscientist.workspace.permissions import EDITABLE, RoleRules
-
-if TYPE_CHECKING:
-    from aiscientist.workspace.workspace import Workspace
+from aiscientist.paths import RunPaths
+from aiscientist.task import Task
+from aiscientist.workspace.eventlog import SESSION_MARK, EventLog
+from aiscientist.workspace.permissions import EDITABLE, PermissionsFile, RoleRules
 
 FIRST_LINE_CHARS = 90
 Stats = tuple[int, int, float]  # files, bytes, latest mtime
@@ -76,7 +75,21 @@ class MapCache:
         return count
 
 
-def build_map(ws: Workspace, stable: bool = False) -> str:
+
+class MappedWorkspace(Protocol):
+    """What the map reads of a workspace."""
+
+    active: str
+    events: EventLog
+    map_cache: MapCache
+    paths: RunPaths
+    permissions: PermissionsFile
+    task: Task
+
+    @property
+    def file_bus(self) -> bool: ...
+
+def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
     """The map. `stable` leaves out wall-clock times and log sizes, so the text an
     agent's prompt carries depends only on the run's history (record/replay)."""
     root = ws.paths.root
@@ -127,7 +140,7 @@ def _stats(folder: Path) -> Stats:
     return count, size, latest
 
 
-def _submission_lines(ws: Workspace) -> list[str]:
+def _submission_lines(ws: MappedWorkspace) -> list[str]:
     task = ws.task
     return [
         "submission/: editable " + (", ".join(task.editable_globs) or "(none)") + " · protected (read-only) " + (", ".join(task.protected) or "(none)"),
@@ -135,7 +148,7 @@ def _submission_lines(ws: Workspace) -> list[str]:
     ]
 
 
-def _experiment_lines(ws: Workspace, steps: list[dict[str, Any]]) -> list[str]:
+def _experiment_lines(ws: MappedWorkspace, steps: list[dict[str, Any]]) -> list[str]:
     if not steps:
         return ["experiments/: no steps yet"]
     ok = sum(bool(s.get("success")) for s in steps)
@@ -152,7 +165,7 @@ def _experiment_lines(ws: Workspace, steps: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _describe(ws: Workspace, step: dict[str, Any]) -> str:
+def _describe(ws: MappedWorkspace, step: dict[str, Any]) -> str:
     number = step.get("step")
     name = f"step_{number:04d}" if isinstance(number, int) else str(number)
     if step.get("success"):
@@ -164,7 +177,7 @@ def _describe(ws: Workspace, step: dict[str, Any]) -> str:
     return f"{name} · {outcome}" + (f' · "{hypothesis}"' if hypothesis else "")
 
 
-def _log_lines(ws: Workspace, stable: bool) -> list[str]:
+def _log_lines(ws: MappedWorkspace, stable: bool) -> list[str]:
     """Event counts depend on the watcher's batching, so stable maps leave them out."""
     parts = [] if stable else [f"{ws.events.head().get('seq', 0)} events"]
     for name, rel in ws.permissions.logs.items():
