@@ -29,6 +29,7 @@ import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from collections.abc import Callable
+from aiscientist.accounting import call_usage
 from pathlib import Path
 from typing import Any
 
@@ -200,11 +201,9 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
     usage = summarise_steps(steps, direction)
-    calls = [r for r in read_records(ws.paths.logs / "llm_calls.jsonl") if r.get("outcome") == "ok"]
-    if calls:  # the model-call log is the ground truth for usage (some agents do not charge steps)
-        usage["tokens"] = sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in calls)
-        usage["cost"] = sum(float(r.get("cost", 0.0)) for r in calls)
-    judge_calls = read_records(folder / "judge" / "logs" / "llm_calls.jsonl")
+    calls = read_records(ws.paths.logs / "llm_calls.jsonl")
+    if any(r.get("outcome") == "ok" for r in calls):  # the model-call log is the ground truth for usage (some agents do not charge steps)
+        usage["tokens"], usage["cost"] = call_usage(calls)
     return RunSummary(
         task=spec.task,
         agent=spec.agent,
@@ -222,7 +221,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         diversity=diversity,
         embedder=embedder,
         labels=labels,
-        judge_tokens=sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in judge_calls),
+        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl"))[0],
         rubric_score=_rubric(task, ws, folder, config),
         score_range=range_of(task.name, direction, task.score_range),
         stop_reason=stop.stop,

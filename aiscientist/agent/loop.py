@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.agent.tools import Toolbox
 from aiscientist.llm import ModelError, ModelUnavailable
@@ -60,9 +62,10 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
             except StopRun as stop_run:
                 content, ended = f"Error: {stop_run}", stop_run.outcome.model_copy(update={"turns": turn + 1})
             recent.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
-            if ended is None and call.name in TERMINAL and call.name in box.tools and not content.startswith("Error"):
+            stop = terminal(box, call)
+            if ended is None and stop is not None:
                 said = call.arguments.get("summary", call.arguments.get("reason", ""))
-                ended = Outcome(stop=TERMINAL[call.name], summary=str(said).strip(), turns=turn + 1)
+                ended = Outcome(stop=stop, summary=str(said).strip(), turns=turn + 1)
         if ended is not None:
             messages[:] = head + recent
             return ended
@@ -75,6 +78,18 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
             recent = trim(recent, spec.keep_messages)
     messages[:] = head + recent
     return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
+
+
+def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:
+    """The stop a valid call of a terminal tool the box offers means (None: not one)."""
+    tool = box.tools.get(call.name)
+    if call.error is not None or call.name not in TERMINAL or tool is None:
+        return None
+    try:
+        tool.args.model_validate(call.arguments)
+    except ValidationError:
+        return None
+    return TERMINAL[call.name]
 
 
 def trim(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:

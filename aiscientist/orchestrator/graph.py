@@ -25,6 +25,7 @@ from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import role_toolbox, run_tool
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.specialists.runtime import Runtime
+from aiscientist.agent.loop import terminal
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import clip, submit_tool, tool_schema
 from aiscientist.agent.toolsets import toolset
@@ -138,7 +139,7 @@ def build_graph(rt: Runtime, checkpointer: Any):
             tally.count(call, result, decision, config)
             return result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars), {}
         content = run_tool(rt, agent.box, call, key)
-        if call.name == "submit" and content == "submitted":
+        if terminal(agent.box, call) is StopReason.SUBMITTED:
             reason = str(call.arguments.get("reason", ""))
             rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
             return content, stop(StopReason.SUBMITTED, clip(reason, 300))
