@@ -127,7 +127,7 @@ def solve(
             ws.events.record("orchestrator", "run.interrupted", {"steps_done": rt.steps_done()})
             raise
         final_state = state if state.get("stop_reason") else graph.get_state(THREAD).values
-    stop_reason = StopReason(final_state["stop_reason"])
+    stop_reason = StopReason(final_state.get("stop_reason") or StopReason.FINISHED)
     detail = final_state.get("stop_detail", "")
     resumable = stop_reason.resumable
     result = finish(rt, info, stop_reason, detail, final=not resumable)
