@@ -80,6 +80,13 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
     return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
 
 
+def record_rejected_calls(ws: Any, role: str, completion: Completion) -> None:
+    """A `tool_call.rejected` event per tool call that could not run as sent (every
+    agent's model calls go through this)."""
+    for call in completion.invalid_tool_calls:
+        ws.events.record(role, "tool_call.rejected", {"tool": call.name, "id": call.id, "error": call.error})
+
+
 def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:
     """The stop a valid call of a terminal tool the box offers means (None: not one)."""
     tool = box.tools.get(call.name)

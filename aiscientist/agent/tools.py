@@ -1,8 +1,8 @@
 """Tools every agent calls, defined once: a pydantic argument model (its JSON schema
 is what the model sees) and a handler, bound to one role's file scope.
 
-`Toolbox.call` is the one dispatch path of every agent: it validates arguments, runs the handler, and turns every
-`ToolError` (a denied path, a missing file, an exhausted step budget) into an
+`Toolbox.call` is the one dispatch path of every agent: it validates arguments, runs
+the handler, and turns every `ToolError` (a denied path, a missing file, an exhausted step budget) into an
 `Error: ...` tool result: agents see their mistakes, the run never crashes on them.
 A handler that fails unexpectedly (a bug, an odd input nobody foresaw) is answered
 the same way, naming the tool and the exception, and recorded as a `tool.crashed`

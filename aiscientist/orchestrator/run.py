@@ -125,6 +125,7 @@ def solve(
                     progress(snapshot(rt, state))
         except KeyboardInterrupt:
             ws.events.record("orchestrator", "run.interrupted", {"steps_done": rt.steps_done()})
+            _save(ws, info.model_copy(update={"stop_reason": StopReason.INTERRUPTED}))
             raise
         final_state = state if state.get("stop_reason") else graph.get_state(THREAD).values
     stop_reason = StopReason(final_state.get("stop_reason") or StopReason.FINISHED)

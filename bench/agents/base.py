@@ -19,7 +19,7 @@ from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.gitrepo import git
 from aiscientist.integrity import read_regular, safe_file
 from aiscientist.task import Task, expand_globs
-from aiscientist.specialists.runtime import record_rejected_calls
+from aiscientist.agent.loop import record_rejected_calls
 
 if TYPE_CHECKING:
     from aiscientist.llm.client import LLMClient
