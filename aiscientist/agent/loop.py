@@ -80,11 +80,13 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
     return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
 
 
-def record_rejected_calls(ws: Any, role: str, completion: Completion) -> None:
-    """A `tool_call.rejected` event per tool call that could not run as sent (every
-    agent's model calls go through this)."""
+def call_model(client: Any, ws: Any, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Completion:
+    """One model call of any agent: tool calls rejected before they could run (bad JSON,
+    unknown tool, arguments not matching the schema) become `tool_call.rejected` events."""
+    completion = client.complete(messages, tools, role=role)
     for call in completion.invalid_tool_calls:
         ws.events.record(role, "tool_call.rejected", {"tool": call.name, "id": call.id, "error": call.error})
+    return completion
 
 
 def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:

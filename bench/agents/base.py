@@ -19,7 +19,7 @@ from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.gitrepo import git
 from aiscientist.integrity import read_regular, safe_file
 from aiscientist.task import Task, expand_globs
-from aiscientist.agent.loop import record_rejected_calls
+from aiscientist.agent.loop import call_model
 
 if TYPE_CHECKING:
     from aiscientist.llm.client import LLMClient
@@ -80,8 +80,7 @@ class RunContext:
 
     def complete(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
         """One model call; its tokens and cost are charged to the next step."""
-        completion = self.client(role).complete(messages, tools=tools, role=role)
-        record_rejected_calls(self.ws, role, completion)
+        completion = call_model(self.client(role), self.ws, role, messages, tools)
         self._tokens += completion.prompt_tokens + completion.completion_tokens
         self._cost += completion.cost
         return completion
