@@ -39,45 +39,53 @@ class LoopSpec:
 
 def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], spec: LoopSpec, run_tool: RunTool | None = None) -> Outcome:
     """Talk to the model until it calls a terminal tool (`finish`, `submit`) or a limit is
-    reached. `messages` starts with the system prompt and the task message and grows in
-    place. ModelUnavailable and BudgetExhausted propagate (the caller stops the run);
-    another ModelError ends the loop with `model_error`."""
-    call_tool = run_tool or (lambda call, key: box.call(call)[0])
+    reached. `messages` starts with the system prompt and the task message; it holds the
+    conversation (as trimmed) when the loop ends. ModelUnavailable and BudgetExhausted
+    propagate (the caller stops the run); another ModelError ends the loop with `model_error`."""
     head, recent = messages[:2], messages[2:]
-    for turn in range(spec.max_turns):
-        stop = spec.should_stop() if spec.should_stop else None
-        if stop is not None:
-            return stop.model_copy(update={"turns": turn})
-        try:
-            completion = complete(head + recent, box.schemas())
-        except ModelUnavailable:
-            raise
-        except ModelError as err:
-            return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
-        recent.append(completion.message)
-        ended: Outcome | None = None
-        for i, call in enumerate(completion.tool_calls):
+    try:
+        for turn in range(spec.max_turns):
+            stop = spec.should_stop() if spec.should_stop else None
+            if stop is not None:
+                return stop.model_copy(update={"turns": turn})
             try:
-                content = call_tool(call, f"{spec.key}{turn}.{i}")
-            except StopRun as stop_run:
-                content, ended = f"Error: {stop_run}", stop_run.outcome.model_copy(update={"turns": turn + 1})
-            recent.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
-            stop = terminal(box, call)
-            if ended is None and stop is not None:
-                said = call.arguments.get("summary", call.arguments.get("reason", ""))
-                ended = Outcome(stop=stop, summary=str(said).strip(), turns=turn + 1)
+                completion = complete(head + recent, box.schemas())
+            except ModelUnavailable:
+                raise
+            except ModelError as err:
+                return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
+            recent.append(completion.message)
+            ended = _answer(box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}")
+            if ended is not None:
+                return ended.model_copy(update={"turns": turn + 1})
+            if not completion.tool_calls and spec.nudge is None:
+                return Outcome(stop=StopReason.FINISHED, detail="the model answered without a tool call", turns=turn + 1)
+            if spec.nudge is not None and (spec.nudge_every_turn or not completion.tool_calls):
+                recent.append({"role": "user", "content": spec.nudge()})
+            if spec.keep_messages:
+                recent = trim(recent, spec.keep_messages)
+        return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
+    finally:
+        messages[:] = head + recent
+
+
+def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], run_tool: RunTool | None, key: str) -> Outcome | None:
+    """Run one turn's tool calls, appending a result for each; the outcome when the turn
+    ends the loop (a terminal tool, or a tool raising StopRun: later calls are not run)."""
+    ended: Outcome | None = None
+    for i, call in enumerate(calls):
         if ended is not None:
-            messages[:] = head + recent
-            return ended
-        if not completion.tool_calls and spec.nudge is None:
-            messages[:] = head + recent
-            return Outcome(stop=StopReason.FINISHED, detail="the model answered without a tool call", turns=turn + 1)
-        if spec.nudge is not None and (spec.nudge_every_turn or not completion.tool_calls):
-            recent.append({"role": "user", "content": spec.nudge()})
-        if spec.keep_messages:
-            recent = trim(recent, spec.keep_messages)
-    messages[:] = head + recent
-    return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
+            content = "not run: the loop stopped"
+        else:
+            try:
+                content = run_tool(call, f"{key}.{i}") if run_tool else box.call(call)[0]
+                stop = terminal(box, call)
+                if stop is not None:
+                    ended = Outcome(stop=stop, summary=str(call.arguments.get("summary", call.arguments.get("reason", ""))).strip())
+            except StopRun as stop_run:
+                content, ended = f"Error: {stop_run}", stop_run.outcome
+        recent.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+    return ended
 
 
 def call_model(client: Any, ws: Any, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Completion:
