@@ -9,8 +9,8 @@ respected the task's constraints (`StepRecord.eligible`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, Protocol, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -65,6 +65,16 @@ def best_so_far(steps: Sequence[Step], direction: Direction) -> list[float | Non
             best = step.metric
         curve.append(best)
     return curve
+
+
+def call_usage(records: Iterable[Mapping[str, Any]]) -> tuple[int, float]:
+    """(tokens, cost) of the answered model calls (`outcome` ok) in `llm_calls.jsonl` records."""
+    tokens, cost = 0, 0.0
+    for record in records:
+        if record.get("outcome", "ok") == "ok":
+            tokens += int(record.get("prompt_tokens") or 0) + int(record.get("completion_tokens") or 0)
+            cost += float(record.get("cost") or 0.0)
+    return tokens, cost
 
 
 class Totals(BaseModel):

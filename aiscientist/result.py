@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.accounting import best_step, totals
+from aiscientist.agent.outcome import StopReason
 from aiscientist.causes import summarize
 from aiscientist.experiment import StepRecord, TestResult
 from aiscientist.task import Task
@@ -30,7 +31,8 @@ class RunResult(BaseModel):
     tokens: int = 0
     cost: float = 0.0
     wall_time_s: float = 0.0
-    stop_reason: str = ""
+    stop_reason: StopReason | None = None  # None: the run has not ended
+    stop_detail: str = ""
     failure_causes: str = ""
 
 

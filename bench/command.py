@@ -1,8 +1,9 @@
-"""`python -m aiscientist bench run|report`."""
+"""`python -m aiscientist bench run|report|agents|score|export`."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ console = Console(stderr=True)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from bench import fml_command
 
-    sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report,score,export}")
+    sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report,agents,score,export}")
     run = sub.add_parser("run", help="run a grid of agents × tasks × rounds (resumable)")
     run.add_argument("--agents", required=True, help="comma-separated agent names: aiscientist[-nobus|-flat], aide, ai-scientist, linear, basic, iterative, hpsearch, external")
     run.add_argument("--tasks", default="all", help="comma-separated task names (bench/tasks/<name>, bench/papers/<name>), task.yaml paths, or 'all'")
@@ -40,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report = sub.add_parser("report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder")
     report.add_argument("results", type=Path)
     report.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/report)")
+    agents = sub.add_parser("agents", help="the tools each agent and role may call (the one table of aiscientist.agent.toolsets)")
+    agents.add_argument("--json", action="store_true", help="print the table as JSON")
     fml_command.add_arguments(sub)
 
 
@@ -57,6 +60,11 @@ def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
 def run(args: argparse.Namespace) -> int:
     if args.bench_command == "report":
         return _report(args.results, args.out)
+    if args.bench_command == "agents":
+        from aiscientist.agent import toolsets
+
+        print(json.dumps(toolsets.rows(), indent=1) if args.json else toolsets.markdown())
+        return 0
     if args.bench_command in ("score", "export"):
         from bench import fml_command
 

@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from aiscientist.agent.outcome import StopReason
 from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, successful, totals
 from aiscientist.experiment import StepRecord
 from bench.fml_metrics import Range
@@ -149,6 +150,8 @@ class RunSummary(BaseModel):
     judge_tokens: int = 0
     rubric_score: float | None = None
     score_range: Range | None = None  # the task's fixed normalisation range, when it has one
+    stop_reason: StopReason | None = None
+    stop_detail: str = ""
     error: str | None = None
 
     @property

@@ -9,6 +9,7 @@ Writes into RESULTS/report/ (or --out):
 - `rubric.md|csv`: paper tasks, rubric score per agent, mean ± standard error over rounds;
 - `paired.md|csv` (two or more rounds): agent against agent per task, mean paired
   difference with a bootstrap 95% interval and the win rate;
+- `tools.md|csv`: the tools each agent and role may call (one table in code);
 - `runs.md|csv`: every run with a link to its own page (`aiscientist show`), flagged when
   the validation gain did not carry over to the hidden test;
 - `curves_<task>.png` (best-so-far validation metric per step, one line per agent),
@@ -26,6 +27,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from aiscientist.agent import toolsets
 from aiscientist.humanize import MISSING, num, plural, pm
 from bench.compare import Pairing, gain_lost_on_test, paired_comparisons
 from bench.metrics import AGENT_METRICS, AgentTask, RunSummary, TaskInfo, agent_averages, aggregate, mean_stderr
@@ -37,7 +39,7 @@ def load_runs(results: Path) -> list[RunSummary]:
 
 
 Table = tuple[list[str], list[list[str]]]
-OUTPUTS = ("utility.md", "utility.csv", "agents.md", "agents.csv", "rubric.md", "rubric.csv", "paired.md", "paired.csv", "runs.md", "runs.csv", "per_task.csv", "curves_*.png", "perf_vs_diversity.png", "report.md", "index.html")
+OUTPUTS = ("utility.md", "utility.csv", "agents.md", "agents.csv", "rubric.md", "rubric.csv", "paired.md", "paired.csv", "runs.md", "runs.csv", "tools.md", "tools.csv", "per_task.csv", "curves_*.png", "perf_vs_diversity.png", "report.md", "index.html")
 LOST = "⚠ test below baseline"
 
 # one line per column, printed under each table
@@ -75,6 +77,8 @@ COLUMNS = {
     "best val": "the run's best validation metric",
     "flag": f"{LOST}: validation improved on the baseline but the hidden test ended worse than the baseline's",
     "page": "the run's own page (steps, diffs, decisions), written by `aiscientist show`",
+    "role": "the role inside the agent that makes model calls (AiScientist: orchestrator and specialists)",
+    "tools": "the tools that role may call (`python -m aiscientist bench agents`); `bash` is one shared sandboxed shell",
 }
 
 
@@ -128,6 +132,12 @@ def runs_table(runs: Sequence[RunSummary], pages: dict[tuple[str, str, int], str
     header = ["task", "agent", "round", "score", "best val", "flag", "page"]
     rows = [[r.task, r.agent, num(r.round), num(r.score), num(r.best_val), LOST if gain_lost_on_test(r) else "", pages.get((r.task, r.agent, r.round), "")] for r in runs]
     return header, rows
+
+
+def tools_table(agents: list[str]) -> Table:
+    """The rows of the one tool-set table (`aiscientist.agent.toolsets`) for these agents."""
+    rows = [r for r in toolsets.rows() if r["agent"] in agents]
+    return ["agent", "role", "tools"], [[str(r["agent"]), str(r["role"] or MISSING), ", ".join(r["tools"]) or "(no tool calls)"] for r in rows]  # type: ignore[arg-type]
 
 
 def write_run_pages(results: Path, runs: Sequence[RunSummary], out: Path) -> dict[tuple[str, str, int], str]:
@@ -264,6 +274,7 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
     if any(r.kind == "reproduce" for r in runs):
         tables["rubric"] = ("Paper tasks: rubric score", rubric_table(runs))
     tables["runs"] = ("Every run", runs_table(runs, write_run_pages(results, runs, out) if run_pages else {}))
+    tables["tools"] = ("Tools per agent and role", tools_table(agents))
     for name, (_, table) in tables.items():
         write_csv(out / f"{name}.csv", table)
         (out / f"{name}.md").write_text(markdown(table) + "\n")

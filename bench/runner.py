@@ -23,15 +23,18 @@ import json
 import shutil
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Any
 
+from aiscientist.accounting import call_usage
+from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment import StepRecord, best_step, load_steps
 from aiscientist.task import Task, TaskError, load_task
 
 from bench.agents import get_agent
-from bench.agents.base import RunContext, StepBudgetExhausted
+from bench.agents.base import RunContext
 from bench.executors import open_executor, thread_env
 from bench.fml_metrics import range_of
 from bench.grid import GridConfig, RunSpec
@@ -105,11 +108,11 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ws = _open_workspace(task, folder, config.sandbox)
         ws.engine.env.update(thread_env())
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=options)
-        stop = "step budget spent" if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx) or "agent stopped")
+        stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = finish_run(spec, config, task, ws, folder, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
     (folder / "result.json").write_text(summary.model_dump_json(indent=1))
-    return stop
+    return str(stop)
 
 
 class Timing:
@@ -132,21 +135,23 @@ class Timing:
         return self.wall
 
 
-def _guard(solve) -> str:
-    """Run an agent; the ways a run legitimately ends become its stop reason."""
-    from aiscientist.llm.types import BudgetExhausted, ModelError
+def _guard(solve: Callable[[], Outcome]) -> Outcome:
+    """Run an agent; the ways a run legitimately ends become its outcome."""
+    from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 
     try:
         return solve()
-    except StepBudgetExhausted:
-        return "step budget spent"
+    except StopRun as stop:  # the step budget, or a model error inside a tool loop
+        return stop.outcome
     except BudgetExhausted as err:
-        return f"model budget exhausted: {err}"
+        return Outcome(stop=StopReason.MODEL_BUDGET, detail=str(err))
+    except ModelUnavailable as err:
+        return Outcome(stop=StopReason.MODEL_UNAVAILABLE, detail=str(err)[:600])
     except ModelError as err:
-        return f"model error: {err}"
+        return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600])
 
 
-def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, stop: str, wall: float) -> RunSummary:
+def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, stop: Outcome, wall: float) -> RunSummary:
     """Hidden test on the best validation step (once), diversity, judge labels, summaries."""
     from aiscientist.llm import read_records
     from aiscientist.result import RunResult, summarise, write_result
@@ -159,17 +164,15 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         test = previous.test  # the agent's own finish already ran the hidden test on this step
     else:
         test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
-        write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop, config={"model": config.model, "steps": config.steps, "round": spec.round}))
+        write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop.stop, stop_detail=stop.detail, config={"model": config.model, "steps": config.steps, "round": spec.round}))
     measured = measure_baseline(task, out_of(folder), config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
     usage = summarise_steps(steps, direction)
-    calls = [r for r in read_records(ws.paths.logs / "llm_calls.jsonl") if r.get("outcome") == "ok"]
-    if calls:  # the model-call log is the ground truth for usage (some agents do not charge steps)
-        usage["tokens"] = sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in calls)
-        usage["cost"] = sum(float(r.get("cost", 0.0)) for r in calls)
-    judge_calls = read_records(folder / "judge" / "logs" / "llm_calls.jsonl")
+    calls = read_records(ws.paths.logs / "llm_calls.jsonl")
+    if any(r.get("outcome") == "ok" for r in calls):  # the model-call log is the ground truth for usage (some agents do not charge steps)
+        usage["tokens"], usage["cost"] = call_usage(calls)
     return RunSummary(
         task=spec.task,
         agent=spec.agent,
@@ -187,10 +190,12 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         diversity=diversity,
         embedder=embedder,
         labels=labels,
-        judge_tokens=sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in judge_calls),
+        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl"))[0],
         rubric_score=_rubric(task, ws, folder, config),
         score_range=range_of(task.name, direction, task.score_range),
-        error=None if stop in ("step budget spent", "agent stopped", "submitted") else stop,
+        stop_reason=stop.stop,
+        stop_detail=stop.detail,
+        error=None if stop.stop.normal else str(stop),
         **usage,
     )
 

@@ -47,38 +47,6 @@ def test_paperbench_agents_edit_through_sandboxed_bash(tmp_path: Path, agent: st
     assert "config.py" in (ws / steps[0].diff_path).read_text()
 
 
-def test_bash_tool_writes_only_submission_and_scratch(tmp_path: Path):
-    from aiscientist.task import load_task
-    from aiscientist.workspace import Workspace
-    from bench.agents.base import RunContext
-    from bench.agents.tools import BASH, Toolbox
-
-    ws = Workspace.create(load_task(TASK), tmp_path / "ws")
-    if ws.engine.sandbox.name != "bwrap":
-        pytest.skip("bubblewrap is not usable here")
-    tools = Toolbox(RunContext(agent="basic", ws=ws, model="offline", assigned=1), [BASH])
-    assert tools.call("bash", {"command": "echo hi > notes.txt && echo ok > ../scratch/s.txt && cat notes.txt"}).startswith("[exit 0]")
-    assert not tools.call("bash", {"command": "echo x >> evaluate.py"}).startswith("[exit 0]")  # protected
-    assert not tools.call("bash", {"command": "touch ../task/x"}).startswith("[exit 0]")
-    assert not tools.call("bash", {"command": f"cat {ws.task.repository}/heldout/seed.json"}).startswith("[exit 0]")  # hidden
-    assert tools.call("submit", {}).startswith("ERROR: unknown tool")  # not offered
-
-
-def test_bash_tool_cannot_read_a_paper_tasks_rubric(tmp_path: Path):
-    from aiscientist.task import load_task
-    from aiscientist.workspace import Workspace
-    from bench.agents.base import RunContext
-    from bench.agents.tools import BASH, Toolbox
-
-    paper = ROOT / "bench/papers/knn-scaling"
-    ws = Workspace.create(load_task(paper / "task.yaml"), tmp_path / "ws")
-    if ws.engine.sandbox.name != "bwrap":
-        pytest.skip("bubblewrap is not usable here")
-    tools = Toolbox(RunContext(agent="basic", ws=ws, model="offline", assigned=1), [BASH])
-    assert tools.call("bash", {"command": "cat ../task/paper.md | head -1"}).startswith("[exit 0]")  # the paper is given
-    assert "No such file" in tools.call("bash", {"command": f"cat {paper}/rubric.json"})
-
-
 def test_external_agent_steps_are_counted_by_the_wrapper(tmp_path: Path):
     script = "sed -i 's/EPOCHS = 40/EPOCHS = 80/' config.py; run_experiment more epochs; run_experiment again; run_experiment third; echo exit=$? > ../scratch/third.txt; cat $AISCI_TASK_FILE > ../scratch/task.txt"
     ws, result = run_agent(tmp_path, "external", steps=2, command=script)

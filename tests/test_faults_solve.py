@@ -47,7 +47,7 @@ def test_refused_connection_past_the_patience_stops_resumably_then_resumes(tmp_p
         stopped = solve(run, models_file(tmp_path, server.api_base, **FAST), *ONE_READER)
         assert stopped.returncode == 3, stopped.stdout + stopped.stderr
         assert "connection refused (http://127.0.0.1:" in stopped.stdout and f"solve --resume {run}" in stopped.stdout
-        assert result(run)["stop_reason"].startswith("model unavailable: openai/fake-model: connection refused")
+        assert result(run)["stop_reason"] == "model_unavailable" and result(run)["stop_detail"].startswith("openai/fake-model: connection refused")
         assert json.loads((run / "state" / "run.json").read_text())["finished"] is False
         failed = [r for r in calls(run) if r["outcome"] == "error"]
         assert failed and all(r["kind"] == "unavailable" and r["prompt_tokens"] == 0 for r in failed)
@@ -58,7 +58,7 @@ def test_refused_connection_past_the_patience_stops_resumably_then_resumes(tmp_p
         server.up()  # the provider is back, on the same port
         done = resume(run)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert result(run)["steps_successful"] == 2 and result(run)["stop_reason"].startswith("submitted")
+        assert result(run)["steps_successful"] == 2 and result(run)["stop_reason"] == "submitted"
         assert [e["kind"] for e in events(run) if e["kind"].startswith("run.")] == ["run.start", "run.stopped", "run.resume", "run.end"]
         assert_accounted(run, server.usage)
         assert_verified(run)
@@ -70,7 +70,7 @@ def test_model_errors_in_a_row_stop_resumably_and_resume_resets_the_counter(tmp_
         models = models_file(tmp_path, server.api_base, **FAST)
         stopped = solve(run, models, *ONE_READER)
         assert stopped.returncode == 3, stopped.stdout + stopped.stderr
-        assert result(run)["stop_reason"] == "model errors: 3 in a row; last: openai/fake-model: HTTP 400: planned HTTP 400"
+        assert (result(run)["stop_reason"], result(run)["stop_detail"]) == ("model_error", "3 in a row; last: openai/fake-model: HTTP 400: planned HTTP 400")
         # two more errors after the resume: with the counter reset (0 + 2 < 3) the run goes on
         server.plan += [error(400)] * 2
         done = resume(run)
@@ -87,7 +87,7 @@ def test_a_budget_stop_resumes_only_with_a_larger_budget(tmp_path: Path) -> None
     with FakeOpenAI(brain=policy_brain(2)) as server:
         stopped = solve(run, models_file(tmp_path, server.api_base, **FAST), *ONE_READER, "--set", "max_tokens=8000")
         assert stopped.returncode == 1, stopped.stdout + stopped.stderr  # no successful step, not a model stop
-        assert result(run)["stop_reason"] == "model budget exhausted (tokens)"
+        assert (result(run)["stop_reason"], result(run)["stop_detail"]) == ("model_budget", "model budget exhausted (tokens)")
         asked = len(server.requests)
         again = resume(run)
         assert again.returncode == 1 and len(server.requests) == asked  # the old result, no new call

@@ -66,7 +66,7 @@ def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
     runs = [e["kind"] for e in events if e["kind"].startswith("run.")]
     assert runs == ["run.start", "run.interrupted", "run.resume", "run.resume", "run.end"]
     result = json.loads((run_dir / "result.json").read_text())
-    assert result["steps_total"] == 5 and result["stop_reason"].startswith("submitted")
+    assert result["steps_total"] == 5 and result["stop_reason"] == "submitted"
 
     report = verify_run(run_dir)
     assert report.clean, report.problems

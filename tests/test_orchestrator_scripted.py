@@ -9,6 +9,7 @@ from aiscientist.config import RunConfig
 from aiscientist.orchestrator import solve
 from aiscientist.task import load_task
 from aiscientist.workspace import verify_run
+from aiscientist.agent.outcome import StopReason
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = FIXTURES / "orchestrator" / "every_specialist.yaml"
@@ -23,7 +24,7 @@ def test_scripted_run_uses_every_specialist(tmp_path):
     task = load_task(FIXTURES / "tiny" / "task.yaml")
     result = solve(task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{SCRIPT}", steps=2)
 
-    assert result.stop_reason.startswith("submitted: budget spent")
+    assert result.stop_reason is StopReason.SUBMITTED and result.stop_detail.startswith("budget spent")
     assert result.agent == "aiscientist" and result.config["file_bus"] is True
     started = [e["payload"]["specialist"] for e in _events(run_dir) if e["kind"] == "specialist.start"]
     assert set(started) == {"comprehension", "prioritization", "implementation", "experimentation", "helper"}
@@ -41,6 +42,11 @@ def test_scripted_run_uses_every_specialist(tmp_path):
     assert not steps[0]["success"] and "exited" in steps[0]["error"]
     assert steps[1]["success"] and steps[1]["metric"] < task.baseline
     assert result.best_step == 2 and result.steps_total == 2 and result.steps_successful == 1
+    # the implementation specialist looked with its shell before fixing; the call is on record
+    [shell] = [e for e in _events(run_dir) if e["kind"] == "shell.run"]
+    assert shell["role"] == "implementation" and shell["payload"]["command"] == "grep -n no_such_module_here train.py" and shell["payload"]["exit_code"] == 0
+    bash_results = [j["value"]["content"] for j in journal if j["kind"] == "done" and (j["value"] or {}).get("tool") == "bash"]
+    assert bash_results == ["[exit 0]\n4:import no_such_module_here"]
     impl_log = (run_dir / "logs" / "impl_log.md").read_text()
     assert "mode: explore" in impl_log and "mode: fix" in impl_log
     exp_log = (run_dir / "logs" / "exp_log.md").read_text()

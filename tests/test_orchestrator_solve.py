@@ -15,6 +15,7 @@ from aiscientist.orchestrator import solve
 from aiscientist.resources import CONFIGS_DIR
 from aiscientist.task import load_task
 from aiscientist.workspace import verify_run
+from aiscientist.agent.outcome import StopReason
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
@@ -53,7 +54,7 @@ def test_solve_cli_offline_five_steps(tmp_path):
     best = min((s for s in steps if s["success"]), key=lambda s: s["metric"])
     assert result["best_step"] == best["step"] and result["best_metric"] == best["metric"]
     assert result["test"]["step"] == best["step"] and result["test"]["success"]
-    assert result["stop_reason"].startswith("submitted") and result["tokens"] > 0
+    assert result["stop_reason"] == "submitted" and result["tokens"] > 0
     # thin control: once the recent-turn window is full, the orchestrator's prompt stops growing
     prompts = [e["payload"]["prompt_tokens"] for e in _events(run_dir) if e["kind"] == "orchestrator.decision"]
     assert len(prompts) == 13 and max(prompts[6:]) <= 1.25 * prompts[5], prompts
@@ -86,7 +87,7 @@ def test_flat_arm_runs_one_agent(tmp_path):
     config = load_config([ABLATIONS / "flat.yaml"], ["sandbox=local"])
     result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=3)
     assert result.agent == "aiscientist-flat" and result.config["hierarchy"] is False
-    assert result.steps_total == 3 and result.stop_reason.startswith("submitted")
+    assert result.steps_total == 3 and result.stop_reason is StopReason.SUBMITTED
     events = _events(tmp_path / "run")
     assert not [e for e in events if e["kind"] == "specialist.start"]
     assert {e["role"] for e in events if e["kind"] == "orchestrator.decision"} == {"flat"}
@@ -101,7 +102,7 @@ def test_flat_arm_runs_one_agent(tmp_path):
 def test_model_budget_exhausted_wraps_up_and_keeps_the_best(tmp_path):
     config = load_config([], ["sandbox=local", "max_tokens=40000", "specialists.readers=[code]"])
     result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=20)
-    assert result.stop_reason == "model budget exhausted (tokens)"
+    assert result.stop_reason is StopReason.MODEL_BUDGET and result.stop_detail == "model budget exhausted (tokens)"
     assert 0 < result.steps_total < 20 and result.tokens <= 40000
-    assert json.loads((tmp_path / "run" / "result.json").read_text())["stop_reason"] == result.stop_reason
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["stop_reason"] == result.stop_reason.value
     assert verify_run(tmp_path / "run").clean

@@ -78,7 +78,7 @@ def test_solve_with_a_real_tiny_model_ends_cleanly_with_every_call_accounted(lla
         done = solve(run, models, *bounds, steps=2, model=MODEL, timeout=1500)
     print(done.stdout[-3000:])
     assert done.returncode in (0, 1), done.stdout + done.stderr  # done, or no successful step: both clean ends
-    assert result(run)["stop_reason"] and not result(run)["stop_reason"].startswith("model")
+    assert result(run)["stop_reason"] not in (None, "model_error", "model_unavailable")
     records = calls(run)
     assert len(records) == len(counter.requests) > 0  # every call the server saw is logged
     assert all(r["outcome"] == "ok" and r["model"] == MODEL for r in records)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aiscientist.llm.types import ToolCall
-from aiscientist.specialists.tools import Tool, Toolbox, WriteFileArgs, file_tools
+from aiscientist.agent.tools import Tool, Toolbox, WriteFileArgs, file_tools
 from aiscientist.task import load_task
 from aiscientist.workspace import PermissionDenied, ToolError, Workspace, verify_run
 from aiscientist.workspace.eventlog import read_events
@@ -241,17 +241,21 @@ def test_a_tool_that_raises_returns_a_tool_error_and_is_recorded(ws: Workspace):
     assert verify_run(ws.paths.root).clean
 
 
-def test_bench_toolbox_survives_crashes_and_odd_text(ws: Workspace):
+def test_a_baselines_toolbox_is_the_kernels_dispatch(ws: Workspace):
     from bench.agents.base import RunContext
-    from bench.agents.tools import FILE_TOOLS, Toolbox as BenchToolbox
+    from bench.agents.tools import baseline_toolbox
 
-    tools = BenchToolbox(RunContext(agent="basic", ws=ws, model="offline", assigned=1), FILE_TOOLS)
-    assert tools.call("write_file", {"path": "scratch/\udc80", "content": "x"}).startswith("ERROR: bad arguments for write_file: path: a lone surrogate")
-    assert tools.call("write_file", {"path": "scratch/a", "content": "\0\ud800"}).startswith("ERROR: bad arguments for write_file: content: a lone surrogate")
-    assert tools.call("read_file", {"path": "x" * 2_000_000}).startswith("ERROR: PermissionDenied: agent may not read")
-    assert tools.call("read_file", {"nope": 1}).startswith("ERROR: bad arguments for read_file:")
-    tools.handlers["list_files"] = lambda path=".": 1 / 0
-    assert tools.call("list_files", {"path": "scratch"}) == "ERROR: the tool list_files failed unexpectedly: ZeroDivisionError: division by zero"
+    box = baseline_toolbox(RunContext(agent="linear", ws=ws, model="offline", assigned=1), "linear")
+
+    def call(name: str, arguments: dict) -> str:
+        return box.call(ToolCall(id="c", name=name, arguments=arguments))[0]
+
+    assert call("write_file", {"path": "scratch/\udc80", "content": "x"}).startswith("Error: bad arguments for write_file: path: a lone surrogate")
+    assert call("read_file", {"path": "x" * 2_000_000}).startswith("Error: agent may not read")
+    assert call("read_file", {"nope": 1}).startswith("Error: bad arguments for read_file:")
+    assert call("submit", {}).startswith("Error: unknown tool 'submit'")  # linear has no submit
+    box.tools["list_files"].handler = lambda args: 1 / 0
+    assert call("list_files", {"path": "scratch"}) == "Error: the tool list_files failed unexpectedly: ZeroDivisionError: division by zero"
     crashed = [e for e in read_events(ws.paths.root) if e["kind"] == "tool.crashed"]
     assert [(e["role"], e["payload"]["tool"], e["payload"]["traceback"][-1]) for e in crashed] == [("agent", "list_files", "ZeroDivisionError: division by zero")]
     assert verify_run(ws.paths.root).clean

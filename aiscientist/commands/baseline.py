@@ -8,6 +8,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from aiscientist.agent.outcome import StopReason
 from aiscientist.commands.common import add_task_arguments, default_run_dir, task_from_args
 from aiscientist.result import summarise, write_result
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if args.test and record.success:
         with console.status("running the hidden test ..."):
             test = ws.engine.run_test(record.step)
-    result = summarise(task, "baseline", [record], test=test, wall_time_s=round(time.monotonic() - started, 3), stop_reason="baseline done")
+    result = summarise(task, "baseline", [record], test=test, wall_time_s=round(time.monotonic() - started, 3), stop_reason=StopReason.FINISHED, stop_detail="baseline done")
     write_result(ws.paths.result, result)
 
     table = Table(title=f"baseline · {task.name}")

@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from aiscientist import candidates
+from aiscientist.accounting import is_better
 from aiscientist.llm.messages import request_hash
 from aiscientist.llm.types import RawToolCall, Reply
 
@@ -218,7 +219,7 @@ class _Progress:
             elif ex.name == "run_experiment":
                 ok, metric = experiment_outcome(ex.result or "")
                 self.experiments.append(_Experiment(self.pending, ok, metric))
-                better = metric is None or self.best is None or direction is None or _better(metric, self.best, direction)
+                better = metric is None or self.best is None or direction is None or is_better(metric, self.best, direction)
                 if ok and metric is not None and better:
                     self.best = metric
                 self.revert = None if ok and better else self.pending
@@ -250,10 +251,6 @@ class _Progress:
         if self.best is not None:
             lines.append(f"Best metric (baseline included): {self.best:g}.")
         return "\n".join(lines)
-
-
-def _better(a: float, b: float, direction: str) -> bool:
-    return a > b if direction == "max" else a < b
 
 
 def _read_args(ctx: PolicyContext, path: str) -> dict[str, Any]:

@@ -35,7 +35,6 @@ def run(args: argparse.Namespace) -> int:
     from aiscientist.llm import ModelConfigError
     from aiscientist.orchestrator.progress import LiveProgress, summary_table
     from aiscientist.orchestrator.run import is_run_folder, solve
-    from aiscientist.orchestrator.state import stopped_by_model
 
     if args.steps is not None and args.steps < 1:
         raise TaskError("--steps", "steps", "must be at least 1")
@@ -68,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
         return 130
     console.print(summary_table(result, str(run_dir)))
-    if stopped_by_model(result.stop_reason):
-        console.print(f"[yellow]stopped[/yellow]: the model failed ({result.stop_reason}); once it works again, continue with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
+    if result.stop_reason is not None and result.stop_reason.resumable:
+        console.print(f"[yellow]stopped[/yellow]: the model failed ({result.stop_reason.value}: {result.stop_detail}); once it works again, continue with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
         return EXIT_MODEL_STOPPED
     return 0 if result.steps_successful else 1

@@ -13,27 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from aiscientist import notices
 from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
-from aiscientist.orchestrator.state import MODEL_ERRORS, MODEL_UNAVAILABLE, OrchestratorState, bound_summaries, bound_turns, stage_of
+from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, stage_of, stop
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
-from aiscientist.specialists.base import run_tool
+from aiscientist.specialists.base import role_toolbox, run_tool
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.specialists.runtime import Runtime
-from aiscientist.specialists.tools import Tool, Toolbox, clip, file_tools, parameters_of
-
-
-class SubmitArgs(BaseModel):
-    reason: str = Field(description="why you stop now, and what the best result is")
-
-
-def _submit_tool() -> Tool:
-    return Tool("submit", "End the run; the best validated step is kept.", SubmitArgs, lambda a: "submitted")
+from aiscientist.agent.loop import terminal
+from aiscientist.agent.outcome import StopReason
+from aiscientist.agent.tools import clip, submit_tool, tool_schema
+from aiscientist.agent.toolsets import toolset
 
 
 class Agent:
@@ -44,16 +39,12 @@ class Agent:
         self.flat = not rt.config.hierarchy
         self.role = "flat" if self.flat else "orchestrator"
         rt.ws.set_active(self.role)
-        self.box = Toolbox()
         scope = rt.ws.scope(self.role)
-        if self.flat:
-            self.box.add(*file_tools(scope, self.box, write=True, logs=True), experiment_tool(rt, scope, self.box))
-        else:
-            self.box.add(*file_tools(scope, self.box, write=False))
-        self.box.add(_submit_tool())
-        specialists = [] if self.flat else [{"type": "function", "function": {"name": name, "description": description, "parameters": parameters_of(args)}} for name, (args, _, description) in SPECIALISTS.items()]
+        self.box = role_toolbox(rt, self.role, extra=lambda box: [experiment_tool(rt, scope, box), submit_tool()])
+        offered = toolset(rt.agent, self.role)
+        specialists = [tool_schema(name, description, args) for name, (args, _, description) in SPECIALISTS.items() if name in offered]
         self.schemas = specialists + self.box.schemas()
-        self.submit_only = [_submit_tool().schema()]
+        self.submit_only = [submit_tool().schema()]
 
     def messages(self, state: OrchestratorState) -> list[dict[str, Any]]:
         return flat_messages(self.rt, state) if self.flat else orchestrator_messages(self.rt, state)
@@ -70,28 +61,28 @@ def build_graph(rt: Runtime, checkpointer: Any):
 
     def decide(state: OrchestratorState) -> dict[str, Any]:
         if rt.out_of_time():
-            return {"stop_reason": "wall-time budget used"}
+            return stop(StopReason.WALL_TIME, "wall-time budget used")
         steps_done = rt.steps_done()
         final = steps_done >= rt.steps
         if final and state.get("final_call"):
-            return {"stop_reason": "step budget used"}
+            return stop(StopReason.STEP_BUDGET, "step budget used")
         limit = config.orchestrator.max_decisions_per_step * rt.steps + 10
         if state.get("decision", 0) >= limit:
-            return {"stop_reason": f"decision limit reached ({limit} decisions without spending the step budget)"}
+            return stop(StopReason.DECISION_LIMIT, f"{limit} decisions without spending the step budget")
         stage = ("submit" if final else "research") if agent.flat else stage_of(state.get("calls", {}), steps_done, rt.steps)
         view = {**state, "final_call": final, "stage": stage}
         try:
             completion = rt.complete(agent.role, agent.messages(view), agent.submit_only if final else agent.schemas)
         except BudgetExhausted as err:
-            return {"stop_reason": f"model budget exhausted ({err.limit})"}
+            return stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
         except ModelUnavailable as err:
             rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "unavailable": True})
-            return {"stop_reason": f"{MODEL_UNAVAILABLE}: {clip(str(err), 600)}"}
+            return stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
         except ModelError as err:
             errors = state.get("model_errors", 0) + 1
             rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "consecutive": errors})
             if errors >= config.orchestrator.model_error_limit:
-                return {"model_errors": errors, "stop_reason": f"{MODEL_ERRORS}: {errors} in a row; last: {clip(str(err), 600)}"}
+                return {"model_errors": errors, **stop(StopReason.MODEL_ERROR, f"{errors} in a row; last: {clip(str(err), 600)}")}
             return {"model_errors": errors, "pending": None, "pending_calls": []}
         decision = state.get("decision", 0) + 1
         rt.ws.events.record(
@@ -115,18 +106,18 @@ def build_graph(rt: Runtime, checkpointer: Any):
         pending = [ToolCall.model_validate(c) for c in state.get("pending_calls", [])]
         if not pending:
             turn.append({"role": "user", "content": NUDGE})
-        stop = ""
+        stopped: dict[str, str] = {}
         for i, call in enumerate(pending):
             try:
-                content, stop = execute(call, f"d{decision}.c{i}", decision, tally)
+                content, stopped = execute(call, f"d{decision}.c{i}", decision, tally)
             except BudgetExhausted as err:
-                content, stop = f"Error: {err}", f"model budget exhausted ({err.limit})"
+                content, stopped = f"Error: {err}", stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
             except ModelUnavailable as err:  # a specialist's model call ran out of patience
-                content, stop = f"Error: {err}", f"{MODEL_UNAVAILABLE}: {clip(str(err), 600)}"
+                content, stopped = f"Error: {err}", stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
             if not agent.grows:
                 content = clip(content, config.orchestrator.tool_result_chars)
             turn.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            if stop:
+            if stopped:
                 break
         # every tool call needs an answer, even when the decision stopped early
         answered = {m.get("tool_call_id") for m in turn if m.get("role") == "tool"}
@@ -136,25 +127,25 @@ def build_graph(rt: Runtime, checkpointer: Any):
             "turns": bound_turns([*state.get("turns", []), turn], config, agent.grows),
             "pending": None,
             "pending_calls": [],
-            "stop_reason": stop or state.get("stop_reason", ""),
+            **(stopped or {"stop_reason": state.get("stop_reason", ""), "stop_detail": state.get("stop_detail", "")}),
         }
 
-    def execute(call: ToolCall, key: str, decision: int, tally: Tally) -> tuple[str, str]:
-        """(tool result, stop reason or "") for one call of the deciding agent."""
-        if call.name == "submit" and call.error is None:
-            reason = str(call.arguments.get("reason", ""))
-            rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
-            return "submitted", f"submitted: {clip(reason, 300)}"
+    def execute(call: ToolCall, key: str, decision: int, tally: Tally) -> tuple[str, dict[str, str]]:
+        """(tool result, the stop fields or {}) for one call of the deciding agent."""
         if call.name in SPECIALISTS and not agent.flat and call.error is None:
             result = _run_specialist(rt, call, key)
             if isinstance(result, str):  # arguments did not validate
-                return result, ""
+                return result, {}
             tally.count(call, result, decision, config)
-            return result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars), ""
+            return result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars), {}
         content = run_tool(rt, agent.box, call, key)
+        if terminal(agent.box, call) is StopReason.SUBMITTED:
+            reason = str(call.arguments.get("reason", ""))
+            rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
+            return content, stop(StopReason.SUBMITTED, clip(reason, 300))
         if call.name == "run_experiment":
             tally.last_outcome = f"run_experiment (decision {decision}): {_verdict(content)}"
-        return content, ""
+        return content, {}
 
     def after_decide(state: OrchestratorState) -> str:
         return END if state.get("stop_reason") else "act"

@@ -9,6 +9,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
+from aiscientist.accounting import is_better
 from aiscientist.result import RunResult
 
 
@@ -93,11 +94,11 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
     table = Table(title=f"solve · {result.task} · {result.agent}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
-    table.add_row("stopped", escape(result.stop_reason[:160]))
+    stopped = result.stop_reason.value if result.stop_reason else "running"
+    table.add_row("stopped", escape(f"{stopped}: {result.stop_detail}"[:160] if result.stop_detail else stopped))
     best = f"{_fmt(result.best_metric)} at step {result.best_step}" if result.best_step else "no successful step"
     if result.best_metric is not None and result.baseline is not None and result.direction:
-        better = result.best_metric > result.baseline if result.direction == "max" else result.best_metric < result.baseline
-        best += "" if better else " (not better than the baseline)"
+        best += "" if is_better(result.best_metric, result.baseline, result.direction) else " (not better than the baseline)"
     table.add_row(f"best {result.metric or 'metric'}", best)
     table.add_row("baseline", _fmt(result.baseline) + (f" ({result.direction})" if result.direction else ""))
     if result.test is not None:

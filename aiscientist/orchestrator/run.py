@@ -19,13 +19,14 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ValidationError
 
+from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
-from aiscientist.orchestrator.state import initial_state, stopped_by_model
+from aiscientist.orchestrator.state import initial_state
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
 from aiscientist.specialists import offline as specialists_offline
@@ -49,7 +50,7 @@ class RunInfo(BaseModel):
     wall_time_s: float | None = None
     config: RunConfig
     finished: bool = False  # False after a stop by a failing model: `--resume` continues the run
-    stop_reason: str = ""
+    stop_reason: StopReason | None = None
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -111,10 +112,10 @@ def solve(
         stack.enter_context(ws.watch())
         checkpoint = graph.get_state(THREAD)
         has_checkpoint = bool(checkpoint.values)
-        if has_checkpoint and not checkpoint.next and (rt.steps_left() > 0 or stopped_by_model(info.stop_reason)):
+        if has_checkpoint and not checkpoint.next and (rt.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable)):
             # a run given a larger step budget, or stopped by a failing model: reopen it
             # at the decision node with the model error counter reset
-            graph.update_state(THREAD, {"stop_reason": "", "final_call": False, "model_errors": 0}, as_node="act")
+            graph.update_state(THREAD, {"stop_reason": "", "stop_detail": "", "final_call": False, "model_errors": 0}, as_node="act")
         ws.events.record("orchestrator", "run.resume" if resumed else "run.start", {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()})
         state: dict[str, Any] = {}
         try:
@@ -124,11 +125,14 @@ def solve(
                     progress(snapshot(rt, state))
         except KeyboardInterrupt:
             ws.events.record("orchestrator", "run.interrupted", {"steps_done": rt.steps_done()})
+            _save(ws, info.model_copy(update={"stop_reason": StopReason.INTERRUPTED}))
             raise
-        stop_reason = state.get("stop_reason") or graph.get_state(THREAD).values.get("stop_reason", "") or "stopped"
-    resumable = stopped_by_model(stop_reason)
-    result = finish(rt, info, stop_reason, final=not resumable)
-    ws.events.record("orchestrator", "run.stopped" if resumable else "run.end", {"stop_reason": stop_reason, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
+        final_state = state if state.get("stop_reason") else graph.get_state(THREAD).values
+    stop_reason = StopReason(final_state.get("stop_reason") or StopReason.FINISHED)
+    detail = final_state.get("stop_detail", "")
+    resumable = stop_reason.resumable
+    result = finish(rt, info, stop_reason, detail, final=not resumable)
+    ws.events.record("orchestrator", "run.stopped" if resumable else "run.end", {"stop_reason": stop_reason.value, "stop_detail": detail, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
     _save(ws, info.model_copy(update={"finished": not resumable, "stop_reason": stop_reason}))
     return result
 
@@ -179,7 +183,7 @@ def check_model(info: RunInfo) -> None:
     make_client(info.model, None, "orchestrator", load_llm_config(info.model, info.config.models_file))
 
 
-def finish(rt: Runtime, info: RunInfo, stop_reason: str, final: bool = True) -> RunResult:
+def finish(rt: Runtime, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
     """result.json: best validated step (hidden test run once on it, when the run is
     final rather than stopped to be resumed), counts, usage."""
     ws, task = rt.ws, rt.task
@@ -188,7 +192,7 @@ def finish(rt: Runtime, info: RunInfo, stop_reason: str, final: bool = True) -> 
     test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
     tokens, cost = rt.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
-    result = summarise(task, info.config.arm, steps, config=config, test=test, wall_time_s=round(rt.elapsed_s(), 3), stop_reason=stop_reason)
+    result = summarise(task, info.config.arm, steps, config=config, test=test, wall_time_s=round(rt.elapsed_s(), 3), stop_reason=stop_reason, stop_detail=detail)
     result = result.model_copy(update={"tokens": tokens, "cost": round(cost, 6)})
     write_result(ws.paths.result, result)
     ws.refresh_map()

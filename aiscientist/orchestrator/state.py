@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 
 COUNTED = ("comprehension", "prioritization", "implementation", "experimentation", "helper")
-# stop reasons of a run the model failed: resumable (`solve --resume`), CLI exit code 3
-MODEL_UNAVAILABLE, MODEL_ERRORS = "model unavailable", "model errors"
 
 
-def stopped_by_model(stop_reason: str) -> bool:
-    return stop_reason.startswith((MODEL_UNAVAILABLE, MODEL_ERRORS))
+def stop(reason: StopReason, detail: str = "") -> dict[str, str]:
+    """The state update that ends the run (the enum's value: checkpoints hold plain data)."""
+    return {"stop_reason": reason.value, "stop_detail": detail}
 
 
 class OrchestratorState(TypedDict, total=False):
@@ -33,14 +33,15 @@ class OrchestratorState(TypedDict, total=False):
     last_outcome: str
     model_errors: int
     final_call: bool  # the step budget is spent: this decision may only submit
-    stop_reason: str  # set: the run ends
+    stop_reason: str  # a StopReason value; set: the run ends
+    stop_detail: str  # the same for people
 
 
 def initial_state() -> OrchestratorState:
     return OrchestratorState(
         decision=0, stage="understand", summaries=[], turns=[], pending=None, pending_calls=[],
         calls={name: 0 for name in COUNTED}, since_impl=0, since_exp=0, last_outcome="", model_errors=0,
-        final_call=False, stop_reason="",
+        final_call=False, stop_reason="", stop_detail="",
     )
 
 

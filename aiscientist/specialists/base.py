@@ -1,4 +1,4 @@
-"""The loop every specialist runs: fresh private context, own tools, a turn limit, finish.
+"""A specialist call on the kernel's loop: fresh private context, own tools, a turn limit, finish.
 
 A specialist call starts from two messages (its role's system prompt and the call's
 instructions), talks to the model until it calls `finish(summary)` or runs out of
@@ -8,14 +8,19 @@ journaled by position so a resumed run replays them instead of redoing them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.llm import ModelError, ModelUnavailable
+from aiscientist.agent.loop import LoopSpec
+from aiscientist.agent.loop import run_loop as kernel_loop
+from aiscientist.agent.outcome import StopReason
+from aiscientist.agent.shell import shell_tool
+from aiscientist.agent.tools import Tool, Toolbox, clip, file_tools, finish_tool
+from aiscientist.agent.toolsets import pick
 from aiscientist.llm.types import ToolCall
 from aiscientist.specialists.runtime import Runtime
-from aiscientist.specialists.tools import Toolbox, clip, finish_tool
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
 
@@ -39,34 +44,27 @@ class SpecialistResult(BaseModel):
         return f"{head}\n{self.full_output or self.summary}{files}"
 
 
+def role_toolbox(rt: Runtime, role: str, scope_role: str | None = None, extra: Callable[[Toolbox], list[Tool]] | None = None) -> Toolbox:
+    """The tools the table (`aiscientist.agent.toolsets`) gives `role` in this run's arm,
+    bound to `scope_role`'s file scope (default: the role's own)."""
+    scope = rt.ws.scope(scope_role or role)
+    box = Toolbox()
+    available = [*file_tools(scope, box, write=True, logs=True), finish_tool(), shell_tool(rt.ws, scope.role), *(extra(box) if extra else [])]
+    return pick(rt.agent, role, available, box)
+
+
 def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None) -> tuple[str, bool, int]:
-    """(summary, finished, turns). BudgetExhausted and ModelUnavailable propagate (the
-    run wraps up, or stops resumably); another ModelError ends this call as failed."""
-    box.add(finish_tool())
+    """(summary, finished, turns) of the kernel's loop for one specialist call.
+    BudgetExhausted and ModelUnavailable propagate (the run wraps up, or stops
+    resumably); another ModelError ends this call as failed."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    limit = max_turns or rt.config.specialists.max_turns
-    for turn in range(limit):
-        try:
-            completion = rt.complete(role, messages, box.schemas())
-        except ModelUnavailable:
-            raise
-        except ModelError as err:
-            return f"model error, {role} stopped: {err}", False, turn
-        messages.append(completion.message)
-        if not completion.tool_calls:
-            messages.append({"role": "user", "content": NUDGE})
-            continue
-        summary = None
-        for i, call in enumerate(completion.tool_calls):
-            if call.name == "finish" and call.error is None:
-                summary = str(call.arguments.get("summary", "")).strip() or "(no summary)"
-                content = "finished"
-            else:
-                content = run_tool(rt, box, call, f"{key}.t{turn}.{i}")
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-        if summary is not None:
-            return summary, True, turn + 1
-    return f"{role} stopped after {limit} turns without calling finish", False, limit
+    spec = LoopSpec(max_turns=max_turns or rt.config.specialists.max_turns, nudge=lambda: NUDGE, key=f"{key}.t")
+    outcome = kernel_loop(lambda msgs, tools: rt.complete(role, msgs, tools), box, messages, spec, lambda call, pos: run_tool(rt, box, call, pos))
+    if outcome.stop is StopReason.FINISHED:
+        return outcome.summary or "(no summary)", True, outcome.turns
+    if outcome.stop is StopReason.MODEL_ERROR:
+        return f"model error, {role} stopped: {outcome.detail}", False, outcome.turns
+    return f"{role} stopped after {outcome.turns} turns without calling finish", False, outcome.turns
 
 
 def run_tool(rt: Runtime, box: Toolbox, call: ToolCall, key: str) -> str:

@@ -13,10 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel, Field
 
 from aiscientist import notices
-from aiscientist.specialists.base import SpecialistResult, read_or_empty, run_loop
+from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import bus_rules, task_brief
 from aiscientist.specialists.runtime import Runtime
-from aiscientist.specialists.tools import Toolbox, clip, file_tools
+from aiscientist.agent.tools import clip
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
 SUMMARY = "paper_analysis/summary.md"
@@ -77,8 +77,7 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
         path = f"paper_analysis/notes_{axis}.md"
         scope.write(path, f"# Reader notes: {axis}\n\n{text}\n")
         written.append(path)
-    box = Toolbox()
-    box.add(*file_tools(scope, box, write=True))
+    box = role_toolbox(rt, ROLE)
     user = "\n\n".join(
         [
             task_brief(rt),
@@ -105,8 +104,7 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
 def _read_axis(rt: Runtime, key: str, axis: str) -> tuple[str, bool]:
     """One Tier-2 reader: fresh context, read-only tools. (notes, True) when it
     finished; (why it stopped, False) otherwise."""
-    box = Toolbox()
-    box.add(*file_tools(rt.ws.scope(ROLE), box, write=False))
+    box = role_toolbox(rt, READER_ROLE, scope_role=ROLE)
     user = "\n\n".join(
         [
             task_brief(rt),

@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field
 
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.gitrepo import git
-from aiscientist.specialists.base import SpecialistResult, append_once, run_loop
+from aiscientist.specialists.base import SpecialistResult, append_once, role_toolbox, run_loop
 from aiscientist.specialists.context import bus_rules, task_brief
 from aiscientist.specialists.runtime import Runtime
-from aiscientist.specialists.tools import Tool, Toolbox, file_tools
+from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.workspace.errors import ToolError
 
 ROLE = "experimentation"
@@ -131,9 +131,7 @@ def describe(rt: Runtime, record: StepRecord) -> str:
 
 def run(rt: Runtime, key: str, args: ExperimentationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
-    box = Toolbox()
-    box.add(*file_tools(scope, box, write=False, logs=True))
-    box.add(experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call))
+    box = role_toolbox(rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)])
     user = "\n\n".join(
         [
             task_brief(rt),

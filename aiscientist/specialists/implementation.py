@@ -12,10 +12,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from aiscientist.gitrepo import git
-from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, run_loop
+from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import bus_rules, tail, task_brief
 from aiscientist.specialists.runtime import Runtime
-from aiscientist.specialists.tools import Toolbox, clip, file_tools
+from aiscientist.agent.tools import clip
 
 ROLE = "implementation"
 
@@ -29,7 +29,7 @@ class ImplementationArgs(BaseModel):
 SYSTEM = """ROLE: implementation
 You are AiScientist's implementation specialist. Make the requested change to the
 editable files under submission/ with edit_file / write_file (protected files are
-read-only). Mode full: implement the planned change completely. Mode fix: repair what
+read-only); bash runs a command in submission/ (sandboxed, no network). Mode full: implement the planned change completely. Mode fix: repair what
 the last experiment showed broken, following the evidence. Mode explore: try the new idea
 you were given, keeping the code runnable. Do not run experiments - experimentation does.
 End with finish(summary): what you changed, in which files, and why."""
@@ -37,8 +37,7 @@ End with finish(summary): what you changed, in which files, and why."""
 
 def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
-    box = Toolbox()
-    box.add(*file_tools(scope, box, write=True))
+    box = role_toolbox(rt, ROLE)
     exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars)
     user = "\n\n".join(
         [

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from aiscientist.specialists.base import SpecialistResult, read_or_empty, run_loop
+from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import bus_rules, task_brief
 from aiscientist.specialists.runtime import Runtime
-from aiscientist.specialists.tools import Toolbox, file_tools
 
 ROLE = "prioritization"
 PLAN = "plan/prioritized_tasks.md"
@@ -29,8 +28,7 @@ End with finish(summary) - the top entries in a few lines."""
 
 
 def run(rt: Runtime, key: str, args: PrioritizationArgs) -> SpecialistResult:
-    box = Toolbox()
-    box.add(*file_tools(rt.ws.scope(ROLE), box, write=True))
+    box = role_toolbox(rt, ROLE)
     user = "\n\n".join(
         [
             task_brief(rt),

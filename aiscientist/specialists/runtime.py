@@ -7,17 +7,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiscientist.agent.loop import call_model
 from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.specialists.journal import Journal
 from aiscientist.task import Task
-
-
-def record_rejected_calls(ws: Any, role: str, completion: Completion) -> None:
-    """A `tool_call.rejected` event per tool call that could not run as sent."""
-    for call in completion.invalid_tool_calls:
-        ws.events.record(role, "tool_call.rejected", {"tool": call.name, "id": call.id, "error": call.error})
 
 
 @dataclass
@@ -53,9 +48,7 @@ class Runtime:
         """One model call with `role`'s client (one client per role, shared run budget).
         Tool calls rejected before they could run (bad JSON, unknown tool, arguments not
         matching the schema) become events."""
-        completion = self.client(role).complete(messages, tools, role=role)
-        record_rejected_calls(self.ws, role, completion)
-        return completion
+        return call_model(self.client(role), self.ws, role, messages, tools)
 
     def usage(self) -> tuple[int, float]:
         """(tokens, cost) used by the run so far, earlier sessions included."""

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aiscientist.accounting import is_better
+
 
 class TaskError(ValueError):
     """A task file is unusable. The message names file, field and reason."""
@@ -43,7 +45,7 @@ class MetricSpec(BaseModel):
 
     def better(self, a: float, b: float) -> bool:
         """True when `a` is strictly better than `b` in this metric's direction."""
-        return a > b if self.direction == "max" else a < b
+        return is_better(a, b, self.direction)
 
 
 class MetricChoice(BaseModel):

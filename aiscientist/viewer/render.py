@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
+from aiscientist.accounting import is_better
 from aiscientist.humanize import duration, money, num, plural
 from aiscientist.viewer.load import Moment, RunView, StepView
 from aiscientist.viewer.plot import curve_png
@@ -82,8 +83,7 @@ def _steps_html(run: RunView) -> str:
 def _summary(run: RunView) -> list[tuple[str, str]]:
     best = "none yet" if run.best_step is None else f"{num(run.best_metric)} at step {run.best_step}"
     if run.best_metric is not None and run.baseline is not None:
-        better = run.best_metric > run.baseline if run.direction == "max" else run.best_metric < run.baseline
-        best += "" if better else " (not better than the baseline)"
+        best += "" if is_better(run.best_metric, run.baseline, run.direction) else " (not better than the baseline)"
     steps = f"{run.steps_total}" + (f" of {run.steps_budget}" if run.steps_budget else "") + f" ({run.steps_successful} successful)"
     return [
         ("task", run.task),

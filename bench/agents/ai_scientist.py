@@ -18,7 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from bench.agents.base import RunContext
-from bench.agents.tools import FILE_TOOLS, FINISH, Toolbox, step_report, system_prompt
+from aiscientist.agent.loop import LoopSpec, run_loop
+from aiscientist.agent.outcome import Outcome, StopReason, StopRun
+from bench.agents.tools import baseline_toolbox, step_report, system_prompt
 
 ROLE = "ai-scientist"
 MAX_RUNS = 5
@@ -76,7 +78,7 @@ class AIScientist:
     name = "ai-scientist"
     needs_model = True
 
-    def solve(self, ctx: RunContext) -> str:
+    def solve(self, ctx: RunContext) -> Outcome:
         progress = self._load(ctx)
         failures_in_a_row = 0
         while ctx.steps_left() > 0:
@@ -85,7 +87,7 @@ class AIScientist:
                 if not new:
                     failures_in_a_row += 1
                     if failures_in_a_row >= 3:
-                        return "the model proposed no usable ideas"
+                        return Outcome(stop=StopReason.AGENT_FAILED, detail="the model proposed no usable ideas")
                     continue
                 failures_in_a_row = 0
                 progress.ideas += new
@@ -104,20 +106,13 @@ class AIScientist:
             if progress.runs >= MAX_RUNS or not record.success:
                 progress.current, progress.runs, progress.history = progress.current + 1, 0, []
             self._save(ctx, progress)
-        return "step budget spent"
+        return Outcome(stop=StopReason.STEP_BUDGET)
 
     def _code_and_run(self, ctx: RunContext, idea: Idea, progress: Progress, fix: str | None):
-        offered = FILE_TOOLS + [FINISH]
-        tools = Toolbox(ctx, offered)
         messages = [system_prompt(ROLE, CODER_INSTRUCTIONS), {"role": "user", "content": self._coder_prompt(ctx, idea, progress, fix)}]
-        for _ in range(CODER_TURNS):
-            completion = ctx.complete(ROLE, messages, tools=offered)
-            messages.append(completion.message)
-            if not completion.tool_calls:
-                break
-            messages += tools.answer(completion)
-            if tools.finished is not None:
-                break
+        coded = run_loop(lambda msgs, tools: ctx.complete(ROLE, msgs, tools), baseline_toolbox(ctx, ROLE), messages, LoopSpec(max_turns=CODER_TURNS))
+        if coded.stop is StopReason.MODEL_ERROR:
+            raise StopRun(coded.stop, coded.detail)
         stage = f"fix of run {progress.runs + 1}" if fix else f"run {progress.runs + 1}"
         return ctx.run_step(f"ai-scientist idea {progress.current + 1} '{idea.title}', {stage}: {idea.experiment[:300]}")
 

@@ -23,6 +23,7 @@ from aiscientist.experiment import load_steps
 from aiscientist.gitrepo import git
 from aiscientist.task import expand_globs
 
+from aiscientist.agent.outcome import Outcome, StopReason
 from bench.agents.base import RunContext
 from bench.agents.tools import system_prompt
 
@@ -92,7 +93,7 @@ class Aide:
     name = "aide"
     needs_model = True
 
-    def solve(self, ctx: RunContext) -> str:
+    def solve(self, ctx: RunContext) -> Outcome:
         journal = self._load(ctx)
         direction = ctx.task.metric.direction if ctx.task.metric else "max"
         baseline_code = self._baseline(ctx, journal.target)
@@ -121,7 +122,7 @@ class Aide:
             node.buggy = not (record.eligible and record.metric is not None)
             journal.nodes.append(node)
             self._save(ctx, journal)
-        return "step budget spent"
+        return Outcome(stop=StopReason.STEP_BUDGET)
 
     # ---- prompts -------------------------------------------------------------------
 

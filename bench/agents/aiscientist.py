@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from aiscientist.agent.outcome import Outcome, StopReason
+
 ARMS = {
     "aiscientist": {},
     "aiscientist-nobus": {"file_bus": False},
@@ -26,7 +28,7 @@ class AiScientist:
     needs_model = True
     creates_workspace = True
 
-    def solve_run(self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]) -> str:
+    def solve_run(self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]) -> Outcome:
         from aiscientist.config import load_config
         from aiscientist.llm.config import DEFAULT_MODELS_FILE
         from aiscientist.orchestrator import solve
@@ -41,7 +43,7 @@ class AiScientist:
         sets = [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in {**ARMS[self.name], **options}.items()]
         config = load_config(sets=sets, base={"sandbox": sandbox, "models_file": str(models_file)})
         result = solve(task_path, run_dir, config=config, model=model, steps=steps)
-        return result.stop_reason or "agent stopped"
+        return Outcome(stop=result.stop_reason or StopReason.FINISHED, detail=result.stop_detail)
 
 
 class AiScientistNoBus(AiScientist):

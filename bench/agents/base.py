@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.gitrepo import git
 from aiscientist.integrity import read_regular, safe_file
 from aiscientist.task import Task, expand_globs
-from aiscientist.specialists.runtime import record_rejected_calls
+from aiscientist.agent.loop import call_model
 
 if TYPE_CHECKING:
     from aiscientist.llm.client import LLMClient
@@ -26,8 +27,11 @@ if TYPE_CHECKING:
     from aiscientist.workspace import Workspace
 
 
-class StepBudgetExhausted(Exception):
+class StepBudgetExhausted(StopRun):
     """The run has used all its assigned steps."""
+
+    def __init__(self, detail: str = ""):
+        super().__init__(StopReason.STEP_BUDGET, detail)
 
 
 @dataclass
@@ -76,8 +80,7 @@ class RunContext:
 
     def complete(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
         """One model call; its tokens and cost are charged to the next step."""
-        completion = self.client(role).complete(messages, tools=tools, role=role)
-        record_rejected_calls(self.ws, role, completion)
+        completion = call_model(self.client(role), self.ws, role, messages, tools)
         self._tokens += completion.prompt_tokens + completion.completion_tokens
         self._cost += completion.cost
         return completion
@@ -125,6 +128,6 @@ class Agent(Protocol):
     name: str
     needs_model: bool
 
-    def solve(self, ctx: RunContext) -> str:
+    def solve(self, ctx: RunContext) -> Outcome:
         """Work until the step budget is spent (or the agent stops); return why it stopped."""
         ...

@@ -11,10 +11,13 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Literal
 
+from pydantic import BaseModel, Field
+
+from aiscientist.agent.tools import tool_schema
 from aiscientist.task import Task
-
-from bench.agents.tools import schema, system_prompt
+from bench.agents.tools import system_prompt
 
 ROLE = "contribution-judge"
 LABELS = ("academic", "engineering")
@@ -37,8 +40,14 @@ A change that mixes both is academic as soon as the method itself changes.
 Judge only what the diff does, not what its comments claim. Call `classify` once.
 """
 
-CLASSIFY = schema("classify", "Record the classification of the change.", label=("string", "academic or engineering"), reason=("string", "one sentence"))
-CLASSIFY["function"]["parameters"]["properties"]["label"]["enum"] = list(LABELS)
+
+
+class ClassifyArgs(BaseModel):
+    label: Literal["academic", "engineering"] = Field(description="academic or engineering")
+    reason: str = Field(description="one sentence")
+
+
+CLASSIFY = tool_schema("classify", "Record the classification of the change.", ClassifyArgs)
 
 
 def judge_messages(task: Task, diff: str) -> list[dict[str, str]]:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aiscientist.agent.outcome import Outcome, StopReason
 from bench.agents.base import RunContext
 
 WRAPPER = """#!/bin/sh
@@ -32,7 +33,7 @@ class External:
     name = "external"
     needs_model = False
 
-    def solve(self, ctx: RunContext) -> str:
+    def solve(self, ctx: RunContext) -> Outcome:
         command = ctx.options.get("command")
         if not command:
             raise ValueError("agent external needs an option command=... (e.g. --option external.command='my-agent --task $AISCI_TASK_FILE')")
@@ -53,13 +54,13 @@ class External:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
-            return f"external agent timed out after {timeout:g}s"
+            return Outcome(stop=StopReason.WALL_TIME, detail=f"external agent timed out after {timeout:g}s")
         finally:
             try:
                 os.killpg(proc.pid, 9)  # no background child outlives the agent
             except ProcessLookupError:
                 pass
-        return "agent stopped" if code == 0 else f"external agent exited {code}"
+        return Outcome(stop=StopReason.FINISHED) if code == 0 else Outcome(stop=StopReason.AGENT_FAILED, detail=f"external agent exited {code}")
 
 
 def step_main(argv: list[str]) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from aiscientist.candidates import Change, propose_changes
 from aiscientist.experiment import best_step, load_steps
 
+from aiscientist.agent.outcome import Outcome, StopReason
 from bench.agents.base import RunContext
 
 RESTART_PROBABILITY = 0.2
@@ -22,7 +23,7 @@ class HPSearch:
     name = "hpsearch"
     needs_model = False
 
-    def solve(self, ctx: RunContext) -> str:
+    def solve(self, ctx: RunContext) -> Outcome:
         while ctx.steps_left() > 0:
             rng = ctx.rng
             best = best_step(ctx.task, load_steps(ctx.ws.paths))
@@ -33,10 +34,10 @@ class HPSearch:
                 ctx.restore_step(best.step)
             changes = self._propose(ctx, rng, RESTART_CHANGES if restart else 1)
             if not changes:
-                return "no tunable constant or flag found in the editable files"
+                return Outcome(stop=StopReason.FINISHED, detail="no tunable constant or flag found in the editable files")
             origin = "baseline (random restart)" if restart else f"best step {best.step}"
             ctx.run_step(f"hpsearch from {origin}: " + "; ".join(f"{rel}: {c.description}" for rel, c in changes))
-        return "step budget spent"
+        return Outcome(stop=StopReason.STEP_BUDGET)
 
     @staticmethod
     def _propose(ctx: RunContext, rng, n: int) -> list[tuple[str, Change]]:

@@ -1,4 +1,4 @@
-"""Single-conversation tool loops: `linear`, `basic` and `iterative`.
+"""Single-conversation tool loops over the kernel: `linear`, `basic` and `iterative`.
 
 - `linear` (Claude-Code-style): file tools plus run_experiment; it keeps refining
   its own latest version, never resetting to the baseline or to a best copy.
@@ -14,10 +14,10 @@ messages (older turns are dropped whole), so long runs stay within a context.
 
 from __future__ import annotations
 
-from typing import Any
-
+from aiscientist.agent.loop import LoopSpec, run_loop
+from aiscientist.agent.outcome import Outcome, StopReason
 from bench.agents.base import RunContext
-from bench.agents.tools import BASH, FILE_TOOLS, READ_FILE_CHUNK, RUN_EXPERIMENT, SEARCH_FILE, SUBMIT, Toolbox, system_prompt
+from bench.agents.tools import baseline_toolbox, system_prompt
 
 KEEP_MESSAGES = 40
 
@@ -52,33 +52,26 @@ CONTINUE = {
 
 
 class ReactAgent:
-    """One tool loop; the subclasses differ only in tools, prompts and stopping."""
+    """One conversation on the kernel's loop; the subclasses differ only in tools
+    (the table in `aiscientist.agent.toolsets`), prompts and when to continue."""
 
     name = "react"
     needs_model = True
     role = "react"
     instructions = ""
-    tools: list[dict[str, Any]] = []
     continue_every_turn = False
 
-    def solve(self, ctx: RunContext) -> str:
-        toolbox = Toolbox(ctx, self.tools)
-        head = [system_prompt(self.role, self.instructions), {"role": "user", "content": self._task_message(ctx)}]
-        recent: list[dict[str, Any]] = []
-        max_calls = 15 * ctx.assigned + 20
-        for _ in range(max_calls):
-            if ctx.steps_left() <= 0:
-                return "step budget spent"
-            completion = ctx.complete(self.role, head + recent, tools=self.tools)
-            recent.append(completion.message)
-            if completion.tool_calls:
-                recent += toolbox.answer(completion)
-                if toolbox.submitted:
-                    return "submitted"
-            if not completion.tool_calls or self.continue_every_turn:
-                recent.append({"role": "user", "content": f"{CONTINUE[self.role]} ({ctx.steps_left()} steps left)"})
-            recent = _trim(recent)
-        return f"stopped after {max_calls} model calls"
+    def solve(self, ctx: RunContext) -> Outcome:
+        box = baseline_toolbox(ctx, self.role)
+        messages = [system_prompt(self.role, self.instructions), {"role": "user", "content": self._task_message(ctx)}]
+        spec = LoopSpec(
+            max_turns=15 * ctx.assigned + 20,
+            nudge=lambda: f"{CONTINUE[self.role]} ({ctx.steps_left()} steps left)",
+            nudge_every_turn=self.continue_every_turn,
+            keep_messages=KEEP_MESSAGES,
+            should_stop=lambda: Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() <= 0 else None,
+        )
+        return run_loop(lambda msgs, tools: ctx.complete(self.role, msgs, tools), box, messages, spec)
 
     def _task_message(self, ctx: RunContext) -> str:
         if ctx.task.kind == "reproduce":
@@ -88,31 +81,17 @@ class ReactAgent:
         return f"{ctx.task.summary()}\n\nRun folder paths of the editable files: {files}\nStep budget: {ctx.steps_left()}"
 
 
-def _trim(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last KEEP_MESSAGES messages, starting at an assistant message (so no tool
-    result is left without its call)."""
-    if len(messages) <= KEEP_MESSAGES:
-        return messages
-    cut = len(messages) - KEEP_MESSAGES
-    while cut < len(messages) and messages[cut].get("role") != "assistant":
-        cut += 1
-    return messages[cut:]
-
-
 class Linear(ReactAgent):
     name = role = "linear"
     instructions = LINEAR
-    tools = FILE_TOOLS + [RUN_EXPERIMENT]
 
 
 class Basic(ReactAgent):
     name = role = "basic"
     instructions = BASIC
-    tools = [BASH, READ_FILE_CHUNK, SEARCH_FILE, RUN_EXPERIMENT, SUBMIT]
 
 
 class Iterative(ReactAgent):
     name = role = "iterative"
     instructions = ITERATIVE
-    tools = [BASH, READ_FILE_CHUNK, RUN_EXPERIMENT]
     continue_every_turn = True

@@ -1,8 +1,8 @@
-"""Tools an agent calls, as typed schemas bound to one role's file scope.
+"""Tools every agent calls, defined once: a pydantic argument model (its JSON schema
+is what the model sees) and a handler, bound to one role's file scope.
 
-A `Tool` couples a pydantic argument model (its JSON schema is what the model sees)
-with a handler. `Toolbox.call` validates arguments, runs the handler, and turns every
-`ToolError` (a denied path, a missing file, an exhausted step budget) into an
+`Toolbox.call` is the one dispatch path of every agent: it validates arguments, runs
+the handler, and turns every `ToolError` (a denied path, a missing file, an exhausted step budget) into an
 `Error: ...` tool result: agents see their mistakes, the run never crashes on them.
 A handler that fails unexpectedly (a bug, an odd input nobody foresaw) is answered
 the same way, naming the tool and the exception, and recorded as a `tool.crashed`
@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from aiscientist.agent.outcome import StopRun
 from aiscientist.llm.types import BudgetExhausted, ToolCall
 from aiscientist.tool_guard import crash_report, unencodable
 from aiscientist.workspace.errors import ToolError
@@ -62,6 +63,21 @@ class FinishArgs(BaseModel):
     summary: str = Field(description="what you did and found, and the files you wrote")
 
 
+class SubmitArgs(BaseModel):
+    reason: str = Field("", description="why you stop now, and what the best result is")
+
+
+class ReadChunkArgs(BaseModel):
+    path: str = Field(description="file path relative to the run folder")
+    start: int = Field(1, ge=1, description="first line, 1-based")
+    n: int = Field(100, ge=1, description="number of lines")
+
+
+class SearchFileArgs(BaseModel):
+    path: str = Field(description="file or folder relative to the run folder")
+    pattern: str = Field(description="regular expression")
+
+
 @functools.lru_cache(maxsize=None)
 def _parameters(args: type[BaseModel]) -> str:
     """The JSON schema of an argument model (generated once: it takes milliseconds)."""
@@ -76,6 +92,11 @@ def parameters_of(args: type[BaseModel]) -> dict[str, Any]:
     return json.loads(_parameters(args))  # a fresh copy: callers may not share one dict
 
 
+def tool_schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAI function schema of a tool: the one way any schema is made."""
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters_of(args)}}
+
+
 @dataclass
 class Tool:
     name: str
@@ -85,7 +106,7 @@ class Tool:
     effect: bool = False  # changes the workspace: replayed from the journal on resume
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters_of(self.args)}}
+        return tool_schema(self.name, self.description, self.args)
 
 
 @dataclass
@@ -126,7 +147,7 @@ class Toolbox:
             result = tool.handler(args)
         except ToolError as err:
             return f"Error: {err}", False
-        except BudgetExhausted:
+        except (BudgetExhausted, StopRun):
             raise  # the run wraps up: not a failure of this tool
         except Exception as err:
             message, payload = crash_report(call.name, err)
@@ -193,5 +214,24 @@ def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False)
     return tools
 
 
-def finish_tool() -> Tool:
-    return Tool("finish", "End your work and return a short summary to the orchestrator.", FinishArgs, lambda a: a.summary)
+def chunk_tools(scope: Any) -> list[Tool]:
+    """PaperBench's file tools: `read_file_chunk` and `search_file`."""
+
+    def chunk(a: ReadChunkArgs) -> str:
+        return scope.read(a.path, start_line=a.start, max_lines=a.n)
+
+    def search(a: SearchFileArgs) -> str:
+        return "\n".join(scope.search(a.pattern, a.path)[:100]) or "(no match)"
+
+    return [
+        Tool("read_file_chunk", "Read `n` lines of a file starting at line `start` (1-based).", ReadChunkArgs, chunk),
+        Tool("search_file", "Search for a regular expression in files under a path.", SearchFileArgs, search),
+    ]
+
+
+def finish_tool(description: str = "End your work and return a short summary to the orchestrator.") -> Tool:
+    return Tool("finish", description, FinishArgs, lambda a: "finished")
+
+
+def submit_tool(description: str = "End the run; the best validated step is kept.") -> Tool:
+    return Tool("submit", description, SubmitArgs, lambda a: "submitted")

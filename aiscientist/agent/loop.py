@@ -1,0 +1,120 @@
+"""The one tool-calling loop: model call → tool calls → results, until a terminal tool,
+a limit, or a model failure.
+
+Every agent's conversation runs here (a specialist call, a baseline's ReAct loop, a
+coding turn of The AI Scientist); what differs is the `LoopSpec`: turn limit,
+continue message, whether to continue after every turn, how much history to keep,
+and a check run before each model call (step budget, wall time). The orchestrator
+and the flat agent run the same turn split over two checkpointed graph nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from aiscientist.agent.outcome import Outcome, StopReason, StopRun
+from aiscientist.agent.tools import Toolbox
+from aiscientist.llm import ModelError, ModelUnavailable
+from aiscientist.llm.types import Completion, ToolCall
+
+TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
+
+Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]
+RunTool = Callable[[ToolCall, str], str]  # (call, position key) -> result text
+
+
+@dataclass
+class LoopSpec:
+    max_turns: int
+    nudge: Callable[[], str] | None = None  # continue message; None: a reply without a tool call ends the loop
+    nudge_every_turn: bool = False  # PaperBench IterativeAgent: "take the next step" after every turn
+    keep_messages: int | None = None  # keep the first two messages and this many recent ones
+    should_stop: Callable[[], Outcome | None] | None = None  # checked before every model call
+    key: str = "t"  # journal position prefix of the calls
+
+
+def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], spec: LoopSpec, run_tool: RunTool | None = None) -> Outcome:
+    """Talk to the model until it calls a terminal tool (`finish`, `submit`) or a limit is
+    reached. `messages` starts with the system prompt and the task message; it holds the
+    conversation (as trimmed) when the loop ends. ModelUnavailable and BudgetExhausted
+    propagate (the caller stops the run); another ModelError ends the loop with `model_error`."""
+    head, recent = messages[:2], messages[2:]
+    try:
+        for turn in range(spec.max_turns):
+            stop = spec.should_stop() if spec.should_stop else None
+            if stop is not None:
+                return stop.model_copy(update={"turns": turn})
+            try:
+                completion = complete(head + recent, box.schemas())
+            except ModelUnavailable:
+                raise
+            except ModelError as err:
+                return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
+            recent.append(completion.message)
+            ended = _answer(box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}")
+            if ended is not None:
+                return ended.model_copy(update={"turns": turn + 1})
+            if not completion.tool_calls and spec.nudge is None:
+                return Outcome(stop=StopReason.FINISHED, detail="the model answered without a tool call", turns=turn + 1)
+            if spec.nudge is not None and (spec.nudge_every_turn or not completion.tool_calls):
+                recent.append({"role": "user", "content": spec.nudge()})
+            if spec.keep_messages:
+                recent = trim(recent, spec.keep_messages)
+        return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
+    finally:
+        messages[:] = head + recent
+
+
+def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], run_tool: RunTool | None, key: str) -> Outcome | None:
+    """Run one turn's tool calls, appending a result for each; the outcome when the turn
+    ends the loop (a terminal tool, or a tool raising StopRun: later calls are not run)."""
+    ended: Outcome | None = None
+    for i, call in enumerate(calls):
+        if ended is not None:
+            content = "not run: the loop stopped"
+        else:
+            try:
+                content = run_tool(call, f"{key}.{i}") if run_tool else box.call(call)[0]
+                stop = terminal(box, call)
+                if stop is not None:
+                    ended = Outcome(stop=stop, summary=str(call.arguments.get("summary", call.arguments.get("reason", ""))).strip())
+            except StopRun as stop_run:
+                content, ended = f"Error: {stop_run}", stop_run.outcome
+        recent.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+    return ended
+
+
+def call_model(client: Any, ws: Any, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Completion:
+    """One model call of any agent: tool calls rejected before they could run (bad JSON,
+    unknown tool, arguments not matching the schema) become `tool_call.rejected` events."""
+    completion = client.complete(messages, tools, role=role)
+    for call in completion.invalid_tool_calls:
+        ws.events.record(role, "tool_call.rejected", {"tool": call.name, "id": call.id, "error": call.error})
+    return completion
+
+
+def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:
+    """The stop a valid call of a terminal tool the box offers means (None: not one)."""
+    tool = box.tools.get(call.name)
+    if call.error is not None or call.name not in TERMINAL or tool is None:
+        return None
+    try:
+        tool.args.model_validate(call.arguments)
+    except ValidationError:
+        return None
+    return TERMINAL[call.name]
+
+
+def trim(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
+    """The last `keep` messages, starting at an assistant message (so no tool result is
+    left without its call)."""
+    if len(messages) <= keep:
+        return messages
+    cut = len(messages) - keep
+    while cut < len(messages) and messages[cut].get("role") != "assistant":
+        cut += 1
+    return messages[cut:]

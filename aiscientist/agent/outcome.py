@@ -1,0 +1,56 @@
+"""Why an agent run (or one loop of it) stopped: one enum for every agent.
+
+`result.json` carries the enum's value in `stop_reason` and the human-readable
+rest in `stop_detail`; code decides on the enum, never on the text.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel
+
+
+class StopReason(str, Enum):
+    SUBMITTED = "submitted"  # the agent declared the run finished
+    FINISHED = "finished"  # the agent ended its own work (finish, nothing left to try, external agent exited 0)
+    STEP_BUDGET = "step_budget"
+    WALL_TIME = "wall_time"
+    MODEL_BUDGET = "model_budget"  # tokens, money or calls of the model budget
+    DECISION_LIMIT = "decision_limit"  # the orchestrator's decisions ran out before the steps
+    TURN_LIMIT = "turn_limit"  # a tool loop ran out of turns without finishing
+    MODEL_ERROR = "model_error"  # model calls kept failing (after retries)
+    MODEL_UNAVAILABLE = "model_unavailable"  # the provider was unreachable past its patience
+    INTERRUPTED = "interrupted"
+    AGENT_FAILED = "agent_failed"  # the agent itself failed (no usable answer, external agent exit code)
+
+    @property
+    def resumable(self) -> bool:
+        """The model failed: `solve --resume` continues once it works again (CLI exit 3)."""
+        return self in (StopReason.MODEL_ERROR, StopReason.MODEL_UNAVAILABLE)
+
+    @property
+    def normal(self) -> bool:
+        """The run ended the way a run should (not counted as an error by the bench)."""
+        return self in (StopReason.SUBMITTED, StopReason.FINISHED, StopReason.STEP_BUDGET)
+
+
+class Outcome(BaseModel):
+    """How a loop or run ended: the enum plus a short text for people."""
+
+    stop: StopReason
+    detail: str = ""
+    turns: int = 0
+    summary: str = ""  # the agent's own closing words (finish/submit argument)
+
+    def __str__(self) -> str:
+        return f"{self.stop.value}: {self.detail}" if self.detail else self.stop.value
+
+
+class StopRun(Exception):
+    """Raised inside a tool or loop to end the run with `outcome` (e.g. the step budget
+    is spent); the toolbox lets it through, the loop returns the outcome."""
+
+    def __init__(self, stop: StopReason, detail: str = ""):
+        super().__init__(detail or stop.value)
+        self.outcome = Outcome(stop=stop, detail=detail)

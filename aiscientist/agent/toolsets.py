@@ -1,0 +1,78 @@
+"""The one table of which tools each agent may call, per role.
+
+Every toolbox is built from this table (`pick`), `bench agents` prints it and the
+bench report shows it, so what a comparison gives each arm is written down once.
+`SPECIALIST_TOOLS` are the orchestrator's calls of its specialists (Agent-as-Tool).
+"""
+
+from __future__ import annotations
+
+from aiscientist.agent.tools import Tool, Toolbox
+
+SPECIALIST_TOOLS = ("comprehension", "prioritization", "implementation", "experimentation", "helper")
+READ = ("read_file", "list_files", "search_files")
+WRITE = (*READ, "write_file", "edit_file")
+
+_AISCIENTIST: dict[str, tuple[str, ...]] = {
+    "orchestrator": (*SPECIALIST_TOOLS, *READ, "submit"),
+    "comprehension": (*WRITE, "finish"),
+    "comprehension-reader": (*READ, "finish"),
+    "prioritization": (*WRITE, "finish"),
+    "implementation": (*WRITE, "bash", "finish"),
+    "experimentation": (*READ, "append_log", "run_experiment", "finish"),
+    "helper": (*WRITE, "bash", "finish"),
+}
+
+TOOLSETS: dict[str, dict[str, tuple[str, ...]]] = {
+    "aiscientist": _AISCIENTIST,
+    "aiscientist-nobus": _AISCIENTIST,
+    "aiscientist-flat": {"flat": (*WRITE, "append_log", "bash", "run_experiment", "submit")},
+    "aide": {"aide": ()},  # one answer per step: a plan and the whole target file
+    "ai-scientist": {"ai-scientist": ("read_file", "write_file", "edit_file", "list_files", "finish")},
+    "linear": {"linear": ("read_file", "write_file", "edit_file", "list_files", "run_experiment")},
+    "basic": {"basic": ("bash", "read_file_chunk", "search_file", "run_experiment", "submit")},
+    "iterative": {"iterative": ("bash", "read_file_chunk", "run_experiment")},
+    "hpsearch": {},  # no model
+    "external": {"external": ("run_experiment",)},  # its own program's tools, plus this command on its PATH
+}
+
+
+class UnknownToolset(KeyError):
+    pass
+
+
+def toolset(agent: str, role: str) -> tuple[str, ...]:
+    """The tools `agent` gives `role`, in the order the model sees them."""
+    try:
+        return TOOLSETS[agent][role]
+    except KeyError:
+        raise UnknownToolset(f"no tool set for agent {agent!r}, role {role!r} in aiscientist.agent.toolsets.TOOLSETS") from None
+
+
+def pick(agent: str, role: str, available: list[Tool], box: Toolbox | None = None) -> Toolbox:
+    """A toolbox holding the table's tools for (agent, role), taken from `available`."""
+    by_name = {tool.name: tool for tool in available}
+    box = box or Toolbox()
+    for name in toolset(agent, role):
+        if name in SPECIALIST_TOOLS and role == "orchestrator":
+            continue  # specialists are called by the orchestrator's graph, not through a toolbox
+        if name not in by_name:
+            raise UnknownToolset(f"tool {name!r} of {agent}/{role} was not provided")
+        box.add(by_name[name])
+    return box
+
+
+def rows() -> list[dict[str, object]]:
+    """The table as rows: agent, role, tools (what `bench agents --json` prints)."""
+    return [{"agent": agent, "role": role, "tools": list(tools)} for agent, roles in TOOLSETS.items() for role, tools in roles.items()] + [
+        {"agent": agent, "role": None, "tools": []} for agent, roles in TOOLSETS.items() if not roles
+    ]
+
+
+def markdown() -> str:
+    """The table in markdown, for people and the bench report."""
+    lines = ["| agent | role | tools |", "|---|---|---|"]
+    for row in rows():
+        tools = row["tools"]
+        lines.append(f"| {row['agent']} | {row['role'] or '–'} | {', '.join(tools) if tools else '(no tool calls)'} |")  # type: ignore[arg-type]
+    return "\n".join(lines)
