@@ -100,4 +100,4 @@ def test_bwrap_reproduction_cannot_write_outside_its_copy(tmp_path: Path) -> Non
     outside = tmp_path / "outside.txt"
     sub = _submission(tmp_path, f"echo hacked > {outside} || echo blocked\n")
     result = reproduce(sub, tmp_path / "work", timeout_s=30, sandbox=get_sandbox("bwrap"))
-    assert not outside.exists()  # inside, /tmp is a private tmpfs: the write landed there or failed
+    assert result.ran and not outside.exists()  # inside, /tmp is a private tmpfs: the write landed there or failed
