@@ -13,16 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.sandbox import bwrap_works, get_sandbox
+from aiscientist.sandbox import get_sandbox
 from aiscientist.sandbox.base import TAIL_CHARS
-from aiscientist.sandbox.docker import docker_problem
+from tests.sandbox_backends import BACKENDS
 
-_DOCKER_PROBLEM = docker_problem()
-BACKENDS = [
-    "local",
-    pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is not usable on this machine")),
-    pytest.param("docker", marks=pytest.mark.skipif(_DOCKER_PROBLEM is not None, reason=f"no Docker engine: {_DOCKER_PROBLEM}")),
-]
 NOT_A_BOUNDARY = "the local backend is not a security boundary (plain processes)"
 
 
