@@ -40,7 +40,7 @@ class SpecialistConfig(BaseModel):
     max_turns: int = Field(12, ge=2, description="model calls one specialist call may make")
     experiments_per_call: int = Field(1, ge=1, description="run_experiment calls one experimentation call may make")
     readers: list[Literal["code", "method", "evaluation"]] = Field(default_factory=lambda: ["code", "method", "evaluation"])
-    exp_log_tail_chars: int = Field(3000, ge=0, description="tail of exp_log.md given to implementation")
+    exp_log_tail_chars: int = Field(1200, ge=0, description="tail of exp_log.md given to implementation (about its last entry)")
 
 
 class RunConfig(BaseModel):

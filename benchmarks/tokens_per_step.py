@@ -44,7 +44,7 @@ def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FML_LITE_SMOKE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "aiscientist", *(["--record", str(record)] if record else []), "solve", str(task), "--model", "offline", "--steps", str(steps), "--run-dir", str(run_dir)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
+    if not (run_dir / "result.json").is_file():  # exit 1 with a result: no step beat the baseline, which is fine here
         raise SystemExit(f"{task}: solve failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     result = json.loads((run_dir / "result.json").read_text())
     calls = [r for r in read_records(run_dir / "logs" / "llm_calls.jsonl") if r.get("outcome") == "ok"]

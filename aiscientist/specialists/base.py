@@ -14,10 +14,12 @@ from pydantic import BaseModel
 
 from aiscientist.llm import ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
+from aiscientist.specialists.context import settled
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.specialists.tools import Toolbox, clip, finish_tool
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
+NOT_FINISHED = "not finished: a call before finish in this turn failed; see its result"
 
 
 class SpecialistResult(BaseModel):
@@ -47,7 +49,7 @@ def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: 
     limit = max_turns or rt.config.specialists.max_turns
     for turn in range(limit):
         try:
-            completion = rt.complete(role, messages, box.schemas())
+            completion = rt.complete(role, settled(messages, box.is_effect), box.schemas())
         except ModelUnavailable:
             raise
         except ModelError as err:
@@ -56,13 +58,16 @@ def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: 
         if not completion.tool_calls:
             messages.append({"role": "user", "content": NUDGE})
             continue
-        summary = None
+        summary, failed = None, False
         for i, call in enumerate(completion.tool_calls):
-            if call.name == "finish" and call.error is None:
+            if call.name == "finish" and call.error is None and failed:
+                content = NOT_FINISHED
+            elif call.name == "finish" and call.error is None:
                 summary = str(call.arguments.get("summary", "")).strip() or "(no summary)"
                 content = "finished"
             else:
                 content = run_tool(rt, box, call, f"{key}.t{turn}.{i}")
+                failed = failed or content.startswith("Error")
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         if summary is not None:
             return summary, True, turn + 1

@@ -15,11 +15,12 @@ import re
 from typing import Any
 
 from aiscientist import candidates
-from aiscientist.llm.offline import BANNER, PolicyContext, PolicyReply, editable_files, register_role_policy, strip_line_numbers
+from aiscientist.llm.offline import BANNER, Exchange, PolicyContext, PolicyReply, editable_files, register_role_policy, strip_line_numbers
 
 PLAN = "plan/prioritized_tasks.md"
 CHANGE = re.compile(r"^- change: (\{.*\})$", re.M)
 MARKED = re.compile(r"^(EDIT|REVERT) (\{.*\})$", re.M)
+ANALYSIS_DONE = f"{BANNER} Wrote paper_analysis/summary.md (targets, baseline, code/method/evaluation notes, implementation details) from the task text and the readers' notes."
 
 
 def _field(ctx: PolicyContext, name: str) -> str:
@@ -74,7 +75,7 @@ def _digest(text: str, axis: str) -> str:
 
 def comprehension_policy(ctx: PolicyContext) -> PolicyReply:
     if any(e.name == "write_file" and not e.failed for e in ctx.history):
-        return ctx.finish(f"{BANNER} Wrote paper_analysis/summary.md (targets, baseline, code/method/evaluation notes, implementation details) from the task text and the readers' notes.")
+        return ctx.finish(ANALYSIS_DONE)
     text = ctx.prompt_text
 
     def grab(prefix: str) -> list[str]:
@@ -111,7 +112,12 @@ def comprehension_policy(ctx: PolicyContext) -> PolicyReply:
             *grab("Editable files:"), *grab("Protected (read-only) files:"), *grab("Experiment commands:"),
         ]
     )
-    return PolicyReply(f"{BANNER} Writing the analysis.", [("write_file", {"path": "paper_analysis/summary.md", "content": content + "\n"})])
+    return _write_and_finish(ctx, f"{BANNER} Writing the analysis.", "paper_analysis/summary.md", content + "\n", ANALYSIS_DONE)
+
+
+def _write_and_finish(ctx: PolicyContext, content: str, path: str, text: str, summary: str) -> PolicyReply:
+    """Write `path` and finish in the same turn (one call fewer)."""
+    return PolicyReply(content, [("write_file", {"path": path, "content": text}), *ctx.finish(summary).calls])
 
 
 # ---- prioritization -------------------------------------------------------------------
@@ -135,9 +141,7 @@ def plan_changes(ctx: PolicyContext, contents: dict[str, str]) -> list[tuple[str
 def prioritization_policy(ctx: PolicyContext) -> PolicyReply:
     written = [e for e in ctx.history if e.name == "write_file" and not e.failed]
     if written:
-        entries = re.findall(r"^## (P\d\. .*)$", str(written[-1].arguments.get("content", "")), re.M)
-        top = "; ".join(entries[:3]) or "no candidates"
-        return ctx.finish(f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes ranked for breadth. Top: {top}")
+        return ctx.finish(_plan_written(str(written[-1].arguments.get("content", ""))))
     files = [] if _bus_off(ctx) else editable_files(ctx.prompt_text)  # bus off: the code is not prioritization's to read
     contents = _reads(ctx)
     todo = [f for f in files if f not in contents and f not in {str(e.arguments.get("path")) for e in ctx.history}]
@@ -161,7 +165,14 @@ def prioritization_policy(ctx: PolicyContext) -> PolicyReply:
         ]
     if not changes:
         lines.append("No candidate change: " + ("with File-as-Bus off this role cannot read the code; implementation chooses changes itself." if _bus_off(ctx) else "no tunable literal was found in the editable files."))
-    return PolicyReply(f"{BANNER} Writing the plan ({len(changes)} candidates).", [("write_file", {"path": PLAN, "content": "\n".join(lines)})])
+    text = "\n".join(lines)
+    return _write_and_finish(ctx, f"{BANNER} Writing the plan ({len(changes)} candidates).", PLAN, text, _plan_written(text))
+
+
+def _plan_written(plan: str) -> str:
+    entries = re.findall(r"^## (P\d\. .*)$", plan, re.M)
+    top = "; ".join(entries[:3]) or "no candidates"
+    return f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes ranked for breadth. Top: {top}"
 
 
 # ---- implementation -------------------------------------------------------------------
@@ -177,16 +188,14 @@ def implementation_policy(ctx: PolicyContext) -> PolicyReply:
         if not target:
             return ctx.finish(f"{BANNER} Nothing to fix: the context names no EDIT to undo.")
         m = target[-1]
-        return PolicyReply(f"{BANNER} Undoing the change that failed.", [("edit_file", {"path": m["path"], "old": m["new"], "new": m["old"]})])
+        return _edit_and_finish(ctx, f"{BANNER} Undoing the change that failed.", [("edit_file", {"path": m["path"], "old": m["new"], "new": m["old"]})])
     plan = [json.loads(body) for body in CHANGE.findall(ctx.prompt_text)]
     read_paths = {str(e.arguments.get("path")) for e in ctx.history if e.name == "read_file"}
-    if not plan and PLAN not in read_paths and not _bus_off(ctx):
-        return PolicyReply(f"{BANNER} Reading the plan.", _read_calls([PLAN]))
+    plan_todo = [PLAN] if not plan and PLAN not in read_paths and not _bus_off(ctx) else []
+    todo = plan_todo + [f for f in editable_files(ctx.prompt_text) if f not in read_paths]
+    if todo:  # the plan and the code in one turn
+        return PolicyReply(f"{BANNER} Reading {'the plan and ' if plan_todo else ''}the editable files.", _read_calls(todo))
     plan = plan or [json.loads(body) for body in CHANGE.findall(_reads(ctx).get(PLAN, ""))]
-    files = editable_files(ctx.prompt_text)
-    todo = [f for f in files if f not in read_paths]
-    if todo:
-        return PolicyReply(f"{BANNER} Reading the editable files.", _read_calls(todo))
     contents = _reads(ctx)
     calls: list[tuple[str, dict[str, Any]]] = []
     for kind, m in marked:
@@ -198,7 +207,15 @@ def implementation_policy(ctx: PolicyContext) -> PolicyReply:
     if choice is None:
         return ctx.finish(f"{BANNER} No applicable change left in the plan or the code.") if not calls else PolicyReply(f"{BANNER} Reverting only.", calls)
     calls.append(("edit_file", choice))
-    return PolicyReply(f"{BANNER} Applying candidate #{k}.", calls)
+    return _edit_and_finish(ctx, f"{BANNER} Applying candidate #{k}.", calls)
+
+
+def _edit_and_finish(ctx: PolicyContext, content: str, edits: list[tuple[str, dict[str, Any]]]) -> PolicyReply:
+    """The edits and, in the same turn, the summary they earn when they apply (each was
+    checked to apply exactly once); the loop refuses that finish if an edit fails, and
+    the next turn reports the failure."""
+    done = [Exchange(name, args, f"edited {args['path']}") for name, args in edits]
+    return PolicyReply(content, [*edits, *ctx.finish(_implementation_summary(ctx, done)).calls])
 
 
 def _pick(ctx: PolicyContext, plan: list[dict[str, str]], contents: dict[str, str], k: int) -> dict[str, str] | None:
