@@ -62,6 +62,7 @@ class ExperimentEngine:
         self.env = dict(env or {})
         self._lock = threading.Lock()
         self._baseline_code: dict[str, str] | None = None  # editable files at the baseline commit
+        self._last_step: int | None = None
 
     # ---- setup and protected files ---------------------------------------------------
 
@@ -154,8 +155,12 @@ class ExperimentEngine:
     # ---- steps -----------------------------------------------------------------------
 
     def next_step(self) -> int:
-        done = [int(p.parent.name.split("_")[1]) for p in self.paths.experiments.glob("step_*/step.json")]
-        return max(done, default=0) + 1
+        """The number the next step gets (the folders are listed once per engine;
+        after that the engine counts the steps it records itself)."""
+        if self._last_step is None:
+            done = [int(p.parent.name.split("_")[1]) for p in self.paths.experiments.glob("step_*/step.json")]
+            self._last_step = max(done, default=0)
+        return self._last_step + 1
 
     def run_step(self, agent: str, hypothesis: str, tokens: int = 0, cost: float = 0.0) -> StepRecord:
         """Run the experiment command list once on the current code and record it."""
@@ -203,6 +208,7 @@ class ExperimentEngine:
             tmp.write_text(record.model_dump_json(indent=1))
             self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error, "files": folder_hashes(step_dir)})
             os.replace(tmp, step_dir / STEP_RECORD)
+            self._last_step = step
             self.on_event("experiment.recorded", {"step": step})
             return record
 

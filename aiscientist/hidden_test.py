@@ -12,18 +12,31 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiscientist import integrity
 from aiscientist.causes import FailureCause
+from aiscientist.paths import RunPaths
 from aiscientist.records import MetricsReading, TestResult, sha256_file
 from aiscientist.runenv import clean_outputs
+from aiscientist.sandbox import RunResult
+from aiscientist.task import Task
 
-if TYPE_CHECKING:
-    from aiscientist.experiment import ExperimentEngine
+
+class TestRunner(Protocol):
+    """What the hidden test needs of the experiment engine."""
+
+    task: Task
+    paths: RunPaths
+
+    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True, timeout: float | None = None) -> RunResult: ...
+
+    def protected_manifest(self) -> dict[str, str]: ...
+
+    def read_metrics(self, metrics_path: Path) -> MetricsReading: ...
 
 
-def run_hidden_test(engine: ExperimentEngine, step: int) -> TestResult:
+def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
     task, paths = engine.task, engine.paths
     start = time.monotonic()
     if not task.test_commands:
@@ -58,7 +71,7 @@ def run_hidden_test(engine: ExperimentEngine, step: int) -> TestResult:
     return TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
 
 
-def _guard(engine: ExperimentEngine, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
+def _guard(engine: TestRunner, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
     """Why the copy may not be trusted after the test's run, or None."""
     changed = [rel for rel, digest in engine.protected_manifest().items() if integrity.safe_file(copy, rel) is None or sha256_file(copy / rel) != digest]
     if changed:

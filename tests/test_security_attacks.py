@@ -208,6 +208,8 @@ def test_limits_hold_memory_processes_and_file_size(tmp_path: Path) -> None:
     assert not memory.ok and "MemoryError" in memory.stderr_tail
     big = box.run(["head -c 20000000 /dev/zero > big.bin"], cwd=tmp_path, timeout=60, writable=[tmp_path])
     assert not big.ok and (tmp_path / "big.bin").stat().st_size <= 5 * 1024 * 1024
+    in_tmp = box.run(["set -e; for i in 1 2 3; do head -c 4000000 /dev/zero > /tmp/f$i; done"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    assert not in_tmp.ok  # the private /tmp (in memory) holds at most file_size_mb
     forks = box.run(["n=0; for i in $(seq 200); do (sleep 2 &) 2>/dev/null && n=$((n+1)); done; sleep 0.5; ls /proc | grep -c '^[0-9]'"], cwd=tmp_path, timeout=60, writable=[tmp_path])
     assert int(forks.stdout_tail.split()[-1]) <= 64
 

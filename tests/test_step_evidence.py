@@ -97,9 +97,10 @@ def test_failed_steps_carry_a_cause_and_a_detail(tmp_path: Path, commands: list[
 
 
 def test_solve_prints_the_cause_of_each_failed_step_and_a_summary(tmp_path: Path) -> None:
+    """(Without --no-preflight, solve refuses this task before its first step: tests/test_preflight.py.)"""
     task = tiny_copy(tmp_path, commands=["python train.py", "python evaluate.py --split val", "python missing_report.py"])
     done = subprocess.run(
-        [sys.executable, "-m", "aiscientist", "solve", str(task), "--model", "offline", "--steps", "2", "--run-dir", str(tmp_path / "run")],
+        [sys.executable, "-m", "aiscientist", "solve", str(task), "--model", "offline", "--steps", "2", "--run-dir", str(tmp_path / "run"), "--no-preflight"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
     )
     out = done.stdout + done.stderr

@@ -81,7 +81,8 @@ class BwrapSandbox:
 
     def argv(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], cwd: Path) -> list[str]:
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", *_system_args()]
-        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", PRIVATE_TMP]
+        tmp_size = ["--size", str(self.settings.file_size_mb << 20)] if self.settings.file_size_mb else []  # /tmp lives in memory
+        args += ["--dev", "/dev", "--proc", "/proc", *tmp_size, "--tmpfs", PRIVATE_TMP]
         shown = [Path(p).resolve() for p in writable]
         for path in shown:
             args += ["--bind", str(path), str(path)]

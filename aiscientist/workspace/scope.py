@@ -19,14 +19,13 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from aiscientist.paths import RunPaths
 from aiscientist.workspace import safe_open
 from aiscientist.workspace.errors import PermissionDenied, ToolError
+from aiscientist.workspace.eventlog import EventLog
 from aiscientist.workspace.permissions import Op, Policy
-
-if TYPE_CHECKING:
-    from aiscientist.workspace.workspace import Workspace
 
 MAX_WRITE_BYTES = 1_000_000
 MAX_EDIT_BYTES = 8 * MAX_WRITE_BYTES
@@ -40,10 +39,19 @@ MAX_HITS = 200
 MAX_SEARCH_FILE_BYTES = 2_000_000
 
 
+class ScopedWorkspace(Protocol):
+    """What a Scope needs of its workspace."""
+
+    paths: RunPaths
+    events: EventLog
+
+    def changed(self, lazy: bool = False) -> None: ...
+
+
 class Scope:
     """What one role may do in one workspace. Paths are relative to the run folder."""
 
-    def __init__(self, ws: Workspace, role: str, policy: Policy):
+    def __init__(self, ws: ScopedWorkspace, role: str, policy: Policy):
         self.ws, self.role, self.policy = ws, role, policy
         self.root = ws.paths.root
         self._sessions: dict[str, int] = {}

@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -40,10 +40,10 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from aiscientist.workspace.eventlog import EVENTS, LINE_HASH_CHARS, now
-
-if TYPE_CHECKING:
-    from aiscientist.workspace.workspace import Workspace
+from aiscientist.experiment import ExperimentEngine
+from aiscientist.paths import RunPaths
+from aiscientist.workspace.eventlog import EVENTS, LINE_HASH_CHARS, EventLog, now
+from aiscientist.workspace.permissions import PermissionsFile
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +66,22 @@ MAX_LISTED = 100
 WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 
 
+class WatchedWorkspace(Protocol):
+    """What the watcher reads and sets on its workspace."""
+
+    paths: RunPaths
+    events: EventLog
+    permissions: PermissionsFile
+    engine: ExperimentEngine
+    experiment_running: int | None
+    commands_running: bool
+    watcher: Any
+
+    def activity(self) -> str: ...
+
+
 class Watcher(FileSystemEventHandler):
-    def __init__(self, ws: Workspace, flush_s: float = 0.5):
+    def __init__(self, ws: WatchedWorkspace, flush_s: float = 0.5):
         self.ws, self.flush_s = ws, flush_s
         self.root = Path(os.path.realpath(ws.paths.root))
         self._prefix = str(self.root) + os.sep

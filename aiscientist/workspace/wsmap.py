@@ -9,41 +9,75 @@ read once and kept in a `MapCache`.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from aiscientist.workspace.eventlog import SESSION_MARK
-from aiscientist.workspace.permissions import EDITABLE, RoleRules
-
-if TYPE_CHECKING:
-    from aiscientist.workspace.workspace import Workspace
+from aiscientist.paths import RunPaths
+from aiscientist.task import Task
+from aiscientist.workspace.eventlog import SESSION_MARK, EventLog
+from aiscientist.workspace.permissions import EDITABLE, PermissionsFile, RoleRules
 
 FIRST_LINE_CHARS = 90
 Stats = tuple[int, int, float]  # files, bytes, latest mtime
 
 
+@dataclass
+class StepsSummary:
+    """What the map says about the step folders: counts, file stats, latest, best."""
+
+    count: int = 0
+    ok: int = 0
+    invalid: int = 0
+    stats: Stats = (0, 0, 0.0)
+    latest: dict[str, Any] | None = None
+    best: dict[str, Any] | None = None
+
+    def add(self, record: dict[str, Any], stats: Stats, better: Callable[[float, float], bool] | None) -> None:
+        self.count += 1
+        self.ok += bool(record.get("success"))
+        self.invalid += record.get("valid") is False
+        self.stats = (self.stats[0] + stats[0], self.stats[1] + stats[1], max(self.stats[2], stats[2]))
+        self.latest = record
+        eligible = record.get("success") and record.get("valid", True) and not record.get("constraint_violated") and isinstance(record.get("metric"), (int, float))
+        if eligible and better is not None and (self.best is None or better(record["metric"], self.best["metric"])):
+            self.best = record
+
+
 class MapCache:
-    """What the map has already read: each recorded step folder (its record and
-    file stats; only the two newest are looked at again, since the watcher may still
-    mark one invalid) and, per append-only log, how far it was counted."""
+    """What the map has already read, so a refresh costs the same at step 10 and
+    step 1,000: recorded step folders are folded into a running summary once they
+    are final (all but the two newest, which the watcher may still mark invalid),
+    and each append-only log is counted only from where the last count ended."""
 
     def __init__(self) -> None:
         self._steps: dict[str, tuple[int, dict[str, Any], Stats]] = {}
+        self._final: list[str] = []
+        self._folded = StepsSummary()
         self._logs: dict[Path, tuple[int, int]] = {}
 
-    def steps(self, folder: Path) -> tuple[list[dict[str, Any]], Stats]:
+    def steps(self, folder: Path, better: Callable[[float, float], bool] | None) -> StepsSummary:
         names = sorted(n for n in os.listdir(folder) if n.startswith("step_")) if folder.is_dir() else []
-        records, count, size, latest = [], 0, 0, 0.0
-        for i, name in enumerate(names):
-            cached = self._steps.get(name)
-            if cached is None or i >= len(names) - 2:
-                cached = self._read_step(folder / name, cached)
-            records.append(cached[1])
-            count, size, latest = count + cached[2][0], size + cached[2][1], max(latest, cached[2][2])
-        return records, (count, size, latest)
+        if names[: len(self._final)] != self._final:  # a final folder went away: fold again
+            self._final, self._folded = [], StepsSummary()
+        for name in names[len(self._final) : max(len(self._final), len(names) - 2)]:
+            record, stats = self._entry(folder / name)
+            self._folded.add(record, stats, better)
+            self._final.append(name)
+            self._steps.pop(name, None)
+        summary = copy.copy(self._folded)
+        for name in names[len(self._final) :]:
+            summary.add(*self._entry(folder / name), better)
+        return summary
+
+    def _entry(self, path: Path) -> tuple[dict[str, Any], Stats]:
+        _, record, stats = self._read_step(path, self._steps.get(path.name))
+        return record, stats
 
     def _read_step(self, path: Path, cached: tuple[int, dict[str, Any], Stats] | None) -> tuple[int, dict[str, Any], Stats]:
         try:
@@ -76,7 +110,22 @@ class MapCache:
         return count
 
 
-def build_map(ws: Workspace, stable: bool = False) -> str:
+
+class MappedWorkspace(Protocol):
+    """What the map reads of a workspace."""
+
+    active: str
+    events: EventLog
+    map_cache: MapCache
+    paths: RunPaths
+    permissions: PermissionsFile
+    task: Task
+
+    @property
+    def file_bus(self) -> bool: ...
+
+
+def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
     """The map. `stable` is the variant for prompts: without wall-clock times and log
     sizes, so the text depends only on the run's history (record/replay), and without
     what the prompt around it already says (the task's goal, files and commands; who
@@ -85,7 +134,7 @@ def build_map(ws: Workspace, stable: bool = False) -> str:
     task = ws.task
     set_name = "file_bus" if ws.file_bus else "file_bus_off"
     rules = ws.permissions.sets[set_name]
-    steps, experiment_stats = ws.map_cache.steps(ws.paths.experiments)
+    steps = ws.map_cache.steps(ws.paths.experiments, task.metric.better if task.metric else None)
     lines = [
         f"# WORKSPACE — {task.name} ({task.kind})",
         ("" if stable else f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · ") + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
@@ -100,7 +149,7 @@ def build_map(ws: Workspace, stable: bool = False) -> str:
     lines += ["", "| area | files | size | main file: first line |" if stable else "| area | written by | holds | files | size | updated | main file: first line |"]
     lines.append("|---" * (4 if stable else 7) + "|")
     for area, info in ws.permissions.areas.items():
-        count, size, mtime = experiment_stats if area == "experiments" else _stats(root / area)
+        count, size, mtime = steps.stats if area == "experiments" else _stats(root / area)
         main = _first_line(root / area / info.main, f"{info.main}") if info.main else "-"
         if stable:
             lines.append(f"| {area}/ | {count} | {'-' if area == 'logs' else _size(size)} | {main} |")
@@ -132,7 +181,7 @@ def _stats(folder: Path) -> Stats:
     return count, size, latest
 
 
-def _submission_lines(ws: Workspace) -> list[str]:
+def _submission_lines(ws: MappedWorkspace) -> list[str]:
     task = ws.task
     return [
         "submission/: editable " + (", ".join(task.editable_globs) or "(none)") + " · protected (read-only) " + (", ".join(task.protected) or "(none)"),
@@ -140,24 +189,17 @@ def _submission_lines(ws: Workspace) -> list[str]:
     ]
 
 
-def _experiment_lines(ws: Workspace, steps: list[dict[str, Any]]) -> list[str]:
-    if not steps:
+def _experiment_lines(ws: MappedWorkspace, steps: StepsSummary) -> list[str]:
+    if not steps.count or steps.latest is None:
         return ["experiments/: no steps yet"]
-    ok = sum(bool(s.get("success")) for s in steps)
-    invalid = sum(s.get("valid") is False for s in steps)
-    lines = [f"experiments/: {len(steps)} steps · {ok} succeeded · {len(steps) - ok} failed" + (f" · {invalid} invalid (tampering)" if invalid else "")]
-    lines.append("latest: " + _describe(ws, steps[-1]))
-    eligible = [s for s in steps if s.get("success") and s.get("valid", True) and not s.get("constraint_violated") and s.get("metric") is not None]
-    if eligible and ws.task.metric:
-        best = eligible[0]
-        for s in eligible[1:]:
-            if ws.task.metric.better(s["metric"], best["metric"]):
-                best = s
-        lines.append("best: " + _describe(ws, best))
+    lines = [f"experiments/: {steps.count} steps · {steps.ok} succeeded · {steps.count - steps.ok} failed" + (f" · {steps.invalid} invalid (tampering)" if steps.invalid else "")]
+    lines.append("latest: " + _describe(ws, steps.latest))
+    if steps.best is not None:
+        lines.append("best: " + _describe(ws, steps.best))
     return lines
 
 
-def _describe(ws: Workspace, step: dict[str, Any]) -> str:
+def _describe(ws: MappedWorkspace, step: dict[str, Any]) -> str:
     number = step.get("step")
     name = f"step_{number:04d}" if isinstance(number, int) else str(number)
     if step.get("success"):
@@ -169,7 +211,7 @@ def _describe(ws: Workspace, step: dict[str, Any]) -> str:
     return f"{name} · {outcome}" + (f' · "{hypothesis}"' if hypothesis else "")
 
 
-def _log_lines(ws: Workspace, stable: bool) -> list[str]:
+def _log_lines(ws: MappedWorkspace, stable: bool) -> list[str]:
     """Event counts depend on the watcher's batching, so stable maps leave them out."""
     parts = [] if stable else [f"{ws.events.head().get('seq', 0)} events"]
     for name, rel in ws.permissions.logs.items():
