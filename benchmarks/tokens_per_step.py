@@ -1,10 +1,13 @@
 """Prompt economy, measured: model tokens per experiment step, per task.
 
 Runs `python -m aiscientist solve TASK --model offline --steps N` (File-as-Bus on,
-FML_LITE_SMOKE=1 so the experiments are quick; they do not change the prompts) on
+FML_LITE_SMOKE=1 so the experiments are quick: metric values change, not what the prompts hold) on
 each task, reads the run's `logs/llm_calls.jsonl` and `result.json`, and prints per
 task: steps completed, model calls, tokens (prompt + completion, as the client counted
-them), tokens per experiment step, the share of each role, and the goal's verdict.
+them), tokens per experiment step (the whole run's tokens over its steps), the mean
+per step after step 1 (what each further step costs once the task is understood and
+planned: the figure a long run tends to), the share of each role, and the goal's
+verdict on the whole-run figure.
 With --parts it also records every request (`--record`) and splits the prompt tokens
 into system prompts, tool schemas, first instructions, tool results, the model's own
 messages and later user messages: where the tokens go.
@@ -53,6 +56,7 @@ def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict
         by_role[r["role"]] += r["prompt_tokens"] + r["completion_tokens"]
     tokens = sum(by_role.values())
     steps_done = result["steps_completed"]
+    step_tokens = [json.loads(p.read_text())["tokens"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))]
     return {
         "task": result["task"],
         "steps": steps_done,
@@ -60,6 +64,7 @@ def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict
         "tokens": tokens,
         "result_tokens": result["tokens"],
         "per_step": tokens / steps_done if steps_done else None,
+        "marginal": sum(step_tokens[1:]) / (len(step_tokens) - 1) if len(step_tokens) > 1 else None,
         "by_role": dict(by_role),
         "parts": parts_of(record) if record else {},
     }
@@ -111,12 +116,12 @@ def main() -> int:
 
 def report(console: Console, rows: list[dict], steps: int, parts: bool) -> None:
     table = Table(title=f"Model tokens per experiment step · offline model · File-as-Bus on · {steps} steps · goal <= {GOAL:,}")
-    for column in ("task", "steps", "calls", "tokens", "tokens/step", *ROLES, "goal"):
+    for column in ("task", "steps", "calls", "tokens", "tokens/step", "after step 1", *ROLES, "goal"):
         table.add_column(column, justify="right")
     for r in rows:
         shares = [f"{100 * r['by_role'].get(role, 0) / r['tokens']:.0f}%" if r["tokens"] else "-" for role in ROLES]
         met = r["per_step"] is not None and r["per_step"] <= GOAL
-        table.add_row(r["task"], str(r["steps"]), str(r["calls"]), f"{r['tokens']:,}", f"{r['per_step']:,.0f}" if r["per_step"] else "-", *shares, "met" if met else "NOT met")
+        table.add_row(r["task"], str(r["steps"]), str(r["calls"]), f"{r['tokens']:,}", f"{r['per_step']:,.0f}" if r["per_step"] else "-", f"{r['marginal']:,.0f}" if r["marginal"] else "-", *shares, "met" if met else "NOT met")
     console.print(table)
     if parts:
         split = Table(title="Prompt tokens by kind of content (all tasks)")

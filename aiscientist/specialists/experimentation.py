@@ -53,7 +53,7 @@ def experiment_tool(rt: Runtime, scope: Any, box: Toolbox, limit: int | None = N
         outcome = describe(rt, record)
         append_once(rt, scope, "exp_log", outcome.splitlines()[0], outcome)
         box.note(str(rt.ws.paths.step_dir(record.step).relative_to(rt.ws.paths.root)))
-        return describe(rt, record, hypothesis=False)  # the caller has just written it
+        return outcome
 
     return Tool("run_experiment", "Run the task's experiment commands on the current code (one counted step).", RunExperimentArgs, run_experiment)
 
@@ -104,12 +104,12 @@ def _tag_if_best(rt: Runtime, record: StepRecord) -> None:
         git(paths, "tag", "-f", BEST_TAG)
 
 
-def describe(rt: Runtime, record: StepRecord, hypothesis: bool = True) -> str:
+def describe(rt: Runtime, record: StepRecord) -> str:
     """The step's outcome in a few lines (what exp_log.md and the agent get)."""
     task = rt.task
     metric = task.metric
     best = best_step(task, rt.step_records())
-    lines = [f"[step {record.step:04d}] " + (f"hypothesis: {record.hypothesis[:300]}" if hypothesis else "outcome:")]
+    lines = [f"[step {record.step:04d}] hypothesis: {record.hypothesis[:300]}"]
     if record.success:
         lines.append(f"success: true; metric: {record.metric!r} ({metric.label if metric else 'metric'}, {metric.direction if metric else ''})")
         if task.baseline is not None and record.metric is not None and metric is not None:
