@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("aiscientist.viewer.command", "write a run folder's self-contained HTML page and print its path"),
     "bench": ("bench.command", "benchmark agents on tasks and report FML-bench metrics"),
     "grade": ("bench.grade_command", "grade a paper-reproduction submission against a rubric"),
+    "sandbox": ("aiscientist.commands.sandbox", "build the docker sandbox's run image; clean up orphaned containers"),
     "task": ("aiscientist.commands.task_show", "inspect a task (task show PATH [--json])"),
     "rubric": ("bench.rubric_command", "check a PaperBench rubric or re-score a graded tree"),
 }

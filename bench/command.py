@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from aiscientist.sandbox import BACKENDS
+from bench.executors import EXECUTORS, ExecutorUnavailable
 
 BENCH_ROOT = Path(__file__).resolve().parent
 console = Console(stderr=True)
@@ -29,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: sized to the machine)")
     run.add_argument("--cores-per-run", type=int, default=None, help="cores each run is pinned to (default: the machine's cores shared evenly)")
     run.add_argument("--sandbox", default="auto", choices=BACKENDS)
+    run.add_argument("--executor", default="pool", choices=EXECUTORS, help="where runs execute: a local process pool, or Ray (a local cluster, or --address)")
+    run.add_argument("--address", default=None, help="ray: address of an existing cluster (ray://HOST:10001, HOST:6379 or auto)")
     run.add_argument("--seed", type=int, default=0, help="base seed; each run derives its own from it")
     run.add_argument("--embedder", default="auto", choices=["auto", "graphcodebert", "minilm"])
     run.add_argument("--option", action="append", default=[], metavar="AGENT.KEY=VALUE", help="agent option, e.g. external.command='my-agent' (repeatable)")
@@ -75,10 +78,14 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             cores_per_run=args.cores_per_run,
             seed=args.seed,
+            executor=args.executor,
+            address=args.address,
             embedder=args.embedder,
             options=parse_options(args.option),
         )
         _check_models(config)
+        if config.address and config.executor != "ray":
+            raise ValueError("--address is the address of a Ray cluster: use it with --executor ray")
     except (ValidationError, ValueError) as err:
         if isinstance(err, ValidationError):
             first = err.errors()[0]
@@ -88,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         outcome = run_grid(config, args.out, progress=not args.no_progress)
-    except UnknownAgent as err:
+    except (UnknownAgent, ExecutorUnavailable) as err:
         console.print(f"[red]error:[/red] {err}")
         return 2
     console.print(f"bench: {outcome['runs']} runs, {outcome['ran']} run now, {len(outcome['failed'])} failed, {time.monotonic() - started:.1f}s")

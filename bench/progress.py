@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -16,9 +16,8 @@ from aiscientist.experiment import best_step, load_steps
 from aiscientist.humanize import num, plural
 from aiscientist.paths import RunPaths
 from aiscientist.task import Task, load_task
+from bench.grid import GridConfig, RunSpec
 
-if TYPE_CHECKING:
-    from bench.runner import GridConfig, RunSpec
 
 State = Literal["queued", "running", "done", "failed"]
 

@@ -90,7 +90,8 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
     started = datetime.now(timezone.utc)
     try:
         sandbox = sandbox or get_sandbox("auto")
-        result = sandbox.run([f"bash {SCRIPT} > {LOG} 2>&1"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+        # as PaperBench runs it; with the docker backend, in a new container from the run image
+        result = sandbox.run([f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
     except (OSError, SandboxUnavailable) as err:
         return Reproduction(copy_dir=copy_dir, ran=False, error=f"{SCRIPT} failed to start: {err}", timeout_s=timeout_s)
     after = snapshot(copy_dir)

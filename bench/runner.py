@@ -13,61 +13,30 @@ OUT/baselines/<task>/baseline.json              the unchanged code measured once
 
 A finished run (result.json present) is never redone; an interrupted one is
 reopened and continues with the steps it has left. Runs execute in a process
-pool sized to the machine; each worker is pinned to its own share of cores
-(`os.sched_setaffinity`, inherited by the experiment processes) and the thread
-counts of numeric libraries are set to that share.
+pool sized to the machine, or as Ray tasks (`bench.executors`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
-import os
 import shutil
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 from aiscientist.experiment import StepRecord, best_step, load_steps
 from aiscientist.task import Task, TaskError, load_task
 
 from bench.agents import get_agent
 from bench.agents.base import RunContext, StepBudgetExhausted
+from bench.executors import open_executor, thread_env
 from bench.fml_metrics import range_of
+from bench.grid import GridConfig, RunSpec
 from bench.metrics import RunSummary, successful, summarise_steps
 from bench.progress import GridProgress
-
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TORCH_NUM_THREADS")
-
-
-class GridConfig(BaseModel):
-    agents: list[str] = Field(min_length=1)
-    tasks: list[Path] = Field(min_length=1)
-    rounds: int = Field(3, ge=1)
-    steps: int = Field(100, ge=1)
-    model: str | None = None
-    judge_model: str | None = None
-    sandbox: str = "auto"
-    workers: int | None = Field(None, ge=1)
-    cores_per_run: int | None = Field(None, ge=1)
-    seed: int = 0
-    embedder: str = "auto"
-    options: dict[str, dict[str, Any]] = {}
-
-
-class RunSpec(BaseModel):
-    task_path: Path
-    task: str
-    agent: str
-    round: int
-
-    def folder(self, out: Path) -> Path:
-        return out / "runs" / self.task / self.agent / f"round_{self.round}"
 
 
 PAPER_AGENTS = ("basic", "iterative", "aiscientist", "aiscientist-nobus", "aiscientist-flat")
@@ -134,7 +103,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ws = Workspace.open(ws_dir)
     else:
         ws = _open_workspace(task, folder, config.sandbox)
-        ws.engine.env.update(_thread_env())
+        ws.engine.env.update(thread_env())
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=options)
         stop = "step budget spent" if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx) or "agent stopped")
     summary = finish_run(spec, config, task, ws, folder, stop, timing.close())
@@ -291,25 +260,7 @@ def _rubric(task: Task, ws, folder: Path, config: GridConfig) -> float | None:
     return grade_task(task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade").score
 
 
-# ---- the pool ----------------------------------------------------------------------
-
-
-def _thread_env() -> dict[str, str]:
-    n = str(len(os.sched_getaffinity(0)))
-    return {var: n for var in THREAD_VARS}
-
-
-def _pin_worker(slots) -> None:
-    """Pool initializer: take one core set and pin this worker (and its children) to it."""
-    cores = slots.get()
-    os.sched_setaffinity(0, cores)
-    os.environ.update(_thread_env())
-    try:
-        import torch
-
-        torch.set_num_threads(len(cores))
-    except ImportError:
-        pass
+# ---- the grid ----------------------------------------------------------------------
 
 
 def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
@@ -322,20 +273,6 @@ def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         raise
 
 
-def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> tuple[int, list[list[int]]]:
-    """Number of workers and the core set of each (disjoint when they fit)."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if cores_per_run is None:
-        want = workers or min(n_runs, len(cpus))
-        cores_per_run = max(1, len(cpus) // max(1, want))
-    workers = workers or max(1, min(n_runs, len(cpus) // cores_per_run))
-    slots = []
-    for i in range(workers):
-        start = (i * cores_per_run) % len(cpus)
-        slots.append([cpus[(start + j) % len(cpus)] for j in range(min(cores_per_run, len(cpus)))])
-    return workers, slots
-
-
 def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, Any]:
     """Run every unfinished run of the grid; return counts and failures."""
     specs = run_specs(config)
@@ -346,12 +283,7 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     todo = [s for s in specs if not is_finished(s, out)]
     failures: dict[str, str] = {}
     if todo:
-        workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
-        context = multiprocessing.get_context("spawn")
-        queue = context.Queue()
-        for slot in slots:
-            queue.put(slot)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_pin_worker, initargs=(queue,)) as pool:
+        with open_executor(config.executor, config.address, len(todo), config.workers, config.cores_per_run) as pool:
             futures: dict[Future, RunSpec] = {pool.submit(_worker_run, s, config, out): s for s in todo}
             with GridProgress(specs, config, out, enabled=progress) as live:
                 pending = set(futures)

@@ -108,7 +108,7 @@ def test_pool_shape_and_worker_pinning():
     import subprocess
     from concurrent.futures import ProcessPoolExecutor
 
-    from bench.runner import _pin_worker, pool_shape
+    from bench.executors import pin_worker as _pin_worker, pool_shape
 
     cpus = sorted(os.sched_getaffinity(0))
     workers, slots = pool_shape(n_runs=50, workers=None, cores_per_run=1)

@@ -14,11 +14,17 @@ import pytest
 
 from aiscientist.gitrepo import git
 from aiscientist.sandbox import bwrap_works
+from aiscientist.sandbox.docker import docker_problem
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace, verify_run
 
 TINY = Path(__file__).parent / "fixtures" / "tiny" / "task.yaml"
-BACKENDS = ["local", pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap unusable here"))]
+_DOCKER_PROBLEM = docker_problem()
+BACKENDS = [
+    "local",
+    pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap unusable here")),
+    pytest.param("docker", marks=pytest.mark.skipif(_DOCKER_PROBLEM is not None, reason=f"no Docker engine: {_DOCKER_PROBLEM}")),
+]
 SECRET = "TOP-SECRET-4f1c9e"
 HONEST_MSE = 0.6072
 

@@ -34,7 +34,12 @@ def get_sandbox(choice: str | SandboxSettings = "auto") -> Sandbox:
             return BwrapSandbox(settings.model_copy(update={"backend": "bwrap"}))
         log.warning("bubblewrap is not usable here: experiments run WITHOUT isolation (local backend)")
         return LocalSandbox(settings.model_copy(update={"backend": "local"}))
-    raise SandboxUnavailable(f"the {name!r} sandbox backend is not available in this build")
+    from aiscientist.sandbox.docker import DockerSandbox, DockerUnavailable  # name == "docker"; the SDK loads only when asked for
+
+    try:
+        return DockerSandbox(settings)
+    except DockerUnavailable as err:
+        raise SandboxUnavailable(str(err)) from err
 
 
 __all__ = ["BACKENDS", "SandboxSettings", "RunResult", "Sandbox", "get_sandbox", "scrubbed_env", "LocalSandbox", "BwrapSandbox", "SandboxUnavailable", "bwrap_works"]

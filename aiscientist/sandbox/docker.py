@@ -1,0 +1,230 @@
+"""Docker: every command in a fresh container with no network and a read-only root.
+
+Only these are visible inside: the system runtime (with the /etc entries bubblewrap
+shows) and the Python environment (read-only; bind-mounted from the host when the
+image is the locally built host-runtime image, otherwise whatever the image holds),
+the `writable` folders (read-write), the `readonly` paths, and a private /tmp shared
+by the commands of one `run` call. Containers carry labels naming their owner process; they are removed when
+the command ends, on Ctrl-C, and, if their owner died, the next time a DockerSandbox
+is created on this host.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, tail
+from aiscientist.sandbox.bwrap import ETC_ENTRIES, SYSTEM_DIRS, python_dirs
+from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
+from aiscientist.sandbox.local import python_env
+
+LABEL = "aiscientist.sandbox"
+
+
+class DockerUnavailable(RuntimeError):
+    pass
+
+
+def connect():
+    """A client for the engine the Docker CLI would use: DOCKER_HOST, else the default socket."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except DockerException as err:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise DockerUnavailable(f"no Docker engine answers at {where} ({err}); start one (see scripts/dockerd.sh) and set DOCKER_HOST") from err
+    return client
+
+
+def docker_problem() -> str | None:
+    """Why the docker backend cannot run here, or None when it can."""
+    try:
+        connect().close()
+    except (DockerUnavailable, ImportError) as err:
+        return str(err)
+    return None
+
+
+def runtime_mounts() -> list[str]:
+    """Host paths mounted read-only into a host-runtime image: the same system folders,
+    /etc entries and Python folders bubblewrap shows (symlinks such as /bin -> usr/bin
+    live in the image)."""
+    system = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    return system + [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")] + list(python_dirs())
+
+
+def remove_orphans(client, host: str | None = None) -> list[str]:
+    """Remove this host's sandbox containers whose owner process is gone."""
+    host = host or socket.gethostname()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": [f"{LABEL}.host={host}"]}):
+        pid = int(container.labels.get(f"{LABEL}.pid", "0"))
+        if not _alive(pid):
+            _remove(container)
+            removed.append(container.name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid > 0
+
+
+def _remove(container) -> None:
+    from docker.errors import APIError, NotFound
+
+    try:
+        container.remove(force=True)
+    except NotFound:
+        pass
+    except APIError as err:
+        if "already in progress" not in str(err):
+            raise
+
+
+class DockerSandbox:
+    name = "docker"
+
+    def __init__(self, settings: SandboxSettings | None = None, client=None):
+        from docker.errors import ImageNotFound
+
+        self.settings = settings or SandboxSettings(backend="docker")
+        self.client = client or connect()
+        self.image = self.settings.image or DEFAULT_IMAGE
+        try:
+            image = self.client.images.get(self.image)
+        except ImageNotFound:
+            if self.settings.image is not None:
+                raise DockerUnavailable(f"docker image {self.image!r} is not on the engine (build or load it first; registries are not contacted)") from None
+            image = self.client.images.get(build_image(self.client, self.image))
+        self.host_runtime = (image.labels or {}).get(HOST_RUNTIME) == "1"
+        remove_orphans(self.client)
+
+    def limits(self) -> dict[str, Any]:
+        """Container options from the settings: memory, processes, file size, CPUs, GPUs."""
+        from docker.types import DeviceRequest, Ulimit
+
+        s = self.settings
+        options: dict[str, Any] = {}
+        if s.memory_mb:
+            options["mem_limit"] = options["memswap_limit"] = f"{s.memory_mb}m"
+        if s.processes:
+            options["pids_limit"] = s.processes
+        if s.file_size_mb:
+            size = s.file_size_mb * 1024 * 1024
+            options["ulimits"] = [Ulimit(name="fsize", soft=size, hard=size)]
+        if s.cpus:
+            options["nano_cpus"] = int(s.cpus * 1e9)
+        if s.gpus:
+            ids = None if s.gpus == "all" else s.gpus.split(",")
+            options["device_requests"] = [DeviceRequest(count=-1 if ids is None else 0, device_ids=ids, capabilities=[["gpu"]])]
+        return options
+
+    def mounts(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], private_tmp: Path, empty: Path) -> list:
+        """Parents before children, as Docker applies them: runtime, writable areas, protected paths, hidden paths."""
+        from docker.types import Mount
+
+        mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_mounts() if self.host_runtime else [])]
+        mounts.append(Mount("/tmp", str(private_tmp), type="bind"))
+        mounts += [Mount(str(p), str(p), type="bind") for p in _resolved(writable)]
+        mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in _resolved(readonly) if p.exists()]
+        sources = [m["Source"] for m in mounts]
+        for path in _resolved(hidden):
+            if not path.exists() or not any(path.is_relative_to(s) for s in sources):
+                continue  # not visible in the container anyway
+            if path.is_dir():
+                mounts.append(Mount(str(path), None, type="tmpfs", read_only=True, tmpfs_size=4096))
+            else:
+                mounts.append(Mount(str(path), str(empty), type="bind", read_only=True))
+        return mounts
+
+    def environment(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        """The host's scrubbed environment for host-runtime images (PATH led by this
+        Python); only `env` for a user's image, which brings its own."""
+        base = scrubbed_env(env) if self.host_runtime else dict(env or {})
+        if self.host_runtime:
+            base["PATH"] = f"{os.path.dirname(sys.executable)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
+
+    def run(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None,
+            writable: Sequence[Path] = (), readonly: Sequence[Path] = (), hidden: Sequence[Path] = ()) -> RunResult:
+        """See `Sandbox.run`; each command gets its own container."""
+        start = time.monotonic()
+        returncodes: list[int] = []
+        timed_out = False
+        with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
+            private, empty = Path(tmp, "tmp"), Path(tmp, "empty")
+            private.mkdir()
+            private.chmod(0o1777)
+            empty.touch()
+            out_path, err_path = Path(tmp, "stdout"), Path(tmp, "stderr")
+            options = dict(
+                working_dir=str(Path(cwd).resolve()),
+                environment=self.environment(env),
+                mounts=self.mounts(writable or [Path(cwd)], readonly, hidden, private, empty),
+                labels={f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.call": uuid.uuid4().hex[:12], f"{LABEL}.cwd": str(cwd)},
+                **self.limits(),
+            )
+            with open(out_path, "ab") as out, open(err_path, "ab") as err:
+                try:
+                    for command in commands:
+                        rc, timed_out = self._one(command, timeout, options, out, err)
+                        returncodes.append(rc)
+                        if timed_out or rc != 0:
+                            break
+                except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
+                    for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={options['labels'][f'{LABEL}.call']}"]}):
+                        _remove(container)
+                    raise
+            result = dict(stdout_tail=tail(out_path), stderr_tail=tail(err_path))
+        return RunResult(commands=list(commands), returncodes=returncodes, duration_s=time.monotonic() - start, timed_out=timed_out, backend=self.name, **result)
+
+    def _one(self, command: str, timeout: float, options: dict[str, Any], out, err) -> tuple[int, bool]:
+        """One command in its own container; the container (every process in it) is gone
+        on return. An engine error (bad mount, image gone) fails the command with 125."""
+        from docker.errors import DockerException
+        from requests.exceptions import ConnectionError, ReadTimeout
+
+        container, rc, timed_out = None, 125, False
+        try:
+            container = self.client.containers.create(
+                self.image, ["bash", "-c", command], user=f"{os.getuid()}:{os.getgid()}", network_mode="none", read_only=True, ipc_mode="private",
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], **options
+            )
+            container.start()
+            try:
+                rc = container.wait(timeout=timeout)["StatusCode"]
+            except (ReadTimeout, ConnectionError):  # the wait's read timeout: the command's time is up
+                container.kill()
+                rc, timed_out = container.wait()["StatusCode"], True
+            for stream, handle in ((dict(stdout=True, stderr=False), out), (dict(stdout=False, stderr=True), err)):
+                for chunk in container.logs(stream=True, **stream):
+                    handle.write(chunk)
+            if timed_out:
+                err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
+        except DockerException as error:
+            err.write(f"\n[sandbox] docker engine error: {error}\n".encode())
+        finally:
+            if container is not None:
+                _remove(container)
+        return rc, timed_out
+
+
+def _resolved(paths: Sequence[Path]) -> list[Path]:
+    return [Path(p).resolve() for p in paths]

@@ -1,0 +1,118 @@
+"""Where the grid's runs execute: a local process pool (the default) or Ray.
+
+Pool: each worker is pinned to its own share of cores (`os.sched_setaffinity`,
+inherited by the experiment processes) and the thread counts of numeric libraries are
+set to that share. Ray: `RayExecutor` has the pool's `concurrent.futures` shape
+(`submit` returns a Future; a context manager), so the grid loop, its progress table
+and its failure records are the same; each run is one Ray task asking for its share of
+CPUs and runs in the driver's working directory, so the run folders are the same
+paths. On a multi-node cluster OUT and the tasks must be on a filesystem every node
+mounts, and each node needs this package installed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+EXECUTORS = ("pool", "ray")
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TORCH_NUM_THREADS")
+CORES_VAR = "AISCIENTIST_RUN_CORES"  # a Ray task's CPU share (it is not pinned to cores)
+
+
+class ExecutorUnavailable(RuntimeError):
+    pass
+
+
+def thread_env() -> dict[str, str]:
+    """Thread counts for numeric libraries: the cores this run may use."""
+    n = os.environ.get(CORES_VAR) or str(len(os.sched_getaffinity(0)))
+    return {var: n for var in THREAD_VARS}
+
+
+def pin_worker(slots) -> None:
+    """Pool initializer: take one core set and pin this worker (and its children) to it."""
+    cores = slots.get()
+    os.sched_setaffinity(0, cores)
+    os.environ.update(thread_env())
+    try:
+        import torch
+
+        torch.set_num_threads(len(cores))
+    except ImportError:
+        pass
+
+
+def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> tuple[int, list[list[int]]]:
+    """Number of workers and the core set of each (disjoint when they fit)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if cores_per_run is None:
+        want = workers or min(n_runs, len(cpus))
+        cores_per_run = max(1, len(cpus) // max(1, want))
+    workers = workers or max(1, min(n_runs, len(cpus) // cores_per_run))
+    slots = []
+    for i in range(workers):
+        start = (i * cores_per_run) % len(cpus)
+        slots.append([cpus[(start + j) % len(cpus)] for j in range(min(cores_per_run, len(cpus)))])
+    return workers, slots
+
+
+def open_executor(kind: str, address: str | None, n_runs: int, workers: int | None, cores_per_run: int | None):
+    """The pool or a RayExecutor, shaped alike: `workers` runs at once, `cores_per_run` each."""
+    workers, slots = pool_shape(n_runs, workers, cores_per_run)
+    if kind == "ray":
+        return RayExecutor(address, num_cpus=workers * len(slots[0]), cores_per_run=len(slots[0]))
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    for slot in slots:
+        queue.put(slot)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=pin_worker, initargs=(queue,))
+
+
+class RayExecutor:
+    """Runs as Ray tasks: a local cluster of `num_cpus` (the machine by default), or
+    the existing cluster at `address` (`ray://host:10001`, `host:6379` or `auto`)."""
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, cores_per_run: int = 1):
+        try:
+            import ray
+        except ImportError as err:
+            raise ExecutorUnavailable("--executor ray needs Ray: pip install 'aiscientist[scale]' (or pip install ray)") from err
+        self.ray, self.cores, self.refs = ray, cores_per_run, []
+        self.started = not ray.is_initialized()
+        if self.started:
+            options: dict[str, Any] = {"address": address} if address else {"num_cpus": num_cpus or len(os.sched_getaffinity(0)), "include_dashboard": False}
+            env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+            try:
+                ray.init(**options, runtime_env={"env_vars": env}, log_to_driver=False, configure_logging=False)
+            except (ConnectionError, ValueError, RuntimeError) as err:
+                raise ExecutorUnavailable(f"cannot start or reach a Ray cluster{f' at {address}' if address else ''}: {err}") from err
+        self.remote = ray.remote(num_cpus=cores_per_run, max_retries=0)(_run_cell)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        ref = self.remote.remote(fn, args, os.getcwd(), self.cores)
+        self.refs.append(ref)
+        return ref.future()
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """On an error or Ctrl-C, cancel what is still running; shut down a cluster we started."""
+        for ref in self.refs:
+            try:
+                self.ray.cancel(ref, force=True)
+            except Exception:  # already finished, or the cluster is gone
+                pass
+        if self.started:
+            self.ray.shutdown()
+
+
+def _run_cell(fn: Callable[..., Any], args: tuple, cwd: str, cores: int) -> Any:
+    """One run inside a Ray worker: the driver's working directory, thread counts for its CPU share."""
+    os.chdir(cwd)
+    os.environ[CORES_VAR] = str(cores)
+    return fn(*args)

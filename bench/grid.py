@@ -1,0 +1,35 @@
+"""A benchmark grid's shape: its settings and its cells (task × agent × round)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class GridConfig(BaseModel):
+    agents: list[str] = Field(min_length=1)
+    tasks: list[Path] = Field(min_length=1)
+    rounds: int = Field(3, ge=1)
+    steps: int = Field(100, ge=1)
+    model: str | None = None
+    judge_model: str | None = None
+    sandbox: str = "auto"
+    workers: int | None = Field(None, ge=1)
+    cores_per_run: int | None = Field(None, ge=1)
+    seed: int = 0
+    executor: Literal["pool", "ray"] = "pool"
+    address: str | None = None  # ray: an existing cluster (default: a local one)
+    embedder: str = "auto"
+    options: dict[str, dict[str, Any]] = {}
+
+
+class RunSpec(BaseModel):
+    task_path: Path
+    task: str
+    agent: str
+    round: int
+
+    def folder(self, out: Path) -> Path:
+        return out / "runs" / self.task / self.agent / f"round_{self.round}"
