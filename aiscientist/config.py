@@ -28,7 +28,7 @@ class OrchestratorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     summaries_kept: int = Field(5, ge=1, description="specialist summaries kept in the prompt")
     summary_chars: int = Field(1500, ge=200, description="longest specialist summary the orchestrator sees")
-    recent_turns: int = Field(4, ge=1, description="orchestrator decisions (call + results) kept verbatim")
+    recent_turns: int = Field(2, ge=1, description="orchestrator decisions (call + results) kept verbatim")
     tool_result_chars: int = Field(1500, ge=200, description="longest tool result kept in a recent turn")
     no_bus_context_chars: int = Field(400_000, ge=10_000, description="file_bus off: cap on the conversation that carries full outputs")
     max_decisions_per_step: int = Field(6, ge=2, description="decisions allowed per budgeted step before the run is stopped as stuck")
@@ -40,7 +40,7 @@ class SpecialistConfig(BaseModel):
     max_turns: int = Field(12, ge=2, description="model calls one specialist call may make")
     experiments_per_call: int = Field(1, ge=1, description="run_experiment calls one experimentation call may make")
     readers: list[Literal["code", "method", "evaluation"]] = Field(default_factory=lambda: ["code", "method", "evaluation"])
-    exp_log_tail_chars: int = Field(3000, ge=0, description="tail of exp_log.md given to implementation")
+    exp_log_tail_chars: int = Field(1200, ge=0, description="tail of exp_log.md given to implementation(mode=fix) (about its last entry)")
 
 
 class RunConfig(BaseModel):

@@ -12,18 +12,20 @@ import pytest
 
 from aiscientist.llm import ContextOverflow, LLMConfig, ModelError, ModelUnavailable, make_client, read_records
 from aiscientist.llm.errors import context_sizes
-from aiscientist.llm.messages import TRIM_MARK
+from aiscientist.llm.window import TRIM_MARK
 from tests.fixtures.llm.fake_openai import FakeOpenAI, error, overflow, reply
 
 MODEL = "openai/fake-model"
+A = "".join(f"a{i} " for i in range(500))[:2000]  # text, not one repeated letter: its tokens grow with its length
+B = "".join(f"b{i} " for i in range(500))[:2000]
 READ = {"id": "r1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
 CONVERSATION = [
     {"role": "system", "content": "ROLE: helper\nYou read files."},
     {"role": "user", "content": "Read a.py, then b.py."},
     {"role": "assistant", "content": None, "tool_calls": [READ]},
-    {"role": "tool", "tool_call_id": "r1", "content": "a" * 2000},
+    {"role": "tool", "tool_call_id": "r1", "content": A},
     {"role": "assistant", "content": None, "tool_calls": [{**READ, "id": "r2"}]},
-    {"role": "tool", "tool_call_id": "r2", "content": "b" * 2000},
+    {"role": "tool", "tool_call_id": "r2", "content": B},
     {"role": "user", "content": "Now summarise."},
 ]
 
@@ -53,8 +55,8 @@ def test_overflow_clips_the_oldest_tool_results_and_retries_once(tmp_path: Path)
     assert c.content == "summary"
     first, second = ([m.get("content") for m in b["messages"]] for b in server.requests)
     assert first == [m["content"] for m in CONVERSATION]
-    assert second[3] == "a" * 200 + TRIM_MARK  # the oldest result was clipped ...
-    assert second[5] == "b" * 2000  # ... and that was enough: the newest stays whole
+    assert second[3] == A[:200] + TRIM_MARK  # the oldest result was clipped ...
+    assert second[5] == B  # ... and that was enough: the newest stays whole
     assert second[:3] + second[4:] == first[:3] + first[4:]
     failed, ok = read_records(tmp_path / "logs" / "llm_calls.jsonl")
     assert (failed["outcome"], failed["kind"]) == ("error", "context_overflow")

@@ -22,6 +22,8 @@ from aiscientist.llm import ModelError, ModelUnavailable
 from aiscientist.llm.types import Completion, ToolCall
 
 TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
+ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
+NOT_FINISHED = "not finished: a call before finish in this turn failed; see its result"
 
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]
 RunTool = Callable[[ToolCall, str], str]  # (call, position key) -> result text
@@ -35,6 +37,7 @@ class LoopSpec:
     keep_messages: int | None = None  # keep the first two messages and this many recent ones
     should_stop: Callable[[], Outcome | None] | None = None  # checked before every model call
     key: str = "t"  # journal position prefix of the calls
+    finish_after_failure: bool = True  # False: a `finish` after a failed call of the same turn is refused
 
 
 def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], spec: LoopSpec, run_tool: RunTool | None = None) -> Outcome:
@@ -55,7 +58,7 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
             except ModelError as err:
                 return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
             recent.append(completion.message)
-            ended = _answer(box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}")
+            ended = _answer(box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}", spec.finish_after_failure)
             if ended is not None:
                 return ended.model_copy(update={"turns": turn + 1})
             if not completion.tool_calls and spec.nudge is None:
@@ -69,13 +72,18 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
         messages[:] = head + recent
 
 
-def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], run_tool: RunTool | None, key: str) -> Outcome | None:
+def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], run_tool: RunTool | None, key: str, finish_after_failure: bool = True) -> Outcome | None:
     """Run one turn's tool calls, appending a result for each; the outcome when the turn
-    ends the loop (a terminal tool, or a tool raising StopRun: later calls are not run)."""
+    ends the loop (a terminal tool, or a tool raising StopRun: later calls are not run).
+    Without `finish_after_failure`, a `finish` after a failed call of the same turn is
+    refused, so an agent that writes and finishes in one turn cannot misreport a failure."""
     ended: Outcome | None = None
+    failed = False
     for i, call in enumerate(calls):
         if ended is not None:
             content = "not run: the loop stopped"
+        elif call.name == "finish" and failed and not finish_after_failure:
+            content = NOT_FINISHED
         else:
             try:
                 content = run_tool(call, f"{key}.{i}") if run_tool else box.call(call)[0]
@@ -84,6 +92,7 @@ def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], r
                     ended = Outcome(stop=stop, summary=str(call.arguments.get("summary", call.arguments.get("reason", ""))).strip())
             except StopRun as stop_run:
                 content, ended = f"Error: {stop_run}", stop_run.outcome
+            failed = failed or content.startswith(ERROR_PREFIX)
         recent.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
     return ended
 

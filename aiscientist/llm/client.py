@@ -10,18 +10,12 @@ from typing import Any, Iterable
 from aiscientist.llm.backends import Backend, LiteLLMBackend, ScriptedBackend
 from aiscientist.llm.budget import BudgetTracker, tracker_for_run
 from aiscientist.llm.config import LLMConfig, load_llm_config
-from aiscientist.llm.messages import (
-    assistant_message,
-    canonical_json,
-    normalize_tools,
-    parse_tool_call,
-    request_hash,
-    to_openai_messages,
-    trim_tool_results,
-)
+from aiscientist.llm.messages import assistant_message, normalize_tools, parse_tool_call, request_hash, to_openai_messages
 from aiscientist.llm.retry import Attempts, send_with_patience
 from aiscientist.llm.store import Recorder, Replayer
+from aiscientist.llm.tokens import DEFAULT_ENCODING, TokenCounter
 from aiscientist.llm.types import BudgetExhausted, Completion, ContextOverflow, Failure, ModelConfigError, ModelError, Reply
+from aiscientist.llm.window import Fitted, context_window, fit, retry_budget, too_large
 
 OFFLINE_MODEL = "offline"
 SCRIPTED_PREFIX = "scripted:"
@@ -42,6 +36,8 @@ class LLMClient:
         self.budget = budget
         self.role = role
         self.priced = priced  # offline models cost nothing and use the default tokenizer
+        self.counter = TokenCounter(self.model if priced else DEFAULT_ENCODING)
+        self.window = context_window(self.model, config.context_window, offline=not priced)
         self.recorder = Recorder(config.record_dir) if config.record_dir else None
         self.replayer = Replayer(config.replay_dir) if config.replay_dir else None
 
@@ -49,26 +45,34 @@ class LLMClient:
         """One model call. Raises BudgetExhausted before a call that would exceed a
         run limit, ModelUnavailable when the provider kept failing past the patience,
         ContextOverflow when the request does not fit even after trimming, ModelError
-        for other failures. A request too large for the context window is trimmed by
-        `trim_tool_results` and sent once more."""
+        for other failures. The request is fitted to the context window by the rule of
+        `aiscientist.llm.window` before it is sent; a provider that still finds it too
+        large gets it once more, fitted by the same rule to the limit it stated."""
         role = role or self.role
         msgs, schemas = to_openai_messages(messages), normalize_tools(tools)
+        fitted = fit(self.counter, msgs, schemas, self.window)
+        if self.window is not None and fitted.size > self.window:
+            err = too_large(self.model, fitted, self.window)
+            self.budget.record({**_stamp(), "role": role, "model": self.model, **_zero(), "outcome": "error", "kind": "context_overflow", "sent": False, "error": str(err)})
+            raise err
         try:
-            return self._call(msgs, schemas, role)
+            return self._call(fitted, schemas, role)
         except ContextOverflow as err:
-            smaller = trim_tool_results(msgs, _target_chars(msgs, err))
-            if smaller is None:
-                raise self._too_large(err, msgs, schemas, "no tool result to clip") from err
+            smaller = fit(self.counter, fitted.messages, schemas, retry_budget(fitted.size, err))
+            smaller.clipped += fitted.clipped
+            if smaller.clipped == fitted.clipped:
+                raise self._too_large(err, fitted.size, "no tool result to clip") from err
             try:
-                return self._call(smaller, schemas, role, trimmed=True)
+                return self._call(smaller, schemas, role, retried=True)
             except ContextOverflow as again:
-                raise self._too_large(again, smaller, schemas, "still too large after clipping old tool results") from again
+                raise self._too_large(again, smaller.size, "still too large after clipping old tool results") from again
 
-    def _call(self, msgs: list[dict[str, Any]], schemas: list[dict[str, Any]], role: str, trimmed: bool = False) -> Completion:
+    def _call(self, fitted: Fitted, schemas: list[dict[str, Any]], role: str, retried: bool = False) -> Completion:
+        msgs, est_prompt = fitted.messages, fitted.size
         key = request_hash(self.model, msgs, schemas)
         request = {"model": self.model, "messages": msgs, "tools": schemas}
-        base = {"role": role, "model": self.model, "request_hash": key, **({"trimmed": True} if trimmed else {})}
-        est_prompt = self._count(messages=msgs, tools=schemas)
+        trim = {"trimmed": True, "clipped": fitted.clipped} if fitted.clipped else {}
+        base = {"role": role, "model": self.model, "request_hash": key, **trim, **({"retried": True} if retried else {})}
         est_completion = self.config.max_tokens or self.budget.typical_completion_tokens()
         try:
             reservation = self.budget.reserve(est_prompt + est_completion, self._price(est_prompt, est_completion))
@@ -126,25 +130,13 @@ class LLMClient:
         assert self.backend is not None
         return send_with_patience(self.backend, self.config, role, request["messages"], request["tools"], attempts)
 
-    def _too_large(self, err: ContextOverflow, msgs: list[dict[str, Any]], schemas: list[dict[str, Any]], why: str) -> ContextOverflow:
-        size = err.size or self._count(messages=msgs, tools=schemas)
+    def _too_large(self, err: ContextOverflow, counted: int, why: str) -> ContextOverflow:
+        size = err.size or counted
         limit = f"the model's limit is {err.limit} tokens" if err.limit else "the model's limit is not known"
         return ContextOverflow(f"{self.model}: the request does not fit the context window: about {size} tokens, {limit} ({why}; provider: {err})", err.limit, size)
 
-    def _count(self, **kwargs: Any) -> int:
-        """Tokens by the model's tokenizer where litellm has it offline, else tiktoken's default."""
-        import litellm
-
-        if self.priced:
-            try:
-                return int(litellm.token_counter(model=self.model, **kwargs))
-            except Exception:  # e.g. a Hugging Face tokenizer that would need the network
-                pass
-        return int(litellm.token_counter(model="", **kwargs))
-
     def _count_reply(self, reply: Reply) -> int:
-        text = reply.content + "".join(c.name + c.arguments for c in reply.tool_calls)
-        return self._count(text=text) if text else 0
+        return self.counter.text(reply.content + "".join(c.name + c.arguments for c in reply.tool_calls))
 
     def _price(self, prompt_tokens: int, completion_tokens: int) -> float:
         if not self.priced:
@@ -170,14 +162,6 @@ def _stamp() -> dict[str, str]:
 def _error_text(err: BaseException) -> str:
     """ModelErrors say what happened in their own words; other errors get their class."""
     return str(err) if isinstance(err, ModelError) else f"{type(err).__name__}: {err}"
-
-
-def _target_chars(msgs: list[dict[str, Any]], err: ContextOverflow) -> int:
-    """How small the trimmed request should be: the share of the request that fits
-    (limit/size, less 10%), or half of it when the provider did not say."""
-    total = sum(len(canonical_json(m)) for m in msgs)
-    share = err.limit / err.size * 0.9 if err.limit and err.size and err.size > err.limit else 0.5
-    return int(total * share)
 
 
 def _zero() -> dict[str, Any]:

@@ -89,29 +89,6 @@ def assistant_message(content: str, calls: list[RawToolCall]) -> dict[str, Any]:
     return message
 
 
-TRIM_KEEP_CHARS = 200
-TRIM_MARK = "\n[... clipped to fit the model's context window]"
-
-
-def trim_tool_results(messages: list[dict[str, Any]], target_chars: int) -> list[dict[str, Any]] | None:
-    """The trimming rule for a request that overflowed the context window: tool
-    results are clipped to their first 200 characters, oldest first, until the request
-    is at most `target_chars` long (as JSON) or every tool result is clipped. Nothing
-    else changes. None when no tool result could be clipped."""
-    out = [dict(m) for m in messages]
-    total = sum(len(canonical_json(m)) for m in out)
-    clipped = False
-    for m in out:
-        if total <= target_chars:
-            break
-        content = m.get("content")
-        if m.get("role") == "tool" and isinstance(content, str) and len(content) > TRIM_KEEP_CHARS + len(TRIM_MARK):
-            m["content"] = content[:TRIM_KEEP_CHARS] + TRIM_MARK
-            total -= len(content) - len(m["content"])
-            clipped = True
-    return out if clipped else None
-
-
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 

@@ -219,7 +219,7 @@ class Tally:
             self.since_impl, self.since_exp = self.since_impl + 1, 0
         outcome = _verdict(result.full_output) if call.name == "experimentation" else ("ok" if result.ok else "not ok")
         self.last_outcome = f"{call.name} (decision {decision}): {outcome}"
-        self.summaries.append({"decision": decision, "tool": call.name, "ok": result.ok, "text": clip(result.summary, config.orchestrator.summary_chars)})
+        self.summaries.append({"decision": decision, "tool": call.name, "ok": result.ok, "text": clip(result.summary, config.orchestrator.summary_chars), "call_id": call.id})
 
     def update(self, config: RunConfig) -> dict[str, Any]:
         return {"calls": self.calls, "summaries": bound_summaries(self.summaries, config), "since_impl": self.since_impl, "since_exp": self.since_exp, "last_outcome": self.last_outcome}

@@ -106,7 +106,8 @@ def status_block(rt: Runtime, state: OrchestratorState) -> str:
     if reminders:
         parts += ["## Reminders", *(f"- {r}" for r in reminders)]
     parts += ["## Workspace map", rt.ws.map_text(stable=True).strip()]
-    summaries = state.get("summaries", [])
+    shown = {m.get("tool_call_id") for turn in state.get("turns", []) for m in turn if m.get("role") == "tool"}
+    summaries = [s for s in state.get("summaries", []) if s.get("call_id") not in shown]  # the recent turns show the rest in full
     if summaries:
         parts.append("## Recent specialist summaries (newest last)")
         parts += [f"### decision {s['decision']}: {s['tool']} ({'ok' if s['ok'] else 'not ok'})\n{s['text']}" for s in summaries]

@@ -23,7 +23,7 @@ def stop(reason: StopReason, detail: str = "") -> dict[str, str]:
 class OrchestratorState(TypedDict, total=False):
     decision: int  # model decisions made so far
     stage: str
-    summaries: list[dict[str, Any]]  # {"decision", "tool", "ok", "text"}, newest last
+    summaries: list[dict[str, Any]]  # {"decision", "tool", "ok", "text", "call_id"}, newest last
     turns: list[list[dict[str, Any]]]  # recent decisions: [assistant message, tool results...]
     pending: dict[str, Any] | None  # assistant message whose tool calls await execution
     pending_calls: list[dict[str, Any]]  # its parsed tool calls (ToolCall dumps)

@@ -20,6 +20,7 @@ from aiscientist.agent.shell import shell_tool
 from aiscientist.agent.tools import Tool, Toolbox, clip, file_tools, finish_tool
 from aiscientist.agent.toolsets import pick
 from aiscientist.llm.types import ToolCall
+from aiscientist.specialists.context import settled
 from aiscientist.specialists.runtime import Runtime
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
@@ -58,8 +59,8 @@ def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: 
     BudgetExhausted and ModelUnavailable propagate (the run wraps up, or stops
     resumably); another ModelError ends this call as failed."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    spec = LoopSpec(max_turns=max_turns or rt.config.specialists.max_turns, nudge=lambda: NUDGE, key=f"{key}.t")
-    outcome = kernel_loop(lambda msgs, tools: rt.complete(role, msgs, tools), box, messages, spec, lambda call, pos: run_tool(rt, box, call, pos))
+    spec = LoopSpec(max_turns=max_turns or rt.config.specialists.max_turns, nudge=lambda: NUDGE, key=f"{key}.t", finish_after_failure=False)
+    outcome = kernel_loop(lambda msgs, tools: rt.complete(role, settled(msgs, box.is_effect), tools), box, messages, spec, lambda call, pos: run_tool(rt, box, call, pos))
     if outcome.stop is StopReason.FINISHED:
         return outcome.summary or "(no summary)", True, outcome.turns
     if outcome.stop is StopReason.MODEL_ERROR:

@@ -55,9 +55,10 @@ def reader_files(rt: Runtime, axis: str) -> list[str]:
         names = list(task.editable)
     else:
         names = [*task.protected, *task.related]
-    files = ["task/task.md"] + [f"submission/{n}" for n in dict.fromkeys(names) if "*" not in n]
+    whole = task.description.strip() in task.summary()  # then task/task.md is the brief the reader already has
+    files = ([] if whole else ["task/task.md"]) + [f"submission/{n}" for n in dict.fromkeys(names) if "*" not in n]
     policy = rt.ws.scope(ROLE).policy  # with File-as-Bus off, submission/ is not comprehension's to read
-    return [f for f in files if policy.refusal("read", f) is None][:8]
+    return [f for f in files if policy.refusal("read", f) is None][:8] or ["task/task.md"]
 
 
 def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:

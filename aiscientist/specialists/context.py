@@ -1,17 +1,23 @@
-"""Text blocks several prompts share: the task as agents see it, bus rules, log tails."""
+"""Text blocks several prompts share: the task as agents see it, bus rules, log tails;
+and what of a specialist's conversation is sent again on its next turn."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from aiscientist.specialists.runtime import Runtime
 
 
-def task_brief(rt: Runtime) -> str:
-    """The task's one-screen summary, with editable files named by workspace path."""
+def task_brief(rt: Runtime, description: bool = True) -> str:
+    """The task's one-screen summary, with editable files named by workspace path;
+    without the description (for roles that only run and judge), a pointer to it."""
     task = rt.task
     files = ", ".join(f"submission/{p}" for p in task.editable_globs) or "(none)"
     text = re.sub(r"^Editable files:.*$", f"Editable files: {files}", task.summary(), count=1, flags=re.M)
+    if not description and task.description.strip():
+        text = text.split("\n\n", 1)[0] + "\n(The task's description: task/task.md.)"
     return text + f"\nStep budget: {rt.steps} experiment steps in total."
 
 
@@ -30,3 +36,23 @@ def bus_rules(rt: Runtime) -> str:
 
 def tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "[...]\n" + text[-limit:]
+
+
+ACTED_KEEP_CHARS = 200
+ACTED_MARK = "\n[... clipped: you have acted since this result; call the tool again if you need it whole]"
+
+
+def settled(messages: list[dict[str, Any]], is_effect: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """The conversation as sent on the next turn: tool results older than the agent's
+    latest turn that changed something (an effect tool: write, edit, log, experiment)
+    shrink to their first 200 characters. The agent has acted on what it read; the
+    files hold the current truth and the tools read it again. Results of that turn
+    and later stay whole, and so do the agent's own messages."""
+    acted = max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and any(is_effect(c["function"]["name"]) for c in m.get("tool_calls") or [])), default=-1)
+    out = []
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if i < acted and m.get("role") == "tool" and isinstance(content, str) and len(content) > ACTED_KEEP_CHARS + len(ACTED_MARK):
+            m = {**m, "content": content[:ACTED_KEEP_CHARS] + ACTED_MARK}
+        out.append(m)
+    return out

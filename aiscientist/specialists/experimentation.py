@@ -134,7 +134,7 @@ def run(rt: Runtime, key: str, args: ExperimentationArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)])
     user = "\n\n".join(
         [
-            task_brief(rt),
+            task_brief(rt, description=False),
             bus_rules(rt),
             f"Hypothesis: {args.hypothesis}",
             *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),

@@ -1,8 +1,9 @@
 """Implementation: change the editable code in `submission/` and log it in `impl_log.md`.
 
 Modes: `full` (implement a planned change end to end), `fix` (repair what the last
-experiment showed broken), `explore` (try a new idea from the plan). The tail of
-`exp_log.md` is put into the specialist's context so fixes follow the evidence.
+experiment showed broken), `explore` (try a new idea from the plan). In mode `fix` the
+tail of `exp_log.md` is put into the specialist's context so the fix follows the
+evidence; other modes read the log when they need it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ End with finish(summary): what you changed, in which files, and why."""
 def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
     box = role_toolbox(rt, ROLE)
-    exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars)
+    exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
     user = "\n\n".join(
         [
             task_brief(rt),

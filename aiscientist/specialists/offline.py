@@ -15,11 +15,12 @@ import re
 from typing import Any
 
 from aiscientist import candidates
-from aiscientist.llm.offline import BANNER, PolicyContext, PolicyReply, editable_files, register_role_policy, strip_line_numbers
+from aiscientist.llm.offline import BANNER, Exchange, PolicyContext, PolicyReply, editable_files, register_role_policy, strip_line_numbers
 
 PLAN = "plan/prioritized_tasks.md"
 CHANGE = re.compile(r"^- change: (\{.*\})$", re.M)
 MARKED = re.compile(r"^(EDIT|REVERT) (\{.*\})$", re.M)
+ANALYSIS_DONE = f"{BANNER} Wrote paper_analysis/summary.md (targets, baseline, code/method/evaluation notes, implementation details) from the task text and the readers' notes."
 
 
 def _field(ctx: PolicyContext, name: str) -> str:
@@ -74,7 +75,7 @@ def _digest(text: str, axis: str) -> str:
 
 def comprehension_policy(ctx: PolicyContext) -> PolicyReply:
     if any(e.name == "write_file" and not e.failed for e in ctx.history):
-        return ctx.finish(f"{BANNER} Wrote paper_analysis/summary.md (targets, baseline, code/method/evaluation notes, implementation details) from the task text and the readers' notes.")
+        return ctx.finish(ANALYSIS_DONE)
     text = ctx.prompt_text
 
     def grab(prefix: str) -> list[str]:
@@ -111,7 +112,12 @@ def comprehension_policy(ctx: PolicyContext) -> PolicyReply:
             *grab("Editable files:"), *grab("Protected (read-only) files:"), *grab("Experiment commands:"),
         ]
     )
-    return PolicyReply(f"{BANNER} Writing the analysis.", [("write_file", {"path": "paper_analysis/summary.md", "content": content + "\n"})])
+    return _write_and_finish(ctx, f"{BANNER} Writing the analysis.", "paper_analysis/summary.md", content + "\n", ANALYSIS_DONE)
+
+
+def _write_and_finish(ctx: PolicyContext, content: str, path: str, text: str, summary: str) -> PolicyReply:
+    """Write `path` and finish in the same turn (one call fewer)."""
+    return PolicyReply(content, [("write_file", {"path": path, "content": text}), *ctx.finish(summary).calls])
 
 
 # ---- prioritization -------------------------------------------------------------------
@@ -135,9 +141,7 @@ def plan_changes(ctx: PolicyContext, contents: dict[str, str]) -> list[tuple[str
 def prioritization_policy(ctx: PolicyContext) -> PolicyReply:
     written = [e for e in ctx.history if e.name == "write_file" and not e.failed]
     if written:
-        entries = re.findall(r"^## (P\d\. .*)$", str(written[-1].arguments.get("content", "")), re.M)
-        top = "; ".join(entries[:3]) or "no candidates"
-        return ctx.finish(f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes ranked for breadth. Top: {top}")
+        return ctx.finish(_plan_written(str(written[-1].arguments.get("content", ""))))
     files = [] if _bus_off(ctx) else editable_files(ctx.prompt_text)  # bus off: the code is not prioritization's to read
     contents = _reads(ctx)
     todo = [f for f in files if f not in contents and f not in {str(e.arguments.get("path")) for e in ctx.history}]
@@ -154,37 +158,53 @@ def prioritization_policy(ctx: PolicyContext) -> PolicyReply:
         tier = min(3, rank * 4 // max(1, len(changes)))
         lines += [
             f"## P{tier}. #{rank + 1}: {change.description} in {path}",
-            "- expected gain: unknown (not estimated offline); feasibility: high (one-line change)",
-            "- depends on: nothing (independent literal)",
+            "- expected gain: unknown (offline); feasibility: high (one line); depends on: nothing",
             f"- change: {json.dumps({'path': path, 'old': change.old, 'new': change.new})}",
             "",
         ]
     if not changes:
         lines.append("No candidate change: " + ("with File-as-Bus off this role cannot read the code; implementation chooses changes itself." if _bus_off(ctx) else "no tunable literal was found in the editable files."))
-    return PolicyReply(f"{BANNER} Writing the plan ({len(changes)} candidates).", [("write_file", {"path": PLAN, "content": "\n".join(lines)})])
+    text = "\n".join(lines)
+    return _write_and_finish(ctx, f"{BANNER} Writing the plan ({len(changes)} candidates).", PLAN, text, _plan_written(text))
+
+
+def _plan_written(plan: str) -> str:
+    entries = re.findall(r"^## (P\d\. .*)$", plan, re.M)
+    top = "; ".join(entries[:3]) or "no candidates"
+    return f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes ranked for breadth. Top: {top}"
 
 
 # ---- implementation -------------------------------------------------------------------
 
 
 def implementation_policy(ctx: PolicyContext) -> PolicyReply:
-    edits = [e for e in ctx.history if e.name == "edit_file"]
-    if edits:
-        return ctx.finish(_implementation_summary(ctx, edits))
+    """Apply plan entry k (the Task says `candidate #k`) with the exact edit the plan
+    gives, after the REVERTs the orchestrator asks for; the edit tool checks that the
+    text occurs once. Only when the plan has no entry k, or it does not apply, read the
+    editable files and pick the next entry that applies (or a seeded perturbation)."""
+    history = ctx.history
+    edits = [e for e in history if e.name == "edit_file"]
     marked = [(kind, json.loads(body)) for kind, body in MARKED.findall(ctx.prompt_text)]
+    read_code = max((i for i, e in enumerate(history) if e.name == "read_file" and e.arguments.get("path") != PLAN), default=-1)
+    if edits and (not edits[-1].failed or history.index(edits[-1]) > read_code):
+        return ctx.finish(_implementation_summary(ctx, edits, marked))
     if _field(ctx, "Mode") == "fix":
         target = [m for kind, m in marked if kind == "EDIT"]
         if not target:
             return ctx.finish(f"{BANNER} Nothing to fix: the context names no EDIT to undo.")
         m = target[-1]
-        return PolicyReply(f"{BANNER} Undoing the change that failed.", [("edit_file", {"path": m["path"], "old": m["new"], "new": m["old"]})])
+        return _edit_and_finish(ctx, f"{BANNER} Undoing the change that failed.", [("edit_file", _undo(m))], marked)
     plan = [json.loads(body) for body in CHANGE.findall(ctx.prompt_text)]
-    read_paths = {str(e.arguments.get("path")) for e in ctx.history if e.name == "read_file"}
+    read_paths = {str(e.arguments.get("path")) for e in history if e.name == "read_file"}
     if not plan and PLAN not in read_paths and not _bus_off(ctx):
         return PolicyReply(f"{BANNER} Reading the plan.", _read_calls([PLAN]))
     plan = plan or [json.loads(body) for body in CHANGE.findall(_reads(ctx).get(PLAN, ""))]
-    files = editable_files(ctx.prompt_text)
-    todo = [f for f in files if f not in read_paths]
+    k = int((re.findall(r"candidate #(\d+)", _field(ctx, "Task")) or ["1"])[0])
+    entry = plan[k - 1] if k <= len(plan) else None
+    if entry is not None and not edits and entry["old"] != entry["new"]:
+        reverts = [("edit_file", _undo(m)) for kind, m in marked if kind == "REVERT"]
+        return _edit_and_finish(ctx, f"{BANNER} Applying candidate #{k}.", [*reverts, ("edit_file", entry)], marked)
+    todo = [f for f in editable_files(ctx.prompt_text) if f not in read_paths]
     if todo:
         return PolicyReply(f"{BANNER} Reading the editable files.", _read_calls(todo))
     contents = _reads(ctx)
@@ -192,13 +212,24 @@ def implementation_policy(ctx: PolicyContext) -> PolicyReply:
     for kind, m in marked:
         if kind == "REVERT" and m["path"] in contents and contents[m["path"]].count(m["new"]) == 1:
             contents[m["path"]] = contents[m["path"]].replace(m["new"], m["old"], 1)
-            calls.append(("edit_file", {"path": m["path"], "old": m["new"], "new": m["old"]}))
-    k = int((re.findall(r"candidate #(\d+)", _field(ctx, "Task")) or ["1"])[0])
+            calls.append(("edit_file", _undo(m)))
     choice = _pick(ctx, plan, contents, k)
     if choice is None:
         return ctx.finish(f"{BANNER} No applicable change left in the plan or the code.") if not calls else PolicyReply(f"{BANNER} Reverting only.", calls)
     calls.append(("edit_file", choice))
-    return PolicyReply(f"{BANNER} Applying candidate #{k}.", calls)
+    return _edit_and_finish(ctx, f"{BANNER} Applying candidate #{k}.", calls, marked)
+
+
+def _undo(change: dict[str, str]) -> dict[str, str]:
+    return {"path": change["path"], "old": change["new"], "new": change["old"]}
+
+
+def _edit_and_finish(ctx: PolicyContext, content: str, edits: list[tuple[str, dict[str, Any]]], marked: list[tuple[str, dict[str, str]]]) -> PolicyReply:
+    """The edits and, in the same turn, the summary they earn if they apply; the loop
+    refuses that finish when an edit fails, and the next turn deals with the failure."""
+    done = [Exchange(name, args, f"edited {args['path']}") for name, args in edits]
+    earlier = [e for e in ctx.history if e.name == "edit_file"]
+    return PolicyReply(content, [*edits, *ctx.finish(_implementation_summary(ctx, earlier + done, marked)).calls])
 
 
 def _pick(ctx: PolicyContext, plan: list[dict[str, str]], contents: dict[str, str], k: int) -> dict[str, str] | None:
@@ -217,7 +248,7 @@ def _pick(ctx: PolicyContext, plan: list[dict[str, str]], contents: dict[str, st
     return None
 
 
-def _implementation_summary(ctx: PolicyContext, edits: list[Any]) -> str:
+def _implementation_summary(ctx: PolicyContext, edits: list[Any], marked: list[tuple[str, dict[str, str]]]) -> str:
     last = edits[-1]
     args = {k: str(last.arguments.get(k, "")) for k in ("path", "old", "new")}
     what = f"`{args['old'].strip()}` -> `{args['new'].strip()}` in {args['path']}"
@@ -225,7 +256,9 @@ def _implementation_summary(ctx: PolicyContext, edits: list[Any]) -> str:
         return f"{BANNER} The edit {what} failed: {(last.result or '')[:300]}"
     if _field(ctx, "Mode") == "fix":
         return f"Reverted {what} (undoing the change that failed).\n{BANNER}\nREVERTED {json.dumps(args)}"
-    reverted = f" after reverting {len(edits) - 1} earlier change(s)" if len(edits) > 1 else ""
+    undone = [_undo(m) for kind, m in marked if kind == "REVERT"]
+    count = sum(1 for e in edits[:-1] if not e.failed and e.arguments in undone)
+    reverted = f" after reverting {count} earlier change(s)" if count else ""
     return f"Applied {what}{reverted}.\n{BANNER}\nEDIT {json.dumps(args)}"
 
 

@@ -124,9 +124,12 @@ class MappedWorkspace(Protocol):
     @property
     def file_bus(self) -> bool: ...
 
+
 def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
-    """The map. `stable` leaves out wall-clock times and log sizes, so the text an
-    agent's prompt carries depends only on the run's history (record/replay)."""
+    """The map. `stable` is the variant for prompts: without wall-clock times and log
+    sizes, so the text depends only on the run's history (record/replay), and without
+    what the prompt around it already says (the task's goal, files and commands; who
+    writes each area and what it holds, which the system prompt and tools describe)."""
     root = ws.paths.root
     task = ws.task
     set_name = "file_bus" if ws.file_bus else "file_bus_off"
@@ -136,21 +139,24 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
         f"# WORKSPACE — {task.name} ({task.kind})",
         ("" if stable else f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · ") + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
     ]
-    if task.metric:
+    if task.metric and not stable:
         goal = f"goal: {task.metric.label} ({task.metric.direction})"
         if task.baseline is not None:
             goal += f" · stated baseline {task.baseline:.6g}"
         if task.target is not None:
             goal += f" · target {task.target:.6g}"
         lines.append(goal)
-    lines += ["", "| area | written by | holds | files | size | updated | main file: first line |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| area | files | size | main file: first line |" if stable else "| area | written by | holds | files | size | updated | main file: first line |"]
+    lines.append("|---" * (4 if stable else 7) + "|")
     for area, info in ws.permissions.areas.items():
         count, size, mtime = steps.stats if area == "experiments" else _stats(root / area)
-        writers = "engine (experimentation)" if area == "experiments" else "append-only (API)" if area == "logs" else _writers(rules, area)
         main = _first_line(root / area / info.main, f"{info.main}") if info.main else "-"
-        shown_size = "-" if stable and area == "logs" else _size(size)
-        lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {shown_size} | {'-' if stable else _stamp(mtime)} | {main} |")
-    lines += ["", *_submission_lines(ws), *_experiment_lines(ws, steps), *_log_lines(ws, stable)]
+        if stable:
+            lines.append(f"| {area}/ | {count} | {'-' if area == 'logs' else _size(size)} | {main} |")
+            continue
+        writers = "engine (experimentation)" if area == "experiments" else "append-only (API)" if area == "logs" else _writers(rules, area)
+        lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {_size(size)} | {_stamp(mtime)} | {main} |")
+    lines += ["", *([] if stable else _submission_lines(ws)), *_experiment_lines(ws, steps), *_log_lines(ws, stable)]
     return "\n".join(lines) + "\n"
 
 

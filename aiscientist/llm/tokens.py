@@ -1,0 +1,82 @@
+"""Token counts of requests exactly as litellm's counter gives them, cached by content.
+
+`litellm.token_counter(model, messages=M, tools=T)` is a sum: each message's own
+tokens, a fixed reply primer, and the tool definitions (their count depends only on
+whether M has a system message). An agent resends the same messages and the same tool
+schemas on every turn, so each part is counted once, keyed by its content, and a
+request costs the tokenizer only its new messages. The total equals counting the
+whole request at once (tests/test_llm_window.py checks it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+DEFAULT_ENCODING = ""  # litellm's default: tiktoken's cl100k_base
+_SYSTEM = [{"role": "system", "content": ""}]
+
+
+def _key(value: Any) -> str:
+    """The cache key: JSON in the value's own key order (litellm formats tools in that order)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _counter(model: str, **kwargs: Any) -> int:
+    import litellm
+
+    return int(litellm.token_counter(model=model, **kwargs))
+
+
+@functools.lru_cache(maxsize=64)
+def _primer(model: str) -> int:
+    return _counter(model, messages=[])
+
+
+@functools.lru_cache(maxsize=8192)
+def _message_tokens(model: str, message: str) -> int:
+    return _counter(model, messages=[json.loads(message)]) - _primer(model)
+
+
+@functools.lru_cache(maxsize=256)
+def _tool_tokens(model: str, tools: str, system: bool) -> int:
+    prefix = _SYSTEM if system else []
+    return _counter(model, messages=prefix, tools=json.loads(tools)) - _counter(model, messages=prefix)
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_tokens(model: str, text: str) -> int:
+    return _counter(model, text=text)
+
+
+@functools.lru_cache(maxsize=64)
+def counting_model(model: str) -> str:
+    """`model` when litellm can count with its tokenizer offline, else the default
+    encoding (e.g. a Hugging Face tokenizer that would need the network)."""
+    try:
+        _counter(model, text="probe")
+        return model
+    except Exception:
+        return DEFAULT_ENCODING
+
+
+class TokenCounter:
+    """Counts for one model (`DEFAULT_ENCODING` for offline models)."""
+
+    def __init__(self, model: str = DEFAULT_ENCODING):
+        self.model = counting_model(model) if model else DEFAULT_ENCODING
+
+    def message(self, message: dict[str, Any]) -> int:
+        return _message_tokens(self.model, _key(message))
+
+    def tools(self, tools: list[dict[str, Any]], system: bool) -> int:
+        return _tool_tokens(self.model, _key(tools), system) if tools else 0
+
+    def request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+        """= litellm.token_counter(model, messages=messages, tools=tools)."""
+        system = any(m.get("role") == "system" for m in messages)
+        return sum(self.message(m) for m in messages) + _primer(self.model) + self.tools(tools, system)
+
+    def text(self, text: str) -> int:
+        return _text_tokens(self.model, text) if text else 0
