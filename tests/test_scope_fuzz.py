@@ -77,6 +77,7 @@ def world(tmp_path_factory):
     root = ws.paths.root
     (root / ".pristine" / "m.txt").write_text(markers["PRISTINE"] + "\n")
     (root / "state" / "m.txt").write_text(markers["STATE"] + "\n")
+    (root / "submission" / ".git").mkdir(exist_ok=True)  # one the experiment code made (git's own is in state/)
     (root / "submission" / ".git" / "m.txt").write_text(markers["GIT"] + "\n")
     (root / "submission" / "heldout" / "m.txt").write_text(markers["HIDDEN"] + "\n")
     (root / "logs" / "llm_calls.jsonl").write_text(markers["LLMCALLS"] + "\n")
