@@ -80,8 +80,8 @@ def test_containers_are_labelled_and_removed_after_each_call(tmp_path: Path) -> 
 
 
 def _poll(client) -> list:
-    """Our containers, as soon as one exists (up to 20 s)."""
-    for _ in range(400):
+    """Our containers, as soon as one exists (up to 60 s: a loaded engine starts slowly)."""
+    for _ in range(1200):
         found = _ours(client)
         if found:
             return found
