@@ -21,7 +21,9 @@ def _solve(*args: str) -> list[str]:
 
 
 def _start(args: list[str], cwd: Path, env: dict) -> subprocess.Popen:
-    return subprocess.Popen(_solve(*args), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    # Ctrl-C as a terminal delivers it, even if something earlier in this test process set SIGINT to be ignored (inherited)
+    restore = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    return subprocess.Popen(_solve(*args), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=restore)
 
 
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:

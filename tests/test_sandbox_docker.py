@@ -91,11 +91,13 @@ def _poll(client) -> list:
 
 def test_ctrl_c_removes_the_running_container(tmp_path: Path) -> None:
     box = docker()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # an earlier test may have replaced it
     interrupter = threading.Thread(target=lambda: _poll(box.client) and os.kill(os.getpid(), signal.SIGINT))
     interrupter.start()
     with pytest.raises(KeyboardInterrupt):
         box.run(["sleep 60"], cwd=tmp_path, timeout=120, writable=[tmp_path])
     interrupter.join()
+    signal.signal(signal.SIGINT, previous)
     assert _ours(box.client) == []
 
 
