@@ -5,7 +5,7 @@ A candidate is a numeric literal or boolean assigned to a name: a module constan
 `Model(dropout=0.5)`), an argparse `default=` (named after its `--flag`), or a
 `key: value` line of a YAML/INI-like file. `perturb` turns one into an exact
 `(old, new)` text pair for `edit_file`: numbers are scaled up or down, booleans
-toggled. Used by the offline policy and the non-LLM `hpsearch` baseline.
+toggled. Used by the offline policy (`aiscientist.offline`) and the non-LLM `hpsearch` baseline.
 """
 
 from __future__ import annotations
@@ -143,13 +143,14 @@ def _key_value_candidates(source: str) -> list[Candidate]:
     return found
 
 
-def perturb(source: str, candidate: Candidate, rng: random.Random) -> Change | None:
-    """A seeded change of one candidate, or None when its line is not unique in `source`
-    (then no exact `old` text would identify it)."""
+def perturb(source: str, candidate: Candidate, rng: random.Random, up: bool | None = None) -> Change | None:
+    """A seeded change of one candidate (numbers scaled `up` or down; None: the seed
+    decides), or None when its line is not unique in `source` (then no exact `old`
+    text would identify it)."""
     line = source.splitlines()[candidate.line - 1]
     if source.count(line) != 1:
         return None
-    after = _toggle(candidate.value) if candidate.kind == "bool" else _scale(candidate.value, rng)
+    after = _toggle(candidate.value) if candidate.kind == "bool" else _scale(candidate.value, rng, up)
     new_line = line[: candidate.start] + after + line[candidate.end :]
     return Change(candidate.name, candidate.value, after, line, new_line, candidate.line)
 
@@ -173,10 +174,10 @@ def _toggle(value: str) -> str:
     return {"True": "False", "False": "True", "true": "false", "false": "true"}[value]
 
 
-def _scale(value: str, rng: random.Random) -> str:
+def _scale(value: str, rng: random.Random, up: bool | None = None) -> str:
     """Halve or double; fractions in (0, 1) move half-way towards 0 or 1 instead of
     crossing 1 (so 0.9 momentum becomes 0.45 or 0.95, not 1.8)."""
-    up = rng.random() < 0.5
+    up = rng.random() < 0.5 if up is None else up
     is_int = re.fullmatch(r"[-+]?\d+", value) is not None
     number = float(value)
     if is_int:

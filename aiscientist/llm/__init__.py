@@ -14,7 +14,6 @@ from aiscientist.llm.budget import BudgetTracker, append_record, read_records, t
 from aiscientist.llm.client import LLMClient, make_client
 from aiscientist.llm.config import BudgetLimits, LLMConfig, load_llm_config
 from aiscientist.llm.messages import check_arguments, normalize_tools, to_openai_messages, tool_error_message
-from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy
 from aiscientist.llm.types import (
     BudgetExhausted,
     Completion,
@@ -39,8 +38,6 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelUnavailable",
-    "PolicyContext",
-    "PolicyReply",
     "ReplayMiss",
     "ScriptExhausted",
     "ToolArgumentError",
@@ -51,7 +48,6 @@ __all__ = [
     "make_client",
     "normalize_tools",
     "read_records",
-    "register_role_policy",
     "to_openai_messages",
     "tool_error_message",
     "tracker_for_run",

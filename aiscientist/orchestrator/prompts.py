@@ -6,7 +6,7 @@ from typing import Any
 
 from aiscientist.experiment import best_step
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
-from aiscientist.specialists.context import task_brief
+from aiscientist.specialists.context import facts, task_brief
 from aiscientist.specialists.runtime import Runtime
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
@@ -50,7 +50,7 @@ def orchestrator_messages(rt: Runtime, state: OrchestratorState) -> list[dict[st
 
 
 def flat_messages(rt: Runtime, state: OrchestratorState) -> list[dict[str, Any]]:
-    messages = [{"role": "system", "content": FLAT_SYSTEM}, {"role": "user", "content": task_brief(rt) + "\n\n" + progress_line(rt)}]
+    messages = [{"role": "system", "content": FLAT_SYSTEM}, {"role": "user", "content": task_brief(rt) + "\n\n" + progress_line(rt) + "\n" + facts(rt, "flat")}]
     for turn in state.get("turns", []):
         messages.extend(turn)
     if state.get("final_call"):
@@ -105,7 +105,7 @@ def status_block(rt: Runtime, state: OrchestratorState) -> str:
     reminders = reminders_for(rt, state)
     if reminders:
         parts += ["## Reminders", *(f"- {r}" for r in reminders)]
-    parts += ["## Workspace map", rt.ws.map_text(stable=True).strip()]
+    parts += ["## Workspace map", rt.ws.map_text(stable=True).strip(), facts(rt, "orchestrator", counters={name: calls.get(name, 0) for name in (*COUNTED, "explore", "fix", "full")})]
     shown = {m.get("tool_call_id") for turn in state.get("turns", []) for m in turn if m.get("role") == "tool"}
     summaries = [s for s in state.get("summaries", []) if s.get("call_id") not in shown]  # the recent turns show the rest in full
     if summaries:

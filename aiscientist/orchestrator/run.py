@@ -24,12 +24,10 @@ from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
-from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
 from aiscientist.orchestrator.state import initial_state
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
-from aiscientist.specialists import offline as specialists_offline
 from aiscientist.specialists.journal import Journal
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.task import Task, TaskError, load_task
@@ -37,9 +35,6 @@ from aiscientist.task import Task, TaskError, load_task
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints.sqlite"
 THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
-
-orchestrator_offline.register()
-specialists_offline.register()
 
 
 class RunInfo(BaseModel):

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist import notices
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.context import bus_rules, facts, task_brief
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.agent.tools import clip
 
@@ -88,6 +88,7 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
             "## Notes from readers\n" + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
             *([f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself."] if failed else []),
             f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
+            facts(rt, ROLE, args=args.model_dump()),
         ]
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
@@ -106,12 +107,7 @@ def _read_axis(rt: Runtime, key: str, axis: str) -> tuple[str, bool]:
     """One Tier-2 reader: fresh context, read-only tools. (notes, True) when it
     finished; (why it stopped, False) otherwise."""
     box = role_toolbox(rt, READER_ROLE, scope_role=ROLE)
-    user = "\n\n".join(
-        [
-            task_brief(rt),
-            f"Axis: {axis} - {AXES[axis]}",
-            "Start with these files: " + ", ".join(reader_files(rt, axis)),
-        ]
-    )
+    files = reader_files(rt, axis)
+    user = "\n\n".join([task_brief(rt), f"Axis: {axis} - {AXES[axis]}", "Start with these files: " + ", ".join(files), facts(rt, READER_ROLE, axis=axis, files=files)])
     summary, finished, _ = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
     return clip(summary, NOTES_CHARS), finished

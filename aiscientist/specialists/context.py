@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.specialists.runtime import Runtime
 
 
@@ -19,6 +20,12 @@ def task_brief(rt: Runtime, description: bool = True) -> str:
     if not description and task.description.strip():
         text = text.split("\n\n", 1)[0] + "\n(The task's description: task/task.md.)"
     return text + f"\nStep budget: {rt.steps} experiment steps in total."
+
+
+def facts(rt: Runtime, role: str, **extra: Any) -> str:
+    """The prompt's facts block (`aiscientist.llm.facts`) for `role` in this run."""
+    editable = [f"submission/{p}" for p in rt.task.editable_globs]
+    return facts_line(role=role, bus=rt.ws.file_bus, steps_done=rt.steps_done(), steps_budget=rt.steps, **task_facts(rt.task, editable), **extra)
 
 
 def bus_rules(rt: Runtime) -> str:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.context import bus_rules, facts, task_brief
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.workspace.errors import ToolError
@@ -139,6 +139,7 @@ def run(rt: Runtime, key: str, args: ExperimentationArgs) -> SpecialistResult:
             f"Hypothesis: {args.hypothesis}",
             *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
             f"Steps used so far: {rt.steps_done()} of {rt.steps}.",
+            facts(rt, ROLE, args=args.model_dump()),
         ]
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)

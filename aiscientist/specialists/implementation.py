@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, tail, task_brief
+from aiscientist.specialists.context import bus_rules, facts, tail, task_brief
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.agent.tools import clip
 
@@ -48,6 +48,7 @@ def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
             f"Task: {args.task}",
             *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
             *([f"## Tail of logs/exp_log.md\n{exp_tail}"] if exp_tail else []),
+            facts(rt, ROLE, args=args.model_dump()),
         ]
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)

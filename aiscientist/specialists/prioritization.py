@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.context import bus_rules, facts, task_brief
 from aiscientist.specialists.runtime import Runtime
 
 ROLE = "prioritization"
@@ -36,6 +36,7 @@ def run(rt: Runtime, key: str, args: PrioritizationArgs) -> SpecialistResult:
             f"Guidance: {args.guidance}",
             *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
             f"Steps used so far: {rt.steps_done()} of {rt.steps}.",
+            facts(rt, ROLE, args=args.model_dump()),
         ]
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)

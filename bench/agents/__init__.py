@@ -37,9 +37,10 @@ def get_agent(name: str) -> Agent:
 
 
 def _register_policies() -> None:
-    from bench.agents import policies
+    from aiscientist.offline import register_role_policy
+    from bench.agents import contribution_judge
 
-    policies.register()
+    register_role_policy(contribution_judge.ROLE, contribution_judge.offline_policy, replace=True)
 
 
 _register_policies()

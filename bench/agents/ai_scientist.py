@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from bench.agents.base import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
+from aiscientist.llm.facts import facts_line, task_facts
 from bench.agents.tools import baseline_toolbox, step_report, system_prompt
 
 ROLE = "ai-scientist"
@@ -126,13 +127,17 @@ class AIScientist:
         else:
             parts.append("Plan and implement the next experiment for this idea." if progress.history else "Implement the idea.")
         parts.append(f"Steps left: {ctx.steps_left()}")
+        editable = [f"submission/{rel}" for rel in ctx.editable_files()]
+        parts.append(facts_line(role=ROLE, idea=idea.model_dump(), run=progress.runs + 1, fix=bool(fix), **task_facts(ctx.task, editable)))
         return "\n\n".join(parts)
 
     @staticmethod
     def _idea_messages(ctx: RunContext, progress: Progress) -> list[dict[str, Any]]:
         code = "\n\n".join(f"### submission/{rel}\n```python\n{ctx.read_code(rel)[:6000]}\n```" for rel in ctx.editable_files())
         tried = "\n".join(f"- {i.title}" for i in progress.ideas) or "(none)"
-        user = f"{ctx.task.summary()}\n\n## Baseline code\n{code}\n\n## Ideas already tried\n{tried}\n\nPropose {IDEAS_PER_CALL} new ideas."
+        user = f"{ctx.task.summary()}\n\n## Baseline code\n{code}\n\n## Ideas already tried\n{tried}\n\nPropose {IDEAS_PER_CALL} new ideas.\n" + facts_line(
+            role=ROLE, want=IDEAS_PER_CALL, tried=len(progress.ideas), **task_facts(ctx.task, [f"submission/{rel}" for rel in ctx.editable_files()])
+        )
         return [system_prompt(ROLE, IDEA_INSTRUCTIONS), {"role": "user", "content": user}]
 
     @staticmethod

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from aiscientist.experiment import load_steps
 from aiscientist.gitrepo import git
+from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.task import expand_globs
 
 from aiscientist.agent.outcome import Outcome, StopReason
@@ -135,6 +136,7 @@ class Aide:
             parts.append(f"## Error\n{parent.error or 'unknown error'}\n" + self._stderr(ctx, parent.step))
         parts.append(f"## Current code of {journal.target}\n```python\n{code}\n```")
         parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")
+        parts.append(facts_line(role=ROLE, stage=stage, steps_left=ctx.steps_left(), code=code, **task_facts(ctx.task, [f"submission/{journal.target}"])))
         return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": "\n\n".join(parts)}]
 
     @staticmethod

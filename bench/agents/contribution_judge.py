@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import tool_schema
+from aiscientist.llm.facts import facts_line
 from aiscientist.task import Task
 from bench.agents.tools import system_prompt
 
@@ -53,7 +54,7 @@ CLASSIFY = tool_schema("classify", "Record the classification of the change.", C
 def judge_messages(task: Task, diff: str) -> list[dict[str, str]]:
     shown = diff if len(diff) <= MAX_DIFF else diff[:MAX_DIFF] + "\n[... diff truncated ...]"
     user = f"Task: {task.name}\n{(task.description or '').strip()[:1500]}\n\nDiff against the baseline:\n```diff\n{shown}\n```"
-    return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": user}]
+    return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": user + "\n" + facts_line(role=ROLE)}]
 
 
 def parse_label(completion) -> str | None:
@@ -117,8 +118,8 @@ def offline_label(diff: str) -> tuple[str, str]:
 
 
 def offline_policy(ctx):
-    """Offline answer for ROLE: contribution-judge (registered in bench.agents.policies)."""
-    from aiscientist.llm import PolicyReply
+    """Offline answer for the contribution-judge role (registered by bench.agents)."""
+    from aiscientist.offline import PolicyReply
 
     text = ctx.messages[-1].get("content", "") if ctx.messages else ""
     match = re.search(r"```diff\n(.*)\n```", text, re.S)

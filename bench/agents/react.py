@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason
+from aiscientist.llm.facts import facts_line, task_facts
 from bench.agents.base import RunContext
 from bench.agents.tools import baseline_toolbox, system_prompt
 
@@ -74,6 +75,10 @@ class ReactAgent:
         return run_loop(lambda msgs, tools: ctx.complete(self.role, msgs, tools), box, messages, spec)
 
     def _task_message(self, ctx: RunContext) -> str:
+        editable = [] if ctx.task.kind == "reproduce" else [f"submission/{f}" for f in ctx.editable_files()]
+        return self._prose(ctx) + "\n" + facts_line(role=self.role, steps_budget=ctx.steps_left(), **task_facts(ctx.task, editable))
+
+    def _prose(self, ctx: RunContext) -> str:
         if ctx.task.kind == "reproduce":
             paper = f"The paper is at task/paper{ctx.task.paper.suffix}" if ctx.task.paper else "There is no paper file"
             return f"{ctx.task.summary()}\n\n{paper}; see task/ for the rest. Build the reproduction in submission/ with bash; run_experiment runs: {' ; '.join(ctx.task.commands)}.\nStep budget: {ctx.steps_left()}"

@@ -1,0 +1,108 @@
+"""Single-conversation agents offline: `solo` (any role without its own policy), the
+flat ablation, and the linear, basic and iterative baselines.
+
+Read the editable files, then repeatedly: change one literal (`search.next_change`),
+run an experiment whose hypothesis carries the change's marker, and - for agents that
+keep only what helps (solo, flat) - revert a change that set no new best before the
+next one; until the step budget is spent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aiscientist.offline import search
+from aiscientist.offline.backend import BANNER, Exchange, PolicyContext, PolicyReply, register_role_policy
+
+HEREDOC = "AISCI_EOF"
+Call = tuple[str, dict[str, Any]]
+
+
+def editable(ctx: PolicyContext) -> list[str]:
+    return [f for f in ctx.facts.get("editable") or [] if not any(ch in f for ch in "*?[")]
+
+
+def tries(ctx: PolicyContext, runs: list[tuple[search.Edit | None, float | None]]) -> list[search.Try]:
+    return search.score(runs, ctx.facts.get("direction"), ctx.facts.get("baseline"))
+
+
+def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyReply:
+    runs = ctx.calls_to("run_experiment")
+    missing = {"run_experiment", "bash" if bash else "edit_file"} - ctx.tool_names
+    if missing:
+        return ctx.finish(f"{BANNER} No {', '.join(sorted(missing))} tool offered; nothing to do.")
+    limit = int(ctx.facts.get("steps_budget") or ctx.max_steps)
+    if len(runs) >= limit or (runs and runs[-1].failed and "budget" in (runs[-1].result or "")):
+        return ctx.finish(f"{BANNER} The step budget is spent ({len(runs)} experiments); the best validated step is kept.")
+    files = editable(ctx)
+    if not files:  # a paper task: this policy cannot write a reproduction, only run what is there
+        if runs:
+            return ctx.finish(f"{BANNER} Nothing more the offline policy can do without editable files.")
+        return PolicyReply("Running the task's commands on the submission as it is.", [("run_experiment", {"hypothesis": "run the submission unchanged"})])
+    contents = replay(ctx)
+    unread = [f for f in files if f not in contents]
+    if unread:
+        return PolicyReply(f"Reading {', '.join(unread)}.", [read_call(ctx, f) for f in unread])
+    last = ctx.history[-1]
+    if last.name in ("edit_file", "bash") and not last.failed:
+        before = replay(ctx, ctx.history[:-1])
+        edit = search.identify(before, *_written(last, before)) if _written(last, before) else None
+        hypothesis = f"{edit.marker() if edit else 'an offline change'}\n{BANNER} {edit.what if edit else ''} (a blind change of one literal)"
+        return PolicyReply("Measuring the change.", [("run_experiment", {"hypothesis": hypothesis})])
+    done = tries(ctx, [(search.parse_marker(str(r.arguments.get("hypothesis", ""))), search.outcome(r.result or "")) for r in runs])
+    calls: list[Call] = []
+    if revert and done and not done[-1].kept and done[-1].edit is not None:
+        back = search.undo(contents, done[-1].edit)
+        if back is not None:
+            calls.append(("edit_file", back.args()))
+            contents[back.path] = contents[back.path].replace(back.old, back.new, 1)
+    edit = search.next_change(contents, done, ctx.rng("change", len(runs)))
+    if edit is None:
+        return ctx.finish(f"{BANNER} No untried change is left after {len(runs)} experiments.", *calls)
+    if bash:
+        text = contents[edit.path].replace(edit.old, edit.new, 1)
+        command = f"cat > {edit.path.removeprefix('submission/')} <<'{HEREDOC}'\n{text.removesuffix(chr(10))}\n{HEREDOC}"
+        return PolicyReply(f"Step {len(runs) + 1}: {edit.what}.", [("bash", {"command": command})])
+    return PolicyReply(f"Step {len(runs) + 1}: {edit.what}.", [*calls, ("edit_file", edit.args())])
+
+
+def read_call(ctx: PolicyContext, path: str) -> Call:
+    if "read_file_chunk" in ctx.tool_names and "read_file" not in ctx.tool_names:
+        return ("read_file_chunk", {"path": path, "start": 1, "n": 5000})
+    return ("read_file", {"path": path, "max_lines": 5000})
+
+
+def replay(ctx: PolicyContext, history: list[Exchange] | None = None) -> dict[str, str]:
+    """Current contents of the files read: reads, edits and heredoc rewrites replayed."""
+    contents: dict[str, str] = {}
+    for e in ctx.history if history is None else history:
+        contents = search.replay([e], contents)
+        match = _heredoc(e)
+        if match and not e.failed and f"submission/{match[0]}" in contents:
+            contents[f"submission/{match[0]}"] = match[1] + "\n"
+    return contents
+
+
+def _heredoc(e: Exchange) -> tuple[str, str] | None:
+    match = re.match(rf"cat > (\S+) <<'{HEREDOC}'\n(.*)\n{HEREDOC}$", str(e.arguments.get("command", "")), re.S) if e.name == "bash" else None
+    return (match.group(1), match.group(2)) if match else None
+
+
+def _written(e: Exchange, before: dict[str, str]) -> tuple[str, str, str] | None:
+    """(path, old line, new line) of an edit or a one-line heredoc rewrite."""
+    if e.name == "edit_file":
+        return e.path, str(e.arguments.get("old", "")), str(e.arguments.get("new", ""))
+    match = _heredoc(e)
+    path = f"submission/{match[0]}" if match else ""
+    if not match or path not in before:
+        return None
+    changed = [(a, b) for a, b in zip(before[path].splitlines(), match[1].splitlines()) if a != b]
+    return (path, *changed[0]) if len(changed) == 1 else None
+
+
+register_role_policy("solo", solo)
+register_role_policy("flat", solo)
+register_role_policy("linear", lambda ctx: solo(ctx, revert=False))
+register_role_policy("basic", lambda ctx: solo(ctx, revert=False, bash=True))
+register_role_policy("iterative", lambda ctx: solo(ctx, revert=False, bash=True))

@@ -1,0 +1,153 @@
+"""Offline policies of AiScientist's Tier-1 specialists and Tier-2 readers.
+
+They use the real tools: readers read the files their facts name, comprehension writes
+`paper_analysis/summary.md` from the facts, prioritization ranks every one-step change
+of the editable files' literals, implementation reverts the last change if it set no
+new best and applies the next one `search.next_change` picks (the tries come from
+logs/exp_log.md, or from the orchestrator's `context` with File-as-Bus off),
+experimentation runs the hypothesis it was given. Each ends with its closing tool in
+the turn that does the work.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from aiscientist.offline import search
+from aiscientist.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
+from aiscientist.offline.solo import Call, editable, read_call, replay, tries
+
+PLAN, SUMMARY, EXP_LOG = "plan/prioritized_tasks.md", "paper_analysis/summary.md", "logs/exp_log.md"
+READ_LINES = 400  # readers skim: the head of a file holds its docstring, imports and knobs
+
+
+def args(ctx: PolicyContext) -> dict[str, Any]:
+    return ctx.facts.get("args") or {}
+
+
+def _read_first(ctx: PolicyContext, paths: list[str], content: str) -> PolicyReply | None:
+    """Read the `paths` not read yet (all in one turn), or None when all were tried."""
+    tried = {e.path for e in ctx.history if e.name == "read_file"}
+    todo = [p for p in paths if p not in tried]
+    return PolicyReply(f"{BANNER} {content}", [read_call(ctx, p) for p in todo]) if todo else None
+
+
+def reader(ctx: PolicyContext) -> PolicyReply:
+    files = list(ctx.facts.get("files") or [])
+    tried = {e.path for e in ctx.history if e.name == "read_file"}
+    if any(f not in tried for f in files):
+        return PolicyReply(f"{BANNER} Reading {len(files)} file(s).", [("read_file", {"path": f, "max_lines": READ_LINES}) for f in files if f not in tried])
+    axis = str(ctx.facts.get("axis", "code"))
+    notes = [f"{BANNER} notes on the {axis} axis (extracted mechanically, not interpreted):"]
+    for e in ctx.history:
+        if e.name == "read_file" and not e.failed:
+            notes.append(f"- {e.path}: " + _digest(search.strip_line_numbers(e.result or ""), axis if e.path.startswith("submission/") else "evaluation"))
+    return ctx.finish("\n".join(notes))
+
+
+def _digest(text: str, axis: str) -> str:
+    lines = text.splitlines()
+    doc = next((line.strip().strip('"#').strip() for line in lines if line.strip()), "")
+    defs = re.findall(r"^\s*(?:def|class) (\w+)", text, re.M)
+    knobs = [] if axis == "evaluation" else [f"{e.name}={e.before}" for e in search.options_of({"f": text})]
+    metric_lines = [f"line {i}: {line.strip()[:100]}" for i, line in enumerate(lines, 1) if axis == "evaluation" and re.search(r"mse|acc|loss|metric|final_info|split", line, re.I)]
+    parts = [doc[:160], "defines " + ", ".join(defs[:10]) if defs else "", "knobs: " + ", ".join(dict.fromkeys(knobs)) if knobs else "", "; ".join(metric_lines[:5])]
+    return " | ".join(p for p in parts if p)
+
+
+def comprehension(ctx: PolicyContext) -> PolicyReply:
+    done = f"{BANNER} Wrote {SUMMARY} from the task's facts; the readers' notes are in paper_analysis/notes_<axis>.md."
+    if any(e.name == "write_file" and not e.failed for e in ctx.history):
+        return ctx.finish(done)
+    f = ctx.facts
+    baseline = "(not stated: the first experiment establishes it)" if f.get("baseline") is None else str(f["baseline"])
+    sections = {
+        "Targets and metrics": f"{f.get('metric')} ({f.get('direction')})",
+        "Baseline": baseline,
+        "Method structure": "see paper_analysis/notes_method.md",
+        "Evaluation protocol": "see paper_analysis/notes_evaluation.md",
+        "Ambiguities": "- No target value is given: any validated improvement over the baseline counts.",
+        "Implementation details": "Editable files: " + ", ".join(f.get("editable") or ["(none)"]) + "; code notes: paper_analysis/notes_code.md",
+    }
+    text = f"# Paper / task analysis\n_{BANNER}_\n\n" + "\n\n".join(f"## {k}\n{v}" for k, v in sections.items()) + "\n"
+    return ctx.finish(done, ("write_file", {"path": SUMMARY, "content": text}))
+
+
+def prioritization(ctx: PolicyContext) -> PolicyReply:
+    written = [e for e in ctx.history if e.name == "write_file" and not e.failed]
+    if written:
+        return ctx.finish(_plan_summary(str(written[-1].arguments.get("content", ""))))
+    reading = None if not ctx.facts.get("bus", True) else _read_first(ctx, editable(ctx), "Reading the editable files.")
+    if reading:
+        return reading
+    changes = search.options_of(replay(ctx))
+    lines = [f"# Prioritized tasks\n_{BANNER}: one-step changes of literals found mechanically, each up and down; gains unknown._\n"]
+    for rank, edit in enumerate(changes):
+        lines += [f"## P{min(3, rank * 4 // len(changes))}. #{rank + 1}: {edit.what}", f"- change: {json.dumps(edit.args())}", ""]
+    if not changes:
+        lines.append("No candidate change found (with File-as-Bus off this role cannot read the code; implementation chooses).")
+    text = "\n".join(lines)
+    return ctx.finish(_plan_summary(text), ("write_file", {"path": PLAN, "content": text}))
+
+
+def _plan_summary(plan: str) -> str:
+    entries = re.findall(r"^## (P\d\. .*)$", plan, re.M)
+    return f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes. Top: {'; '.join(entries[:3]) or 'none'}"
+
+
+def implementation(ctx: PolicyContext) -> PolicyReply:
+    edits = ctx.calls_to("edit_file")
+    if edits:
+        failed = [e for e in edits if e.failed]
+        return ctx.finish(f"{BANNER} The edit failed: {(failed[-1].result or '')[:300]}" if failed else f"{BANNER} Applied the change.")
+    bus = ctx.facts.get("bus", True)
+    reading = _read_first(ctx, editable(ctx) + ([EXP_LOG] if bus else []), "Reading the code and the experiment log.")
+    if reading:
+        return reading
+    logs = "".join(e.result or "" for e in ctx.history if e.path == EXP_LOG and not e.failed) if bus else str(args(ctx).get("context", ""))
+    done = tries(ctx, search.log_runs(logs))
+    contents = {p: t for p, t in replay(ctx).items() if p != EXP_LOG}
+    calls: list[Call] = []
+    note = ""
+    if done and not done[-1].kept and done[-1].edit is not None:
+        back = search.undo(contents, done[-1].edit)
+        if back is not None:
+            calls.append(("edit_file", back.args()))
+            contents[back.path] = contents[back.path].replace(back.old, back.new, 1)
+            note = f" after reverting {done[-1].edit.what} (no new best)"
+    edit = search.next_change(contents, done, ctx.rng("change", len(done)))
+    if edit is None:
+        return ctx.finish(f"{BANNER} No untried change is left{note}.", *calls)
+    return ctx.finish(f"Applied {edit.what}{note}.\n{BANNER}\n{edit.marker()}", *calls, ("edit_file", edit.args()))
+
+
+def experimentation(ctx: PolicyContext) -> PolicyReply:
+    runs = ctx.calls_to("run_experiment")
+    if not runs:
+        return PolicyReply(f"{BANNER} Running the experiment.", [("run_experiment", {"hypothesis": str(args(ctx).get("hypothesis") or "measure the current code")})])
+    result = runs[-1].result or ""
+    if runs[-1].failed:
+        return ctx.finish(f"{BANNER} No experiment ran: {result[:300]}")
+    analysis = f"{BANNER} The offline policy keeps a change that sets a new best and reverts the others."
+    return ctx.finish(result, ("append_log", {"log": "exp_log", "text": analysis}))
+
+
+def helper(ctx: PolicyContext) -> PolicyReply:
+    if ctx.calls_to("write_file"):
+        return ctx.finish(f"{BANNER} Wrote the job's notes under scratch/.")
+    job = str(args(ctx).get("job") or "job")
+    slug = re.sub(r"[^a-z0-9]+", "-", job.lower()).strip("-")[:40] or "job"
+    return PolicyReply(f"{BANNER} Noting the job.", [("write_file", {"path": f"scratch/{slug}.md", "content": f"{BANNER}\nJob: {job}\n"})])
+
+
+for _role, _handler in {
+    "comprehension-reader": reader,
+    "comprehension": comprehension,
+    "prioritization": prioritization,
+    "implementation": implementation,
+    "experimentation": experimentation,
+    "helper": helper,
+}.items():
+    register_role_policy(_role, _handler)
