@@ -1,4 +1,4 @@
-"""The `offline` model: role registry, and the default policy driving real experiments."""
+"""The `offline` model: dispatch on the facts' role, the solo policy driving real experiments, parsing."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from aiscientist.experiment import ExperimentEngine, load_steps
-from aiscientist.llm import LLMConfig, PolicyContext, PolicyReply, make_client, read_records, register_role_policy
-from aiscientist.llm.offline import BANNER, _POLICIES, editable_files, experiment_outcome, step_budget, strip_line_numbers
+from aiscientist.llm import LLMConfig, make_client, read_records
+from aiscientist.llm.facts import facts_line, read_facts, task_facts
+from aiscientist.offline import BANNER, PolicyContext, PolicyReply, register_role_policy
+from aiscientist.offline.backend import POLICIES
+from aiscientist.offline.search import Edit, log_runs, outcome, parse_marker, strip_line_numbers
 from aiscientist.paths import RunPaths
 from aiscientist.sandbox import get_sandbox
 from aiscientist.task import Task, load_task
@@ -82,30 +85,26 @@ def run_policy(root: Path, config: LLMConfig) -> tuple[Task, ExperimentEngine, l
     task.copy_repository(paths.submission)
     engine = ExperimentEngine(task, paths, get_sandbox("local"))
     engine.ensure_setup()
-    # a role no module registers a handler for: the generic default policy answers
-    prompt = f"ROLE: llm-test-tuner\n{task.summary()}\nThe code lives in submission/. Step budget: 4"
+    # a role no module registers a handler for: the generic `solo` policy answers
+    facts = facts_line(role="llm-test-tuner", steps_budget=4, **task_facts(task, ["submission/train.py", "submission/config.py"]))
     client = make_client("offline", paths.root, role="llm-test-tuner", config=config)
-    messages, finish = drive(client, ToolBox(task, engine), prompt)
+    messages, finish = drive(client, ToolBox(task, engine), f"You tune code.\n{facts}")
     return task, engine, messages, finish
 
 
-def test_default_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path) -> None:
+def test_solo_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path) -> None:
     task, engine, messages, finish = run_policy(tmp_path / "run", LLMConfig(seed=3, record_dir=tmp_path / "rec"))
     paths = engine.paths
     steps = load_steps(paths)
     assert len(steps) == 4
     for step in steps:
         assert step.success and step.metric is not None and "offline policy" in step.hypothesis
+        assert parse_marker(step.hypothesis) is not None  # each step names the change it measures
         assert (paths.root / step.diff_path).read_text().count("\n+") >= 1  # a real edit against the baseline
     assert len({round(s.metric, 6) for s in steps}) >= 2  # the edits changed the measured metric
-    # the bare file names failed, then the policy found them under submission/
     reads = [json.loads(tc["function"]["arguments"])["path"] for m in messages if m["role"] == "assistant" for tc in m.get("tool_calls", []) if tc["function"]["name"] == "read_file"]
-    assert reads[:2] == ["train.py", "config.py"] and set(reads[2:]) == {"submission/train.py", "submission/config.py"}
-    assert "engineering-only baseline" in finish["summary"]
-    step_texts = [m["content"] for m in messages if m["role"] == "assistant" and (m["content"] or "").count("Step ")]
-    assert "submission/config.py:LEARNING_RATE" in step_texts[0] and "submission/config.py:EPOCHS" in step_texts[0]
-    for step in steps:
-        assert f"metric {step.metric:g}" in finish["summary"]
+    assert reads == ["submission/train.py", "submission/config.py"]  # read once, then tracked through the edits
+    assert "step budget is spent" in finish["summary"]
     # worse changes were reverted, so the code left behind is the best measured state
     best = min(steps, key=lambda s: s.metric)
     assert best.metric < task.baseline
@@ -126,7 +125,7 @@ def test_default_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path
 
 def fake_results(metrics: list[float]):
     """Tool results without running anything, for fast policy checks."""
-    files = {"config.py": "LR = 0.05\nEPOCHS = 40\nDEPTH = 3\nUSE_BIAS = True\n"}
+    files = {"submission/config.py": "LR = 0.05\nEPOCHS = 40\nDEPTH = 3\nUSE_BIAS = True\n"}
     pending = list(metrics)
 
     def run(name: str, args: dict) -> str:
@@ -142,13 +141,13 @@ def fake_results(metrics: list[float]):
 
 def transcript(seed: int, metrics: list[float]) -> tuple[list[dict], dict]:
     run, files = fake_results(metrics)
-    prompt = "ROLE: prototype\nEditable files: config.py\nOptimise d/loss (min).\nBaseline: 1.0\nStep budget: 3"
-    messages = [{"role": "system", "content": prompt}, {"role": "user", "content": "go"}]
+    facts = facts_line(role="prototype", editable=["submission/config.py"], direction="min", baseline=1.0, steps_budget=3)
+    messages = [{"role": "system", "content": "Tune."}, {"role": "user", "content": f"go\n{facts}"}]
     client = make_client("offline", config=LLMConfig(seed=seed))
     while True:
         c = client.complete(messages, tools=TOOLS)
         messages.append(c.message)
-        if c.tool_calls[0].name == "finish":
+        if c.tool_calls[-1].name == "finish":
             return messages, files
         messages += [{"role": "tool", "tool_call_id": t.id, "content": run(t.name, t.arguments)} for t in c.tool_calls]
 
@@ -166,11 +165,11 @@ def test_policy_is_seeded_stateless_and_reverts_what_did_not_help() -> None:
     edits = [json.loads(tc["function"]["arguments"]) for m in first if m["role"] == "assistant" for tc in m.get("tool_calls", []) if tc["function"]["name"] == "edit_file"]
     # experiment 2 (0.9) was worse than experiment 1 (0.8): its change was undone before the next
     assert len(edits) == 4 and (edits[2]["old"], edits[2]["new"]) == (edits[1]["new"], edits[1]["old"])
-    assert edits[0]["new"] in files["config.py"] and edits[3]["new"] in files["config.py"]
-    assert edits[1]["new"] not in files["config.py"]
+    assert edits[0]["new"] in files["submission/config.py"] and edits[3]["new"] in files["submission/config.py"]
+    assert edits[1]["new"] not in files["submission/config.py"]
 
 
-def test_roles_dispatch_to_registered_handlers() -> None:
+def test_roles_dispatch_on_the_facts_role() -> None:
     def summariser(ctx: PolicyContext) -> PolicyReply:
         return ctx.finish(f"{ctx.role} saw {len(ctx.history)} tool calls and tools {sorted(ctx.tool_names)}")
 
@@ -179,21 +178,26 @@ def test_roles_dispatch_to_registered_handlers() -> None:
         with pytest.raises(ValueError, match="already registered"):
             register_role_policy("test-summariser", lambda ctx: PolicyReply("x"))
         client = make_client("offline")
-        c = client.complete([{"role": "system", "content": "ROLE: test-summariser\nSummarise."}], tools=TOOLS)
+        c = client.complete([{"role": "system", "content": "Summarise.\n" + facts_line(role="test-summariser")}], tools=TOOLS)
         assert c.content.startswith(BANNER) and "test-summariser saw 0 tool calls" in c.content
         assert c.tool_calls[0].name == "finish"
-        # a role without handler and without experiment tools just finishes, honestly
-        plain = client.complete([{"role": "system", "content": "ROLE: judge"}, {"role": "user", "content": "grade"}])
-        assert plain.tool_calls == [] and "No handler for role judge" in plain.content and BANNER in plain.content
+        # prose naming a role is not a fact: the solo policy answers, and without tools it just says so
+        plain = client.complete([{"role": "system", "content": "ROLE: test-summariser"}, {"role": "user", "content": "grade"}])
+        assert plain.tool_calls == [] and "No edit_file, run_experiment tool offered" in plain.content and BANNER in plain.content
     finally:
-        _POLICIES.pop("test-summariser", None)
+        POLICIES.pop("test-summariser", None)
 
 
-def test_prompt_and_result_parsing() -> None:
-    assert editable_files("x\nEditable files: train.py, `src/model.py`, configs/*.yaml\n") == ["train.py", "src/model.py"]
-    assert step_budget("Step budget: 7 experiments") == 7 and step_budget("steps remaining = 2") == 2 and step_budget("no budget") is None
-    assert experiment_outcome('{"success": false, "metric": null, "error": "exit 1"}') == (False, None)
-    assert experiment_outcome("Error: experiment timed out") == (False, None)
-    assert experiment_outcome("step 3: success=True metric=0.25") == (True, 0.25)
+def test_result_and_marker_parsing() -> None:
+    assert outcome('{"success": false, "metric": null, "error": "exit 1"}') is None
+    assert outcome('{"success": true, "metric": 0.5}') == 0.5
+    assert outcome("Error: experiment timed out") is None
+    assert outcome("step 3: success=True metric=0.25") == 0.25
     assert strip_line_numbers("     1\tA = 1\n     2\t\n     3\tB = 2\n") == "A = 1\n\nB = 2\n"
     assert strip_line_numbers("A = 1\n2: not numbered\n") == "A = 1\n2: not numbered\n"
+    edit = Edit("submission/a.py", "LR", 3, "0.1", "0.2")
+    assert parse_marker(f"try this\n{edit.marker()}\nbecause") == edit and parse_marker("CHANGE {broken") is None
+    log = f"[step 0001] hypothesis: {edit.marker()}\nsuccess: true; metric: 0.5 (d/m, min)\nverdict: new best\n[step 0002] hypothesis: x\nsuccess: false; error: boom\n"
+    assert log_runs(log) == [(edit, 0.5), (None, None)]
+    assert facts_line(role="r", baseline=None, files=["a"]) == 'FACTS: {"files": ["a"], "role": "r"}'
+    assert read_facts([{"role": "system", "content": "x\nFACTS: {\"role\": \"a\", \"k\": 1}"}, {"role": "user", "content": 'FACTS: {"role": "b"}'}]) == {"role": "b", "k": 1}
