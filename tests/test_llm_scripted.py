@@ -70,10 +70,10 @@ def test_model_settings_merge_file_entry_and_overrides(tmp_path: Path) -> None:
 def test_langchain_messages_reach_the_model_as_openai_dicts(tmp_path: Path) -> None:
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-    from aiscientist.llm.offline import role_of
+    from aiscientist.llm.facts import read_facts
 
     history = [
-        SystemMessage("ROLE: helper\nhelp"),
+        SystemMessage('help\nFACTS: {"role": "helper"}'),
         HumanMessage("read a"),
         AIMessage("", tool_calls=[{"id": "c1", "name": "read_file", "args": {"path": "a"}}]),
         ToolMessage("Error: no such file: a", tool_call_id="c1"),
@@ -81,7 +81,7 @@ def test_langchain_messages_reach_the_model_as_openai_dicts(tmp_path: Path) -> N
     client = make_client("offline", tmp_path, config=LLMConfig(seed=0))
     client.complete(history, tools=TOOLS)
     dicts = [
-        {"role": "system", "content": "ROLE: helper\nhelp"},
+        {"role": "system", "content": 'help\nFACTS: {"role": "helper"}'},
         {"role": "user", "content": "read a"},
         {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "Error: no such file: a"},
@@ -89,7 +89,7 @@ def test_langchain_messages_reach_the_model_as_openai_dicts(tmp_path: Path) -> N
     client.complete(dicts, tools=TOOLS)
     first, second = read_records(tmp_path / "logs" / "llm_calls.jsonl")
     assert first["request_hash"] == second["request_hash"]  # the same request either way
-    assert role_of(dicts) == "helper"
+    assert read_facts(dicts) == {"role": "helper"}
     with pytest.raises(ValueError, match="unsupported message type int"):
         client.complete([1])
 
