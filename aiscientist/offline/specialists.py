@@ -124,14 +124,13 @@ def implementation(ctx: PolicyContext) -> PolicyReply:
 
 
 def experimentation(ctx: PolicyContext) -> PolicyReply:
+    """Run and finish in one turn: the step's outcome is logged by the tool itself, and
+    the orchestrator's status (or, with File-as-Bus off, the call's full output) shows it."""
     runs = ctx.calls_to("run_experiment")
-    if not runs:
-        return PolicyReply(f"{BANNER} Running the experiment.", [("run_experiment", {"hypothesis": str(args(ctx).get("hypothesis") or "measure the current code")})])
-    result = runs[-1].result or ""
-    if runs[-1].failed:
-        return ctx.finish(f"{BANNER} No experiment ran: {result[:300]}")
-    analysis = f"{BANNER} The offline policy keeps a change that sets a new best and reverts the others."
-    return ctx.finish(result, ("append_log", {"log": "exp_log", "text": analysis}))
+    if runs:  # the finish of the first turn was refused: the run failed
+        return ctx.finish(f"{BANNER} No experiment ran: {(runs[-1].result or '')[:300]}")
+    hypothesis = str(args(ctx).get("hypothesis") or "measure the current code")
+    return ctx.finish(f"{BANNER} Ran the experiment; its outcome is the latest entry of {EXP_LOG}.", ("run_experiment", {"hypothesis": hypothesis}))
 
 
 def helper(ctx: PolicyContext) -> PolicyReply:
