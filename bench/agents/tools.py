@@ -62,5 +62,6 @@ def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
 
 
 def system_prompt(role: str, text: str) -> dict[str, str]:
-    """Every agent's system prompt starts with `ROLE: <role>` (the offline policies key on it)."""
+    """Every agent's system prompt starts with `ROLE: <role>` (for people; the offline
+    policy reads the role from the prompt's FACTS line)."""
     return {"role": "system", "content": f"ROLE: {role}\n{text.strip()}"}
