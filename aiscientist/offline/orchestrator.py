@@ -1,5 +1,6 @@
 """The orchestrator offline: comprehension, then prioritization, then implementation and
-experimentation in turn until the step budget (the facts' counters) is spent.
+experimentation in turn until the step budget (the facts' counters) is spent; with
+File-as-Bus on, several of these calls in one decision.
 
 The hypothesis it hands experimentation is the marker of the change implementation
 made, so the experiment log pairs each change with its metric. With File-as-Bus off
@@ -13,31 +14,37 @@ import re
 
 from aiscientist.offline import search
 from aiscientist.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
+from aiscientist.offline.solo import Call
 
 STEP_BLOCK = re.compile(r"^\[step (\d+)\] .*?(?=^\[step \d+\] |^details: |\Z)", re.M | re.S)
 
 
 def orchestrator(ctx: PolicyContext) -> PolicyReply:
+    """With File-as-Bus on, one decision makes several calls in order (the files carry
+    what the next needs): understand + plan + first change; then measure + next change."""
     f = ctx.facts
-    count = f.get("counters") or {}
+    count, bus = f.get("counters") or {}, f.get("bus", True)
     steps_done, budget = int(f.get("steps_done", 0)), int(f.get("steps_budget", 1))
-    specialist = [e for e in ctx.history if e.name in ("implementation", "experimentation")]
-    last = specialist[-1] if specialist else None
-    marker = search.parse_marker(last.result or "") if last is not None and last.name == "implementation" else None
     if "comprehension" not in ctx.tool_names or steps_done >= budget:
         return _submit(f"step budget spent ({steps_done} steps); the best validated step is kept.")
+    calls: list[Call] = []
     if not count.get("comprehension"):
-        return PolicyReply(f"{BANNER} Stage understand.", [("comprehension", {"focus": "targets, metric and baseline, method structure, evaluation protocol"})])
-    bus = f.get("bus", True)
-    if not count.get("prioritization"):
+        calls.append(("comprehension", {"focus": "targets, metric and baseline, method structure, evaluation protocol"}))
+    if not count.get("prioritization") and (bus or not calls):
         analysis = "" if bus else next((e.result or "" for e in reversed(ctx.history) if e.name == "comprehension"), "")
-        return PolicyReply(f"{BANNER} Stage plan.", [("prioritization", {"guidance": "every one-step change of a literal, each direction", "context": analysis})])
-    if last is not None and last.name == "implementation":
+        calls.append(("prioritization", {"guidance": "every one-step change of a literal, each direction", "context": analysis}))
+    specialist = [e for e in ctx.history if e.name in ("implementation", "experimentation")]
+    if not calls and specialist and specialist[-1].name == "implementation":
+        marker = search.parse_marker(specialist[-1].result or "")
         if marker is None:
             return _submit("implementation found no untried change; the best validated step is kept.")
-        return PolicyReply(f"{BANNER} Measuring the change.", [("experimentation", {"hypothesis": f"{marker.marker()}\n{marker.what} (an untested offline guess)"})])
-    context = "" if bus else _outcomes(ctx)
-    return PolicyReply(f"{BANNER} Next change.", [("implementation", {"mode": "explore", "task": "revert the last change unless it set a new best, then apply the next untried change", "context": context})])
+        calls.append(("experimentation", {"hypothesis": f"{marker.marker()}\n{marker.what} (an untested offline guess)"}))
+        if bus and steps_done + 1 >= budget:  # nothing left to change after the last step
+            return PolicyReply(f"{BANNER} The last step, then submit.", [*calls, ("submit", {"reason": f"{BANNER} the last step of the budget ran; the best validated step is kept."})])
+    if bus or not calls:
+        task = "revert the last change unless it set a new best, then apply the next untried change"
+        calls.append(("implementation", {"mode": "explore", "task": task, "context": "" if bus else _outcomes(ctx)}))
+    return PolicyReply(f"{BANNER} {', '.join(name for name, _ in calls)}.", calls)
 
 
 def _submit(reason: str) -> PolicyReply:

@@ -169,17 +169,6 @@ def _rank(mine: list[Try], edit: Edit) -> tuple[int, float]:
     return (2, -effect)
 
 
-def replay(history: list, contents: dict[str, str] | None = None) -> dict[str, str]:
-    """File contents after the reads and successful edits of `history` (Exchanges)."""
-    contents = dict(contents or {})
-    for e in history:
-        if e.name in ("read_file", "read_file_chunk") and not e.failed and int(e.arguments.get("start_line", e.arguments.get("start", 1)) or 1) == 1:
-            contents[e.path] = strip_line_numbers(e.result or "")
-        elif e.name == "edit_file" and not e.failed and e.path in contents:
-            contents[e.path] = contents[e.path].replace(str(e.arguments.get("old", "")), str(e.arguments.get("new", "")), 1)
-    return contents
-
-
 def strip_line_numbers(text: str) -> str:
     """Undo `  12\\t...` / `12: ...` / `12| ...` line numbering if every line has it."""
     lines = text.splitlines(keepends=True)

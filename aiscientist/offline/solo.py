@@ -74,12 +74,17 @@ def read_call(ctx: PolicyContext, path: str) -> Call:
 
 
 def replay(ctx: PolicyContext, history: list[Exchange] | None = None) -> dict[str, str]:
-    """Current contents of the files read: reads, edits and heredoc rewrites replayed."""
+    """Current contents of the files read whole: reads, edits and heredoc rewrites replayed."""
     contents: dict[str, str] = {}
     for e in ctx.history if history is None else history:
-        contents = search.replay([e], contents)
         match = _heredoc(e)
-        if match and not e.failed and f"submission/{match[0]}" in contents:
+        if e.failed:
+            continue
+        if e.name in ("read_file", "read_file_chunk") and int(e.arguments.get("start_line", e.arguments.get("start", 1)) or 1) == 1:
+            contents[e.path] = search.strip_line_numbers(e.result or "")
+        elif e.name == "edit_file" and e.path in contents:
+            contents[e.path] = contents[e.path].replace(str(e.arguments.get("old", "")), str(e.arguments.get("new", "")), 1)
+        elif match and f"submission/{match[0]}" in contents:
             contents[f"submission/{match[0]}"] = match[1] + "\n"
     return contents
 

@@ -1,6 +1,6 @@
 """Offline policies of AiScientist's Tier-1 specialists and Tier-2 readers.
 
-They use the real tools: readers read the files their facts name, comprehension writes
+They use the real tools: readers skim the files their facts name, comprehension writes
 `paper_analysis/summary.md` from the facts, prioritization ranks every one-step change
 of the editable files' literals, implementation reverts the last change if it set no
 new best and applies the next one `search.next_change` picks (the tries come from
@@ -15,12 +15,14 @@ import json
 import re
 from typing import Any
 
+from aiscientist import candidates
 from aiscientist.offline import search
 from aiscientist.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.offline.solo import Call, editable, read_call, replay, tries
 
 PLAN, SUMMARY, EXP_LOG = "plan/prioritized_tasks.md", "paper_analysis/summary.md", "logs/exp_log.md"
-READ_LINES = 400  # readers skim: the head of a file holds its docstring, imports and knobs
+CODE_LINES = r'^\s*(?:def|class) \w+|^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=\s*(?:[-+]?[\d.]|True|False)|^(?:"""|# )'
+EVAL_LINES = r"(?i)mse|acc|loss|metric|final_info|split|^\s*(?:def|class) \w+|^(?:\"\"\"|# )"
 
 
 def args(ctx: PolicyContext) -> dict[str, Any]:
@@ -35,24 +37,31 @@ def _read_first(ctx: PolicyContext, paths: list[str], content: str) -> PolicyRep
 
 
 def reader(ctx: PolicyContext) -> PolicyReply:
-    files = list(ctx.facts.get("files") or [])
-    tried = {e.path for e in ctx.history if e.name == "read_file"}
-    if any(f not in tried for f in files):
-        return PolicyReply(f"{BANNER} Reading {len(files)} file(s).", [("read_file", {"path": f, "max_lines": READ_LINES}) for f in files if f not in tried])
+    """Skim: one search per file for the lines that matter on the axis (definitions and
+    literals; for evaluation code, the metric lines), then notes from the matches."""
     axis = str(ctx.facts.get("axis", "code"))
+    searched = {e.path for e in ctx.calls_to("search_files")}
+    todo = [f for f in ctx.facts.get("files") or [] if f not in searched]
+    if todo:
+        return PolicyReply(f"{BANNER} Skimming {len(todo)} file(s).", [("search_files", {"pattern": _pattern(axis, f), "path": f}) for f in todo])
     notes = [f"{BANNER} notes on the {axis} axis (extracted mechanically, not interpreted):"]
-    for e in ctx.history:
-        if e.name == "read_file" and not e.failed:
-            notes.append(f"- {e.path}: " + _digest(search.strip_line_numbers(e.result or ""), axis if e.path.startswith("submission/") else "evaluation"))
+    for e in ctx.calls_to("search_files"):
+        if not e.failed:
+            found = [line.split(":", 2) for line in (e.result or "").splitlines() if line.count(":") >= 2]
+            notes.append(f"- {e.path}: " + _digest([(n, text) for _, n, text in found], _pattern(axis, e.path) == EVAL_LINES))
     return ctx.finish("\n".join(notes))
 
 
-def _digest(text: str, axis: str) -> str:
-    lines = text.splitlines()
-    doc = next((line.strip().strip('"#').strip() for line in lines if line.strip()), "")
-    defs = re.findall(r"^\s*(?:def|class) (\w+)", text, re.M)
-    knobs = [] if axis == "evaluation" else [f"{e.name}={e.before}" for e in search.options_of({"f": text})]
-    metric_lines = [f"line {i}: {line.strip()[:100]}" for i, line in enumerate(lines, 1) if axis == "evaluation" and re.search(r"mse|acc|loss|metric|final_info|split", line, re.I)]
+def _pattern(axis: str, path: str) -> str:
+    return EVAL_LINES if axis == "evaluation" or not path.startswith("submission/") else CODE_LINES
+
+
+def _digest(found: list[tuple[str, str]], evaluation: bool) -> str:
+    found = [(n, t.strip()) for n, t in found]
+    doc = next((t.strip('"# ') for _, t in found if t.startswith(('"""', "#"))), "")
+    defs = [m for _, t in found for m in re.findall(r"^(?:def|class) (\w+)", t)]
+    knobs = [] if evaluation else [f"{c.name}={c.value}" for _, t in found for c in candidates.find_candidates(t)]
+    metric_lines = [f"line {n}: {t[:100]}" for n, t in found if evaluation and not t.startswith(("def ", "class ", '"""', "#"))]
     parts = [doc[:160], "defines " + ", ".join(defs[:10]) if defs else "", "knobs: " + ", ".join(dict.fromkeys(knobs)) if knobs else "", "; ".join(metric_lines[:5])]
     return " | ".join(p for p in parts if p)
 
