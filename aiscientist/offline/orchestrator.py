@@ -36,9 +36,10 @@ def orchestrator(ctx: PolicyContext) -> PolicyReply:
     specialist = [e for e in ctx.history if e.name in ("implementation", "experimentation")]
     if not calls and specialist and specialist[-1].name == "implementation":
         marker = search.parse_marker(specialist[-1].result or "")
-        if marker is None:
-            return _submit("implementation found no untried change; the best validated step is kept.")
-        calls.append(("experimentation", {"hypothesis": f"{marker.marker()}\n{marker.what} (an untested offline guess)"}))
+        hypothesis = f"{marker.marker()}\n{marker.what} (an untested offline guess)" if marker else "no untried change is left: the current code, measured again"
+        calls.append(("experimentation", {"hypothesis": hypothesis}))
+        if marker is None and steps_done + 1 < budget:
+            return PolicyReply(f"{BANNER} Nothing new to try: measuring the current code.", calls)
         if bus and steps_done + 1 >= budget:  # nothing left to change after the last step
             return PolicyReply(f"{BANNER} The last step, then submit.", [*calls, ("submit", {"reason": f"{BANNER} the last step of the budget ran; the best validated step is kept."})])
     if bus or not calls:

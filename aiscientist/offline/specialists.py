@@ -22,6 +22,7 @@ from aiscientist.offline.solo import Call, editable, read_call, replay, tries
 
 PLAN, SUMMARY, EXP_LOG = "plan/prioritized_tasks.md", "paper_analysis/summary.md", "logs/exp_log.md"
 CODE_LINES = r'^\s*(?:def|class) \w+|^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=\s*(?:[-+]?[\d.]|True|False)|^(?:"""|# )'
+LOG_LINES = r"^\[step \d+\] |^success: "
 EVAL_LINES = r"(?i)mse|acc|loss|metric|final_info|split|^\s*(?:def|class) \w+|^(?:\"\"\"|# )"
 
 
@@ -112,12 +113,13 @@ def implementation(ctx: PolicyContext) -> PolicyReply:
         failed = [e for e in edits if e.failed]
         return ctx.finish(f"{BANNER} The edit failed: {(failed[-1].result or '')[:300]}" if failed else f"{BANNER} Applied the change.")
     bus = ctx.facts.get("bus", True)
-    reading = _read_first(ctx, editable(ctx) + ([EXP_LOG] if bus else []), "Reading the code and the experiment log.")
-    if reading:
-        return reading
-    logs = "".join(e.result or "" for e in ctx.history if e.path == EXP_LOG and not e.failed) if bus else str(args(ctx).get("context", ""))
+    reading = _read_first(ctx, editable(ctx), "Reading the code and the experiment log.")
+    if reading:  # from the log only each step's change and outcome lines
+        return PolicyReply(reading.content, reading.calls + ([("search_files", {"pattern": LOG_LINES, "path": EXP_LOG})] if bus else []))
+    found = [e.result or "" for e in ctx.calls_to("search_files") if not e.failed]
+    logs = "\n".join(line.split(": ", 1)[-1] for text in found for line in text.splitlines()) if bus else str(args(ctx).get("context", ""))
     done = tries(ctx, search.log_runs(logs))
-    contents = {p: t for p, t in replay(ctx).items() if p != EXP_LOG}
+    contents = replay(ctx)
     calls: list[Call] = []
     note = ""
     if done and not done[-1].kept and done[-1].edit is not None:
