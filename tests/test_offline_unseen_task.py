@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from aiscientist.offline.search import parse_marker
+
 TRAIN = '''
 """Fit y = 2x - 1 by full-batch gradient descent for a fixed number of epochs."""
 import json
@@ -92,5 +94,5 @@ def test_offline_policy_beats_the_baseline_on_an_unseen_task_within_8_steps(tmp_
     result = json.loads((run / "result.json").read_text())
     assert result["best_metric"] is not None and result["best_metric"] < result["baseline"], (result["best_metric"], result["baseline"])
     hypotheses = [json.loads(p.read_text())["hypothesis"] for p in sorted(run.glob("experiments/step_*/step.json"))]
-    changes = [h.split("\n", 1)[0] for h in hypotheses]
-    assert len(changes) == len(set(changes)), changes  # no change measured twice
+    changes = [parse_marker(h) for h in hypotheses]
+    assert None not in changes and len(changes) == len(set(changes)), changes  # no change measured twice

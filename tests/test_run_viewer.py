@@ -39,7 +39,7 @@ def test_show_writes_one_self_contained_page(run_dir, capsys):
     assert f"{num(result['best_metric'])} at step {result['best_step']}" in text
     assert "clean (" in text  # verify status
     plan = (run_dir / "plan" / "prioritized_tasks.md").read_text()
-    assert load_run(run_dir).plan_texts == [("plan/prioritized_tasks.md · version 1 (call d2.c0)", plan)]  # as prioritization handed it back
+    assert load_run(run_dir).plan_texts == [("plan/prioritized_tasks.md · version 1 (call d1.c1)", plan)]  # as prioritization handed it back (offline: the 2nd call of decision 1)
     assert "<details class='plan' open><summary>plan/prioritized_tasks.md · version 1" in text
 
 

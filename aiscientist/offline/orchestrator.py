@@ -36,7 +36,7 @@ def orchestrator(ctx: PolicyContext) -> PolicyReply:
     specialist = [e for e in ctx.history if e.name in ("implementation", "experimentation")]
     if not calls and specialist and specialist[-1].name == "implementation":
         marker = search.parse_marker(specialist[-1].result or "")
-        hypothesis = f"{marker.marker()}\n{marker.what} (an untested offline guess)" if marker else "no untried change is left: the current code, measured again"
+        hypothesis = f"{marker.marker()} {marker.what} (an untested offline guess)" if marker else "no untried change is left: the current code, measured again"
         calls.append(("experimentation", {"hypothesis": hypothesis}))
         if marker is None and steps_done + 1 < budget:
             return PolicyReply(f"{BANNER} Nothing new to try: measuring the current code.", calls)
