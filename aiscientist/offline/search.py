@@ -159,6 +159,16 @@ def undo(contents: dict[str, str], edit: Edit) -> Edit | None:
     return None
 
 
+def revert_last(contents: dict[str, str], tries: list[Try]) -> Edit | None:
+    """The edit undoing the last try if it set no new best and its file still holds it
+    (applied to `contents`)."""
+    last = tries[-1] if tries else None
+    back = undo(contents, last.edit) if last is not None and not last.kept and last.edit is not None else None
+    if back is not None:
+        contents[back.path] = contents[back.path].replace(back.old, back.new, 1)
+    return back
+
+
 def _rank(mine: list[Try], edit: Edit) -> tuple[int, float]:
     if not mine:
         return (1, 0.0)

@@ -51,12 +51,8 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
         hypothesis = f"{edit.marker() if edit else 'an offline change'} {BANNER} {edit.what if edit else ''} (a blind change of one literal)"
         return PolicyReply("Measuring the change.", [("run_experiment", {"hypothesis": hypothesis})])
     done = tries(ctx, [(search.parse_marker(str(r.arguments.get("hypothesis", ""))), search.outcome(r.result or "")) for r in runs])
-    calls: list[Call] = []
-    if revert and done and not done[-1].kept and done[-1].edit is not None:
-        back = search.undo(contents, done[-1].edit)
-        if back is not None:
-            calls.append(("edit_file", back.args()))
-            contents[back.path] = contents[back.path].replace(back.old, back.new, 1)
+    back = search.revert_last(contents, done) if revert else None
+    calls: list[Call] = [("edit_file", back.args())] if back else []
     edit = search.next_change(contents, done, ctx.rng("change", len(runs)))
     if edit is None:
         return ctx.finish(f"{BANNER} No untried change is left after {len(runs)} experiments.", *calls)

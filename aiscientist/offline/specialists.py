@@ -120,14 +120,9 @@ def implementation(ctx: PolicyContext) -> PolicyReply:
     logs = "\n".join(line.split(": ", 1)[-1] for text in found for line in text.splitlines()) if bus else str(args(ctx).get("context", ""))
     done = tries(ctx, search.log_runs(logs))
     contents = replay(ctx)
-    calls: list[Call] = []
-    note = ""
-    if done and not done[-1].kept and done[-1].edit is not None:
-        back = search.undo(contents, done[-1].edit)
-        if back is not None:
-            calls.append(("edit_file", back.args()))
-            contents[back.path] = contents[back.path].replace(back.old, back.new, 1)
-            note = f" after reverting {done[-1].edit.what} (no new best)"
+    back = search.revert_last(contents, done)
+    calls: list[Call] = [("edit_file", back.args())] if back else []
+    note = f" after reverting {back.name} to {back.after} (no new best)" if back else ""
     edit = search.next_change(contents, done, ctx.rng("change", len(done)))
     if edit is None:
         return ctx.finish(f"{BANNER} No untried change is left{note}.", *calls)
