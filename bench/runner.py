@@ -278,6 +278,17 @@ def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         raise
 
 
+def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> list[Path]:
+    """The improve tasks of these runs whose baseline is not measured yet."""
+    paths = {s.task: s.task_path for s in todo if not (out / "baselines" / s.task / "baseline.json").is_file()}
+    return [path for path in paths.values() if load_task(path).kind == "improve"]
+
+
+def _baseline_job(task_path: Path, out: Path, sandbox: str) -> None:
+    """A grid job of its own: a run measures the baseline only if this job has not yet."""
+    measure_baseline(load_task(task_path), out, sandbox)
+
+
 def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, Any]:
     """Run every unfinished run of the grid; return counts and failures."""
     specs = run_specs(config)
@@ -289,6 +300,8 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     failures: dict[str, str] = {}
     if todo:
         with open_executor(config.executor, config.address, len(todo), config.workers, config.cores_per_run) as pool:
+            for path in _unmeasured_baselines(todo, out):  # first, so no run waits for it at its end
+                pool.submit(_baseline_job, path, out, config.sandbox)
             futures: dict[Future, RunSpec] = {pool.submit(_worker_run, s, config, out): s for s in todo}
             with GridProgress(specs, config, out, enabled=progress) as live:
                 pending = set(futures)

@@ -4,8 +4,9 @@
    CPU burn of about --burn seconds added to each experiment; hpsearch × --rounds rounds
    × --steps steps, offline, sandbox --grid-sandbox) runs with 1 worker and with 2
    workers (one core each), on the process pool and on Ray. Efficiency = wall(1
-   worker) / wall(2 workers); the goal on 2 cores is >= 1.8. Each run also measures the task's baseline once and runs the
-   hidden test on its best step, so the grid does rounds × (steps + 1) + 2 experiments.
+   worker) / wall(2 workers); the goal on 2 cores is >= 1.8. Each run also runs the hidden
+   test on its best step, and the grid measures the task's baseline (validation and hidden
+   test) once, as a job of its own, so the grid does rounds × (steps + 1) + 2 experiments.
    The pool pins each worker to its core; Ray tasks are not pinned (Ray schedules CPU
    counts, not cores), so a lone Ray run may use an idle core for its own overhead.
 2. Per-step cost of each sandbox backend: the median wall time of `sandbox.run(["true"])`
@@ -16,7 +17,7 @@
 Wall times on a machine shared with other jobs are noisy: run it on an idle machine
 for figures to quote.
 
-    python benchmarks/scale.py [--rounds 4] [--steps 2] [--burn 2] [--repeat 5]
+    python benchmarks/scale.py [--rounds 6] [--steps 3] [--burn 2] [--repeat 5]
                                [--executors pool,ray] [--backends local,bwrap,docker] [--grid-sandbox auto]
 """
 
@@ -91,8 +92,8 @@ def step_costs(backend: str, repeat: int, scratch: Path) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--burn", type=float, default=2.0, help="approximate CPU seconds each experiment burns")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--executors", default="pool,ray")
