@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import BinaryIO, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -106,11 +106,8 @@ def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def tail(path: Path, limit: int = TAIL_CHARS) -> str:
-    """The last `limit` characters of a text file."""
-    with open(path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - limit * 4))
-        text = handle.read().decode("utf-8", errors="replace")
-    return text[-limit:]
+def tail(handle: BinaryIO, limit: int = TAIL_CHARS) -> str:
+    """The last `limit` characters of a text file open for binary reading."""
+    handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, handle.tell() - limit * 4))
+    return handle.read().decode("utf-8", errors="replace")[-limit:]

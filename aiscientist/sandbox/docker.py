@@ -181,7 +181,7 @@ class DockerSandbox:
                 labels={f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.call": uuid.uuid4().hex[:12], f"{LABEL}.cwd": str(cwd)},
                 **self.limits(),
             )
-            with open(out_path, "ab") as out, open(err_path, "ab") as err:
+            with open(out_path, "a+b") as out, open(err_path, "a+b") as err:
                 try:
                     for command in commands:
                         rc, timed_out = self._one(command, timeout, options, out, err)
@@ -192,7 +192,7 @@ class DockerSandbox:
                     for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={options['labels'][f'{LABEL}.call']}"]}):
                         _remove(container)
                     raise
-            result = dict(stdout_tail=tail(out_path), stderr_tail=tail(err_path))
+                result = dict(stdout_tail=tail(out), stderr_tail=tail(err))
         return RunResult(commands=list(commands), returncodes=returncodes, duration_s=time.monotonic() - start, timed_out=timed_out, backend=self.name, **result)
 
     def _one(self, command: str, timeout: float, options: dict[str, Any], out, err) -> tuple[int, bool]:

@@ -21,6 +21,8 @@ from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, t
 from aiscientist.sandbox.limits import kill_cgroup, pids_cgroup, preexec
 
 MARKER = "AISCIENTIST_SANDBOX_RUN"
+# a command's private /tmp lives in memory where the host has a tmpfs, as under bwrap
+MEMORY_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 
 def kill_marked(marker: str) -> None:
@@ -68,27 +70,26 @@ def run_commands(argv_for: Callable[[str], list[str]], commands: Sequence[str], 
     timed_out = False
     marker = uuid.uuid4().hex
     env = {**env, MARKER: marker}
-    with tempfile.TemporaryDirectory(prefix="aisci-run-") as tmp, pids_cgroup(settings.processes) as group:
-        out_path, err_path = Path(tmp, "stdout"), Path(tmp, "stderr")
-        with open(out_path, "ab") as out, open(err_path, "ab") as err:
-            for command in commands:
-                proc = subprocess.Popen(argv_for(command), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=preexec(settings, group))
-                try:
-                    returncodes.append(wait_for(proc, timeout))
-                except subprocess.TimeoutExpired:
-                    _kill_all(proc, group, marker)
-                    returncodes.append(proc.wait())
-                    timed_out = True
-                    err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
-                finally:
-                    _kill_all(proc, group, marker)
-                if timed_out or returncodes[-1] != 0:
-                    break
+    # unnamed files: nothing to unlink after (removing folders is slow on some disks)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, pids_cgroup(settings.processes) as group:
+        for command in commands:
+            proc = subprocess.Popen(argv_for(command), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=preexec(settings, group))
+            try:
+                returncodes.append(wait_for(proc, timeout))
+            except subprocess.TimeoutExpired:
+                _kill_all(proc, group, marker)
+                returncodes.append(proc.wait())
+                timed_out = True
+                err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
+            finally:
+                _kill_all(proc, group, marker)
+            if timed_out or returncodes[-1] != 0:
+                break
         return RunResult(
             commands=list(commands),
             returncodes=returncodes,
-            stdout_tail=tail(out_path),
-            stderr_tail=tail(err_path),
+            stdout_tail=tail(out),
+            stderr_tail=tail(err),
             duration_s=time.monotonic() - start,
             timed_out=timed_out,
             backend=backend,
@@ -122,6 +123,6 @@ class LocalSandbox:
         readonly: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
     ) -> RunResult:
-        with tempfile.TemporaryDirectory(prefix="aisci-local-") as private_tmp:
+        with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
             extra = {"TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}
             return run_commands(lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(extra), self.name, self.settings)
