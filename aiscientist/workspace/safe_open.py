@@ -208,8 +208,9 @@ def read_all(fd: int, limit: int) -> bytes:
 
 
 def replace_content(fd: int, data: bytes) -> None:
-    """Make an open file hold exactly `data`."""
-    os.ftruncate(fd, 0)
+    """Make an open file hold exactly `data`: written over the old bytes, then cut to
+    length (emptying the file first would free its blocks, slow on discard-mounted disks)."""
     view, done = memoryview(data), 0
     while done < len(data):
         done += os.pwrite(fd, view[done:], done)
+    os.ftruncate(fd, len(data))
