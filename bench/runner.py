@@ -24,7 +24,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from aiscientist.task import Task, TaskError, load_task
 
 from bench.agents import get_agent
 from bench.agents.base import RunContext
-from bench.executors import open_executor, thread_env
+from bench.executors import open_executor, pool_shape, thread_env
 from bench.fml_metrics import range_of
 from bench.grid import GridConfig, RunSpec
 from bench.metrics import RunSummary, successful, summarise_steps
@@ -299,20 +299,34 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     todo = [s for s in specs if not is_finished(s, out)]
     failures: dict[str, str] = {}
     if todo:
+        # the baselines first, so no run waits for one at its end
+        jobs: list[Job] = [(f"{load_task(p).name}/baseline", _baseline_job, (p, out, config.sandbox)) for p in _unmeasured_baselines(todo, out)]
+        jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
+        slots, _ = pool_shape(len(todo), config.workers, config.cores_per_run)
         with open_executor(config.executor, config.address, len(todo), config.workers, config.cores_per_run) as pool:
-            for path in _unmeasured_baselines(todo, out):  # first, so no run waits for it at its end
-                pool.submit(_baseline_job, path, out, config.sandbox)
-            futures: dict[Future, RunSpec] = {pool.submit(_worker_run, s, config, out): s for s in todo}
             with GridProgress(specs, config, out, enabled=progress) as live:
-                pending = set(futures)
-                while pending:
-                    done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        spec = futures[future]
-                        if future.exception() is not None:
-                            failures[f"{spec.task}/{spec.agent}/round_{spec.round}"] = repr(future.exception())
-                    live.refresh()
+                failures = _drain(pool, jobs, slots, live.refresh)
     return {"runs": len(specs), "ran": len(todo), "failed": failures}
+
+
+Job = tuple[str, Callable[..., Any], tuple]
+
+
+def _drain(pool, jobs: list[Job], slots: int, refresh: Callable[[], None]) -> dict[str, str]:
+    """Run the jobs in order, `slots` at a time (a shared Ray cluster may have more CPUs
+    than the grid asked for); return the failures by job name."""
+    queue, running, failures = list(jobs), {}, {}
+    while queue or running:
+        while queue and len(running) < slots:
+            name, fn, args = queue.pop(0)
+            running[pool.submit(fn, *args)] = name
+        done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
+        for future in done:
+            name = running.pop(future)
+            if future.exception() is not None:
+                failures[name] = repr(future.exception())
+        refresh()
+    return failures
 
 
 def resolve_tasks(names: list[str], root: Path) -> list[Path]:
