@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist import notices
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.context import call_brief, task_brief
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.agent.tools import clip
 
@@ -79,16 +79,13 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
         scope.write(path, f"# Reader notes: {axis}\n\n{text}\n")
         written.append(path)
     box = role_toolbox(rt, ROLE)
-    user = "\n\n".join(
-        [
-            task_brief(rt),
-            bus_rules(rt),
-            f"Focus of this call: {args.focus}",
-            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
-            "## Notes from readers\n" + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
-            *([f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself."] if failed else []),
-            f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
-        ]
+    user = call_brief(
+        rt,
+        f"Focus of this call: {args.focus}",
+        args.context,
+        "## Notes from readers\n" + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
+        f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself." if failed else "",
+        f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
     artifacts = written + [a for a in box.artifacts if a not in written]

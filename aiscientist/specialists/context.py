@@ -34,6 +34,17 @@ def bus_rules(rt: Runtime) -> str:
     )
 
 
+def call_brief(rt: Runtime, request: str, context: str, *after: str, description: bool = True) -> str:
+    """A specialist call's instructions: the task, the bus rules, what this call is
+    asked to do, the orchestrator's context (if any), then `after` (empty parts dropped)."""
+    parts = [task_brief(rt, description), bus_rules(rt), request, f"Context from the orchestrator:\n{context}" if context else "", *after]
+    return "\n\n".join(p for p in parts if p)
+
+
+def steps_used(rt: Runtime) -> str:
+    return f"Steps used so far: {rt.steps_done()} of {rt.steps}."
+
+
 def tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "[...]\n" + text[-limit:]
 

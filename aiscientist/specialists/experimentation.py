@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, task_brief
+from aiscientist.specialists.context import call_brief, steps_used
 from aiscientist.specialists.runtime import Runtime
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.workspace.errors import ToolError
@@ -132,15 +132,7 @@ def describe(rt: Runtime, record: StepRecord) -> str:
 def run(rt: Runtime, key: str, args: ExperimentationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
     box = role_toolbox(rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)])
-    user = "\n\n".join(
-        [
-            task_brief(rt, description=False),
-            bus_rules(rt),
-            f"Hypothesis: {args.hypothesis}",
-            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
-            f"Steps used so far: {rt.steps_done()} of {rt.steps}.",
-        ]
-    )
+    user = call_brief(rt, f"Hypothesis: {args.hypothesis}", args.context, steps_used(rt), description=False)
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
     full = summary

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.paths import RunPaths
 from aiscientist.resources import WORKSPACE_TEMPLATE
-from aiscientist.sandbox import Sandbox, SandboxSettings, get_sandbox
+from aiscientist.sandbox import Mounts, RunResult, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
@@ -219,17 +220,17 @@ class Workspace:
         self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
 
 
-class _ObservedSandbox:
+class _ObservedSandbox(Sandbox):
     """The engine's sandbox, telling the workspace while commands run (so the
     watcher can tell a task's own preprocessing from anything else)."""
 
     def __init__(self, inner: Sandbox, ws: Workspace):
         self.inner, self.ws, self.name = inner, ws, inner.name
 
-    def run(self, commands, cwd, timeout, env=None, writable=(), readonly=(), hidden=()):  # type: ignore[no-untyped-def]
+    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         self.ws.commands_running = True
         try:
-            return self.inner.run(commands, cwd, timeout, env=env, writable=writable, readonly=readonly, hidden=hidden)
+            return self.inner.execute(commands, cwd, timeout, env, mounts)
         finally:
             self.ws.commands_running = False
 
