@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.gitrepo import git
-from aiscientist.integrity import read_regular, safe_file
+from aiscientist.integrity import read_regular
 from aiscientist.task import Task, expand_globs
 from aiscientist.agent.loop import call_model
 
@@ -100,8 +100,7 @@ class RunContext:
         return [p for p in expand_globs(self.submission, self.task.editable_globs) if self.task.is_editable(p)]
 
     def read_code(self, rel: str) -> str:
-        path = safe_file(self.submission, rel)  # never follow a link the experiment code planted
-        data = read_regular(path) if path is not None else None
+        data = read_regular(self.submission, rel)  # never follow a link the experiment code planted
         return data.decode(errors="replace") if data is not None else ""
 
     def write_code(self, rel: str, text: str) -> None:
