@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiscientist.config import load_config  # noqa: E402
 from aiscientist.orchestrator import solve  # noqa: E402
-from aiscientist.specialists.runtime import Runtime  # noqa: E402
+from aiscientist.agent.context import RunContext  # noqa: E402
 from aiscientist.task import load_task  # noqa: E402
 
 MODEL_CALLS: list[tuple[float, float]] = []  # (end time, duration) of every whole model call
@@ -53,7 +53,7 @@ def _timed_complete(original):
     return complete
 
 
-Runtime.complete = _timed_complete(Runtime.complete)
+RunContext.complete = _timed_complete(RunContext.complete)
 
 ARMS = {"bus": [], "nobus": ["file_bus=false"], "flat": ["hierarchy=false"]}
 

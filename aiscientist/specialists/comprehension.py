@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from aiscientist import notices
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, task_brief
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import clip
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
@@ -47,7 +47,7 @@ Ambiguities, Implementation details. You may add more files under paper_analysis
 End with finish(summary) - a few lines, the files you wrote."""
 
 
-def reader_files(rt: Runtime, axis: str) -> list[str]:
+def reader_files(rt: RunContext, axis: str) -> list[str]:
     task = rt.task
     if axis == "code":
         names = [*task.editable, *task.related]
@@ -61,7 +61,7 @@ def reader_files(rt: Runtime, axis: str) -> list[str]:
     return [f for f in files if policy.refusal("read", f) is None][:8] or ["task/task.md"]
 
 
-def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
+def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
     """A reader that did not finish (a model error, or out of turns) is a failure: its
     text is not saved as notes, and the call reports not ok, naming it."""
     axes = rt.config.specialists.readers
@@ -99,7 +99,7 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
     return SpecialistResult(role=ROLE, summary=summary, artifacts=artifacts, full_output=full, ok=ok, turns=turns)
 
 
-def _read_axis(rt: Runtime, key: str, axis: str) -> tuple[str, bool]:
+def _read_axis(rt: RunContext, key: str, axis: str) -> tuple[str, bool]:
     """One Tier-2 reader: fresh context, read-only tools. (notes, True) when it
     finished; (why it stopped, False) otherwise."""
     box = role_toolbox(rt, READER_ROLE, scope_role=ROLE)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, tail
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import clip
 
 ROLE = "implementation"
@@ -36,7 +36,7 @@ you were given, keeping the code runnable. Do not run experiments - experimentat
 End with finish(summary): what you changed, in which files, and why."""
 
 
-def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
+def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
     box = role_toolbox(rt, ROLE)
     exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, steps_used
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.agent.context import RunContext
 
 ROLE = "prioritization"
 PLAN = "plan/prioritized_tasks.md"
@@ -27,7 +27,7 @@ with a line `- change: {{"path": ..., "old": ..., "new": ...}}` giving an exact 
 End with finish(summary) - the top entries in a few lines."""
 
 
-def run(rt: Runtime, key: str, args: PrioritizationArgs) -> SpecialistResult:
+def run(rt: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE)
     user = call_brief(rt, f"Guidance: {args.guidance}", args.context, steps_used(rt))
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)

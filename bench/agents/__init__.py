@@ -1,5 +1,10 @@
 """The agents the benchmark compares, by name.
 
+An agent's `solve(ctx)` works in the run's workspace and spends its step budget
+through `ctx.run_step(hypothesis)` (aiscientist/agent/context.py), which runs the
+task's command list through the experiment engine and writes
+`experiments/step_NNNN/step.json`: the same trajectory record for every agent.
+
 Importing this package registers the offline policies of the baselines' roles,
 so `--model offline` drives every agent end to end.
 """
@@ -7,8 +12,10 @@ so `--model offline` drives every agent end to end.
 from __future__ import annotations
 
 import importlib
+from typing import Protocol
 
-from bench.agents.base import Agent, RunContext, StepBudgetExhausted
+from aiscientist.agent.context import RunContext
+from aiscientist.agent.outcome import Outcome
 
 # name -> "module:class", resolved only when the agent is asked for
 AGENTS: dict[str, str] = {
@@ -23,6 +30,15 @@ AGENTS: dict[str, str] = {
     "hpsearch": "bench.agents.hpsearch:HPSearch",
     "external": "bench.agents.external:External",
 }
+
+
+class Agent(Protocol):
+    name: str
+    needs_model: bool
+
+    def solve(self, ctx: RunContext) -> Outcome:
+        """Work until the step budget is spent (or the agent stops); return why it stopped."""
+        ...
 
 
 class UnknownAgent(ValueError):
@@ -45,4 +61,4 @@ def _register_policies() -> None:
 
 _register_policies()
 
-__all__ = ["AGENTS", "Agent", "RunContext", "StepBudgetExhausted", "UnknownAgent", "get_agent"]
+__all__ = ["AGENTS", "Agent", "UnknownAgent", "get_agent"]
