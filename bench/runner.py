@@ -28,13 +28,13 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any
 
-from aiscientist.accounting import call_usage
+from aiscientist.accounting import call_usage, run_usage
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment import StepRecord, best_step, load_steps
 from aiscientist.task import Task, TaskError, load_task
 
 from bench.agents import get_agent
-from bench.agents.base import RunContext
 from bench.executors import open_executor, pool_shape, thread_env
 from bench.fml_metrics import range_of
 from bench.grid import GridConfig, RunSpec
@@ -107,7 +107,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     else:
         ws = _open_workspace(task, folder, config.sandbox)
         ws.engine.env.update(thread_env())
-        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=options)
+        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=_seed(spec, config.seed), options=options)
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = finish_run(spec, config, task, ws, folder, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
@@ -170,9 +170,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
     usage = summarise_steps(steps, direction)
-    calls = read_records(ws.paths.logs / "llm_calls.jsonl")
-    if any(r.get("outcome") == "ok" for r in calls):  # the model-call log is the ground truth for usage (some agents do not charge steps)
-        usage["tokens"], usage["cost"] = call_usage(calls)
+    usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.logs / "llm_calls.jsonl")), steps)
     return RunSummary(
         task=spec.task,
         agent=spec.agent,
@@ -190,7 +188,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         diversity=diversity,
         embedder=embedder,
         labels=labels,
-        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl"))[0],
+        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl")).tokens,
         rubric_score=_rubric(task, ws, folder, config),
         score_range=range_of(task.name, direction, task.score_range),
         stop_reason=stop.stop,

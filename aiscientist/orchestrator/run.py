@@ -30,8 +30,7 @@ from aiscientist.orchestrator.state import initial_state
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
 from aiscientist.specialists import offline as specialists_offline
-from aiscientist.specialists.journal import Journal
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.agent.context import RunContext
 from aiscientist.task import Task, TaskError, load_task
 
 RUN_FILE = "run.json"
@@ -102,7 +101,7 @@ def solve(
         resumed = False
     _save(ws, info)
     forget_run(run_dir)  # the budget tracker is rebuilt from this run's own call log
-    rt = Runtime(ws=ws, config=info.config, model=info.model, steps=info.steps, journal=Journal(ws.paths.state / "journal.jsonl"), wall_time_s=info.wall_time_s)
+    rt = RunContext(ws=ws, agent=info.config.arm, model=info.model, steps=info.steps, seed=info.config.seed, config=info.config, wall_time_s=info.wall_time_s)
     started = time.monotonic()
     with ExitStack() as stack:
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
@@ -183,7 +182,7 @@ def check_model(info: RunInfo) -> None:
     make_client(info.model, None, "orchestrator", load_llm_config(info.model, info.config.models_file))
 
 
-def finish(rt: Runtime, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
+def finish(rt: RunContext, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
     """result.json: best validated step (hidden test run once on it, when the run is
     final rather than stopped to be resumed), counts, usage."""
     ws, task = rt.ws, rt.task
@@ -199,7 +198,7 @@ def finish(rt: Runtime, info: RunInfo, stop_reason: StopReason, detail: str = ""
     return result
 
 
-def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
+def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
     task = rt.task
     records = rt.step_records()

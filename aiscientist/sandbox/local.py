@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, tail
+from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env, tail
 from aiscientist.sandbox.limits import kill_cgroup, pids_cgroup, preexec
 
 MARKER = "AISCIENTIST_SANDBOX_RUN"
@@ -105,7 +105,7 @@ def _kill_all(proc: subprocess.Popen, group: Path | None, marker: str) -> None:
         kill_marked(marker)
 
 
-class LocalSandbox:
+class LocalSandbox(Sandbox):
     """Resource limits and process cleanup only; no isolation (see module doc)."""
 
     name = "local"
@@ -113,16 +113,7 @@ class LocalSandbox:
     def __init__(self, settings: SandboxSettings | None = None):
         self.settings = settings or SandboxSettings(backend="local")
 
-    def run(
-        self,
-        commands: Sequence[str],
-        cwd: Path,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        writable: Sequence[Path] = (),
-        readonly: Sequence[Path] = (),
-        hidden: Sequence[Path] = (),
-    ) -> RunResult:
+    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
             extra = {"TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}
             return run_commands(lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(extra), self.name, self.settings)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bench.agents.base import RunContext
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from bench.agents.tools import baseline_toolbox, step_report, system_prompt

@@ -24,7 +24,7 @@ from aiscientist.gitrepo import git
 from aiscientist.task import expand_globs
 
 from aiscientist.agent.outcome import Outcome, StopReason
-from bench.agents.base import RunContext
+from aiscientist.agent.context import RunContext
 from bench.agents.tools import system_prompt
 
 ROLE = "aide"

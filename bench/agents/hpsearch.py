@@ -13,7 +13,7 @@ from aiscientist.candidates import Change, propose_changes
 from aiscientist.experiment import best_step, load_steps
 
 from aiscientist.agent.outcome import Outcome, StopReason
-from bench.agents.base import RunContext
+from aiscientist.agent.context import RunContext
 
 RESTART_PROBABILITY = 0.2
 RESTART_CHANGES = 3

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.shell import shell_tool
 from aiscientist.agent.tools import Tool, Toolbox, chunk_tools, file_tools, finish_tool, submit_tool
 from aiscientist.agent.toolsets import pick
-from bench.agents.base import RunContext
+from aiscientist.agent.context import RunContext
 
 ROLE_SCOPE = "agent"
 
