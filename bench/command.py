@@ -75,20 +75,11 @@ def run(args: argparse.Namespace) -> int:
     from bench.runner import GridConfig, resolve_tasks, run_grid
 
     try:
+        settings = {k: v for k, v in vars(args).items() if k in GridConfig.model_fields and k not in ("agents", "tasks", "options")}
         config = GridConfig(
+            **settings,
             agents=[a.strip() for a in args.agents.split(",") if a.strip()],
             tasks=resolve_tasks([t.strip() for t in args.tasks.split(",") if t.strip()], BENCH_ROOT),
-            rounds=args.rounds,
-            steps=args.steps,
-            model=args.model,
-            judge_model=args.judge_model,
-            sandbox=args.sandbox,
-            workers=args.workers,
-            cores_per_run=args.cores_per_run,
-            seed=args.seed,
-            executor=args.executor,
-            address=args.address,
-            embedder=args.embedder,
             options=parse_options(args.option),
         )
         _check_models(config)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from bench.fml_metrics import COLUMNS
+from bench.fml_metrics import ROW_KEYS, plain, shown
 
 console = Console()
 err_console = Console(stderr=True)
@@ -46,14 +44,14 @@ def run_score(args: argparse.Namespace) -> int:
 
     table = score_agent(args.agent_dir, args.fml_root, args.embedder, explore=not args.no_exploration)
     if args.json:
-        print(json.dumps({task: {k: _plain(v) for k, v in row.items()} for task, row in table.items()}, indent=1))
+        print(json.dumps({task: plain(row) for task, row in table.items()}, indent=1))
         return 0
     view = Table(title=f"FML-bench metrics · {args.agent_dir.name}")
     view.add_column("column")
     for task in table:
         view.add_column(task, justify="right")
-    for column in (*COLUMNS, "note", "embedder"):
-        view.add_row(column, *(_cell(row.get(column)) for row in table.values()))
+    for column in ROW_KEYS:
+        view.add_row(column, *(shown(row.get(column)) for row in table.values()))
     console.print(view)
     return 0
 
@@ -65,13 +63,3 @@ def run_export(args: argparse.Namespace) -> int:
     for agent in written:
         err_console.print(f"exported {agent}; score it with: python -m aiscientist bench score {args.out / agent} --fml-root {args.out}")
     return 0
-
-
-def _plain(value: Any) -> Any:
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
