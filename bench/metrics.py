@@ -35,8 +35,7 @@ from pydantic import BaseModel
 from aiscientist.agent.outcome import StopReason
 from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, successful, totals  # noqa: F401 (successful: bench.runner)
 from aiscientist.experiment import StepRecord
-from bench.fml_metrics import Range
-from bench.fml_metrics import normalized_improvement as ranged_improvement
+from bench.fml_metrics import Range, normalized_improvement as ranged_improvement
 
 Direction = Literal["max", "min"]
 
