@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bench.rubric import GradedNode, NodePath, RubricError, RubricNode, Tree, first_error, path_label, weighted_mean
+from bench.rubric import GradedNode, NodePath, RubricError, RubricNode, Tree, first_error, parse_tree, path_label, weighted_mean
 
 AGGREGATED = "Aggregated score from sub-tasks."
 SUBTREE = "Subtree"
@@ -54,25 +54,16 @@ class PaperBenchNode(Tree, BaseModel):
             raise RubricError(f"node {self.id!r}: {first_error(err)}") from None
 
 
-def parse_graded(data: Any, path: NodePath = ()) -> PaperBenchNode:
+def parse_graded(data: Any) -> PaperBenchNode:
     """A graded tree from JSON data; a bad node is named by id and path. A PaperBench
     judge output (with the tree under `graded_task_tree`) is accepted too."""
-    if not path and isinstance(data, dict) and "graded_task_tree" in data:
+    if isinstance(data, dict) and "graded_task_tree" in data:
         data = data["graded_task_tree"]
-    where = f"node at {path_label(path)}"
-    if not isinstance(data, dict):
-        raise RubricError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    where = f"node {data.get('id', '?')!r} (at {path_label(path)})"
-    children = data.get("sub_tasks")
-    if not isinstance(children, list):
-        raise RubricError(f"{where}: sub_tasks must be a list")
-    parsed = [parse_graded(child, (*path, i)) for i, child in enumerate(children)]
-    try:
-        node = PaperBenchNode.model_validate({**data, "sub_tasks": []})
-    except ValidationError as err:
-        raise RubricError(f"{where}: {first_error(err)}") from None
-    node.sub_tasks = parsed
-    return node
+
+    def build(raw: dict[str, Any], children: list[PaperBenchNode]) -> PaperBenchNode:
+        return PaperBenchNode.model_validate({**raw, "sub_tasks": []}).model_copy(update={"sub_tasks": children})
+
+    return parse_tree(data, build)
 
 
 def load_graded(path: str | Path) -> PaperBenchNode:

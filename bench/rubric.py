@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -36,6 +36,7 @@ TASK_CATEGORIES: tuple[str, ...] = get_args(TaskCategory)
 FINEGRAINED_CATEGORIES: tuple[str, ...] = get_args(FinegrainedCategory)
 CODE_DEV = "Code Development"
 NodePath = tuple[int, ...]
+T = TypeVar("T")
 _CORE_KEYS = ("id", "requirements", "weight", "sub_tasks", "task_category", "finegrained_task_category")
 
 
@@ -115,24 +116,30 @@ class RubricNode(Tree, BaseModel):
         return data
 
 
-def parse_node(data: Any, where: str = "root") -> RubricNode:
-    """Build a node from JSON data, keeping the data so `to_dict` can give it back unchanged."""
+def parse_tree(data: Any, build: Callable[[dict[str, Any], list[T]], T], path: NodePath = ()) -> T:
+    """A tree from JSON data, children first; `build(data, children)` makes one node.
+    A bad node is named by its id and path."""
     if not isinstance(data, dict):
-        raise RubricError(f"{where}: expected a JSON object for a rubric node, got {type(data).__name__}")
-    if "sub_tasks" not in data:
-        raise RubricError(f"node {data.get('id', where)!r}: sub_tasks: Field required (use [] on a leaf)")
-    children = data["sub_tasks"]
-    if not isinstance(children, list):
-        raise RubricError(f"node {data.get('id', where)!r}: sub_tasks must be a list")
-    node_id = data.get("id", where)
-    parsed = [parse_node(child, f"{node_id}.sub_tasks[{i}]") for i, child in enumerate(children)]
+        raise RubricError(f"node at {path_label(path)}: expected a JSON object, got {type(data).__name__}")
+    where = f"node {data.get('id', '?')!r} (at {path_label(path)})"
+    if not isinstance(data.get("sub_tasks"), list):
+        raise RubricError(f"{where}: sub_tasks must be a list ([] on a leaf)")
+    children = [parse_tree(child, build, (*path, i)) for i, child in enumerate(data["sub_tasks"])]
     try:
-        node = RubricNode.model_validate({**data, "sub_tasks": []})
+        return build(data, children)
     except ValidationError as err:
-        raise RubricError(f"node {node_id!r}: {first_error(err)}") from None
-    node = node.with_sub_tasks(parsed)
-    node._raw = data
-    return node
+        raise RubricError(f"{where}: {first_error(err)}") from None
+
+
+def parse_node(data: Any) -> RubricNode:
+    """A rubric from JSON data, keeping the data so `to_dict` can give it back unchanged."""
+
+    def build(raw: dict[str, Any], children: list[RubricNode]) -> RubricNode:
+        node = RubricNode.model_validate({**raw, "sub_tasks": []}).with_sub_tasks(children)
+        node._raw = raw
+        return node
+
+    return parse_tree(data, build)
 
 
 def validate(root: RubricNode) -> None:
