@@ -28,6 +28,7 @@ from bench.fml_exploration import EXCLUDED, explore_steps
 from bench.fml_metrics import ROW_KEYS, TaskMeta, TaskRun, ValStep, plain, range_of, score, shown
 from bench.fml_results import ResultsError
 from bench.metrics import RunSummary, best_round, load_runs
+from bench.report import markdown
 
 
 @dataclass
@@ -126,10 +127,8 @@ def write_fml_table(results: Path, out: Path) -> Path:
     (out / "fml_bench.json").write_text(json.dumps(table, indent=1))
     lines = ["# FML-bench main's metrics", ""]
     for agent, rows in table.items():
-        lines += [f"## {agent}", "", "| column | " + " | ".join(rows) + " |", "|---" * (len(rows) + 1) + "|"]
-        for column in ROW_KEYS:
-            lines.append("| " + " | ".join([column.replace("|", "\\|"), *(shown(row.get(column)) for row in rows.values())]) + " |")
-        lines.append("")
+        body = [[column, *(shown(row.get(column)) for row in rows.values())] for column in ROW_KEYS]
+        lines += [f"## {agent}", "", markdown((["column", *rows], body)), ""]
     (out / "fml_bench.md").write_text("\n".join(lines))
     return out / "fml_bench.json"
 

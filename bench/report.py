@@ -142,10 +142,10 @@ def per_task_rows(cells: Sequence[AgentTask]) -> Table:
 
 
 def markdown(table: Table) -> str:
+    """A markdown table (a `|` inside a cell escaped)."""
     header, rows = table
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    lines = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in [header, *rows]]
+    return "\n".join([lines[0], "|" + "---|" * len(header), *lines[1:]])
 
 
 def write_csv(path: Path, table: Table) -> None:
