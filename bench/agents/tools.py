@@ -53,7 +53,7 @@ def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
     available = [
         *file_tools(scope, box, write=True),
         *chunk_tools(scope),
-        shell_tool(ctx.ws, ROLE_SCOPE),
+        shell_tool(ctx.ws, ROLE_SCOPE, box),
         experiment_tool(ctx),
         finish_tool("End this turn (the code is ready to run, or you are done)."),
         submit_tool("Declare the work finished; ends the run."),
