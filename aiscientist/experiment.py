@@ -67,10 +67,6 @@ class ExperimentEngine:
     # ---- setup and protected files ---------------------------------------------------
 
     @property
-    def workdir(self) -> Path:
-        return self.paths.submission / self.task.working_dir
-
-    @property
     def _manifest_path(self) -> Path:
         return self.paths.pristine / "manifest.json"
 
