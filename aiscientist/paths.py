@@ -6,6 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path`'s content at once: a reader (a browser, a resumed run) never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 def _below_root(name: str) -> property:
     return property(lambda self: self.root / name)
 

@@ -19,6 +19,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ValidationError
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord, best_step
@@ -27,10 +28,10 @@ from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
 from aiscientist.orchestrator.state import initial_state
+from aiscientist.paths import write_atomic
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
 from aiscientist.specialists import offline as specialists_offline
-from aiscientist.agent.context import RunContext
 from aiscientist.task import Task, TaskError, load_task
 
 RUN_FILE = "run.json"
@@ -235,9 +236,7 @@ def _load_info(run_dir: Path) -> RunInfo:
 
 def _save(ws: Any, info: RunInfo) -> None:
     path = ws.paths.state / RUN_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(info.model_dump_json(indent=1))
-    tmp.replace(path)
+    write_atomic(path, info.model_dump_json(indent=1))
 
 
 __all__ = ["solve", "RunInfo", "is_run_folder"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec
 from aiscientist.agent.loop import run_loop as kernel_loop
 from aiscientist.agent.outcome import StopReason
@@ -21,7 +22,6 @@ from aiscientist.agent.tools import Tool, Toolbox, clip, file_tools, finish_tool
 from aiscientist.agent.toolsets import pick
 from aiscientist.llm.types import ToolCall
 from aiscientist.specialists.context import settled
-from aiscientist.agent.context import RunContext
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
 

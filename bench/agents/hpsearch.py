@@ -9,11 +9,11 @@ the best is simply left behind (the next step starts again from the best).
 
 from __future__ import annotations
 
+from aiscientist.agent.context import RunContext
 from aiscientist.candidates import Change, propose_changes
 from aiscientist.experiment import best_step, load_steps
 
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.agent.context import RunContext
 
 RESTART_PROBABILITY = 0.2
 RESTART_CHANGES = 3

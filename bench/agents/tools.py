@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.shell import shell_tool
 from aiscientist.agent.tools import Tool, Toolbox, chunk_tools, file_tools, finish_tool, submit_tool
 from aiscientist.agent.toolsets import pick
-from aiscientist.agent.context import RunContext
 
 ROLE_SCOPE = "agent"
 
