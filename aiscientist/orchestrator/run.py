@@ -19,19 +19,19 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ValidationError
 
+import aiscientist.orchestrator.offline as orchestrator_offline
+import aiscientist.specialists.offline as specialists_offline
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
-from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
 from aiscientist.orchestrator.state import initial_state
 from aiscientist.paths import write_atomic
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
-from aiscientist.specialists import offline as specialists_offline
 from aiscientist.task import Task, TaskError, load_task
 
 RUN_FILE = "run.json"
