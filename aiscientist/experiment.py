@@ -46,9 +46,9 @@ def load_steps(paths: RunPaths) -> list[StepRecord]:
 
 
 def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
-    """The eligible step with the best target metric (earliest on ties)."""
-    assert task.metric is not None
-    return accounting.best_step(steps, task.metric.direction)
+    """The eligible step with the best target metric (earliest on ties); None when
+    the task names no metric."""
+    return accounting.best_step(steps, task.metric.direction) if task.metric else None
 
 
 class ExperimentEngine:

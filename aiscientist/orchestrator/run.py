@@ -188,7 +188,7 @@ def finish(rt: RunContext, info: RunInfo, stop_reason: StopReason, detail: str =
     final rather than stopped to be resumed), counts, usage."""
     ws, task = rt.ws, rt.task
     steps = rt.step_records()
-    best = best_step(task, steps) if task.metric else None
+    best = best_step(task, steps)
     test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
     tokens, cost = rt.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
@@ -203,7 +203,7 @@ def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
     task = rt.task
     records = rt.step_records()
-    best = best_step(task, records) if task.metric else None
+    best = best_step(task, records)
     tokens, cost = rt.usage()
     last = records[-1] if records else None
     return {

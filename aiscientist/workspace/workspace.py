@@ -157,7 +157,7 @@ class Workspace:
 
     def state(self) -> RunState:
         steps = self.steps()
-        best = best_step(self.task, steps) if self.task.metric else None
+        best = best_step(self.task, steps)
         calls = call_usage(read_records(self.paths.root / LLM_CALLS))
         tokens, cost = run_usage(calls, steps)
         return RunState(
