@@ -20,7 +20,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
-from aiscientist.experiment import load_steps
 from aiscientist.gitrepo import git
 from aiscientist.paths import write_atomic
 from aiscientist.task import expand_globs
@@ -156,7 +155,7 @@ class Aide:
         path = self._path(ctx)
         if path.is_file():
             journal = Journal.model_validate_json(path.read_text())
-            done = {s.step for s in load_steps(ctx.ws.paths)}
+            done = {s.step for s in ctx.step_records()}
             journal.nodes = [n for n in journal.nodes if n.step in done]
             return journal
         files = ctx.editable_files()
