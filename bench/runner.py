@@ -63,10 +63,6 @@ def is_finished(spec: RunSpec, out: Path) -> bool:
     return (spec.folder(out) / "result.json").is_file()
 
 
-def steps_recorded(spec: RunSpec, out: Path) -> int:
-    return sum(1 for _ in (spec.folder(out) / "ws" / "experiments").glob("step_*/step.json"))
-
-
 # ---- one run (inside a worker process) -----------------------------------------------
 
 

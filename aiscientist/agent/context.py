@@ -80,7 +80,8 @@ class RunContext:
         with self._lock:
             if role not in self._clients:
                 limits = BudgetLimits(tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s)
-                llm_config = load_llm_config(self.model, self.config.models_file, budget=limits.model_dump(), offline_max_steps=self.steps, seed=self.seed)
+                budget = limits.model_dump() if limits != BudgetLimits() else None  # None keeps the models file's
+                llm_config = load_llm_config(self.model, self.config.models_file, budget=budget, offline_max_steps=self.steps, seed=self.seed)
                 self._clients[role] = make_client(self.model, self.ws.paths.root, role, llm_config)
             return self._clients[role]
 

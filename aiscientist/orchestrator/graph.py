@@ -16,6 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import ValidationError
 
 from aiscientist import notices
+from aiscientist.agent.context import RunContext
 from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
@@ -24,7 +25,6 @@ from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, b
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import role_toolbox, run_tool
 from aiscientist.specialists.experimentation import experiment_tool
-from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import terminal
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import clip, submit_tool, tool_schema

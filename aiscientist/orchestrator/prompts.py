@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiscientist.agent.context import RunContext
 from aiscientist.experiment import best_step
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
 from aiscientist.specialists.context import task_brief
-from aiscientist.agent.context import RunContext
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
 You are the Tier-0 orchestrator of AiScientist, an autonomous ML research engineer. You

@@ -19,18 +19,19 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ValidationError
 
+import aiscientist.orchestrator.offline as orchestrator_offline
+import aiscientist.specialists.offline as specialists_offline
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
-from aiscientist.orchestrator import offline as orchestrator_offline
 from aiscientist.orchestrator.graph import build_graph
 from aiscientist.orchestrator.state import initial_state
+from aiscientist.paths import write_atomic
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
-from aiscientist.specialists import offline as specialists_offline
-from aiscientist.agent.context import RunContext
 from aiscientist.task import Task, TaskError, load_task
 
 RUN_FILE = "run.json"
@@ -187,7 +188,7 @@ def finish(rt: RunContext, info: RunInfo, stop_reason: StopReason, detail: str =
     final rather than stopped to be resumed), counts, usage."""
     ws, task = rt.ws, rt.task
     steps = rt.step_records()
-    best = best_step(task, steps) if task.metric else None
+    best = best_step(task, steps)
     test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
     tokens, cost = rt.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
@@ -202,7 +203,7 @@ def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
     task = rt.task
     records = rt.step_records()
-    best = best_step(task, records) if task.metric else None
+    best = best_step(task, records)
     tokens, cost = rt.usage()
     last = records[-1] if records else None
     return {
@@ -235,9 +236,7 @@ def _load_info(run_dir: Path) -> RunInfo:
 
 def _save(ws: Any, info: RunInfo) -> None:
     path = ws.paths.state / RUN_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(info.model_dump_json(indent=1))
-    tmp.replace(path)
+    write_atomic(path, info.model_dump_json(indent=1))
 
 
 __all__ = ["solve", "RunInfo", "is_run_folder"]

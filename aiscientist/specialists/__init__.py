@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.agent.context import RunContext
 from aiscientist.specialists import comprehension, experimentation, helper, implementation, prioritization
 from aiscientist.specialists.base import SpecialistResult
-from aiscientist.agent.context import RunContext
 
 Spec = tuple[type[BaseModel], Callable[[RunContext, str, Any], SpecialistResult], str]
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec
 from aiscientist.agent.loop import run_loop as kernel_loop
 from aiscientist.agent.outcome import StopReason
@@ -21,7 +22,6 @@ from aiscientist.agent.tools import Tool, Toolbox, clip, file_tools, finish_tool
 from aiscientist.agent.toolsets import pick
 from aiscientist.llm.types import ToolCall
 from aiscientist.specialists.context import settled
-from aiscientist.agent.context import RunContext
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
 
@@ -50,7 +50,7 @@ def role_toolbox(rt: RunContext, role: str, scope_role: str | None = None, extra
     bound to `scope_role`'s file scope (default: the role's own)."""
     scope = rt.ws.scope(scope_role or role)
     box = Toolbox()
-    available = [*file_tools(scope, box, write=True, logs=True), finish_tool(), shell_tool(rt.ws, scope.role), *(extra(box) if extra else [])]
+    available = [*file_tools(scope, box, write=True, logs=True), finish_tool(), shell_tool(rt.ws, scope.role, box), *(extra(box) if extra else [])]
     return pick(rt.agent, role, available, box)
 
 
@@ -75,8 +75,8 @@ def run_tool(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
         return box.call(call)[0]
     recorded = rt.journal.get(key)
     if recorded is not None and recorded.get("tool") == call.name:
-        if recorded.get("artifact"):
-            box.note(recorded["artifact"])
+        for artifact in recorded.get("artifacts") or []:
+            box.note(artifact)
         return str(recorded["content"])
     before = set(box.artifacts)
     if rt.journal.intent(key) is not None and _append_landed(rt, call):
@@ -86,7 +86,7 @@ def run_tool(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
         box.current_key = key
         content, ok = box.call(call)
     added = [a for a in box.artifacts if a not in before]
-    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifact": added[0] if added else None})
+    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifacts": added})
     return content
 
 

@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel, Field
 
 from aiscientist import notices
+from aiscientist.agent.context import RunContext
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, task_brief
-from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import clip
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"

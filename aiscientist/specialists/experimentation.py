@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, steps_used
-from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.workspace.errors import ToolError
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.specialists.base import SpecialistResult, role_toolbox, run_loop
 from aiscientist.specialists.context import bus_rules, task_brief
-from aiscientist.agent.context import RunContext
 
 ROLE = "helper"
 

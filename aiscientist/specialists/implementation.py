@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, tail
-from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import clip
 
 ROLE = "implementation"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, steps_used
-from aiscientist.agent.context import RunContext
 
 ROLE = "prioritization"
 PLAN = "plan/prioritized_tasks.md"

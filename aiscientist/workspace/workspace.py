@@ -7,7 +7,6 @@ from the folder handed to `create` or `open`, so a copied run folder resumes.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import threading
 from collections.abc import Mapping, Sequence
@@ -19,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 from aiscientist.accounting import call_usage, run_usage
 from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.llm import read_records
-from aiscientist.paths import RunPaths
+from aiscientist.paths import RunPaths, write_atomic
 from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import Mounts, RunResult, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
@@ -158,7 +157,7 @@ class Workspace:
 
     def state(self) -> RunState:
         steps = self.steps()
-        best = best_step(self.task, steps) if self.task.metric else None
+        best = best_step(self.task, steps)
         calls = call_usage(read_records(self.paths.root / LLM_CALLS))
         tokens, cost = run_usage(calls, steps)
         return RunState(
@@ -179,9 +178,7 @@ class Workspace:
     def refresh_map(self) -> str:
         with self._map_lock:
             text = build_map(self)
-            tmp = self.paths.workspace_map.with_suffix(".md.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, self.paths.workspace_map)
+            write_atomic(self.paths.workspace_map, text)
             self._map_dirty = False
             return text
 

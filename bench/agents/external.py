@@ -20,8 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.outcome import Outcome, StopReason
 
 WRAPPER = """#!/bin/sh
 # Runs the task's experiment commands once through the experiment engine (one counted step).

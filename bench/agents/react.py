@@ -14,9 +14,9 @@ messages (older turns are dropped whole), so long runs stay within a context.
 
 from __future__ import annotations
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.agent.context import RunContext
 from bench.agents.tools import baseline_toolbox, system_prompt
 
 KEEP_MESSAGES = 40
