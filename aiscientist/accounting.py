@@ -10,6 +10,7 @@ respected the task's constraints (`StepRecord.eligible`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -24,7 +25,7 @@ class Step(Protocol):
     metric: float | None
     tokens: int
     cost: float
-    duration_s: float
+    duration_s: float | None
 
     @property
     def eligible(self) -> bool: ...
@@ -67,14 +68,53 @@ def best_so_far(steps: Sequence[Step], direction: Direction) -> list[float | Non
     return curve
 
 
-def call_usage(records: Iterable[Mapping[str, Any]]) -> tuple[int, float]:
-    """(tokens, cost) of the answered model calls (`outcome` ok) in `llm_calls.jsonl` records."""
-    tokens, cost = 0, 0.0
-    for record in records:
+@dataclass
+class CallUsage:
+    """What a run's model calls used, from `llm_calls.jsonl` records. A budget
+    refusal is not a call; a failed call is one, with no tokens or cost. `wall_time_s`
+    is the run's wall time as the latest record saw it."""
+
+    calls: int = 0
+    answered: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    answer_tokens: int = 0  # completion tokens of the answered calls
+    wall_time_s: float = 0.0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count one record (a malformed one is skipped)."""
+        try:
+            wall = float(record.get("run_elapsed_s") or 0.0)
+            if record.get("outcome") == "budget_exhausted":
+                self.wall_time_s = max(self.wall_time_s, wall)
+                return
+            prompt, completion = int(record.get("prompt_tokens") or 0), int(record.get("completion_tokens") or 0)
+            cost = float(record.get("cost") or 0.0)
+        except (ValueError, TypeError, AttributeError):
+            return
+        self.calls += 1
+        self.tokens += prompt + completion
+        self.cost += cost
+        self.wall_time_s = max(self.wall_time_s, wall)
         if record.get("outcome", "ok") == "ok":
-            tokens += int(record.get("prompt_tokens") or 0) + int(record.get("completion_tokens") or 0)
-            cost += float(record.get("cost") or 0.0)
-    return tokens, cost
+            self.answered += 1
+            self.answer_tokens += completion
+
+
+def call_usage(records: Iterable[Mapping[str, Any]]) -> CallUsage:
+    usage = CallUsage()
+    for record in records:
+        usage.add(record)
+    return usage
+
+
+def run_usage(calls: CallUsage, steps: Sequence[Step]) -> tuple[int, float]:
+    """A run's (tokens, cost): the model-call log is the ground truth (some agents do
+    not charge steps); the steps' charges stand in when no call was logged."""
+    if calls.calls:
+        return calls.tokens, calls.cost
+    counted = totals(steps)
+    return counted.tokens, counted.cost
 
 
 class Totals(BaseModel):
@@ -93,5 +133,5 @@ def totals(steps: Sequence[Step]) -> Totals:
         successful=sum(1 for s in steps if successful(s)),
         tokens=sum(s.tokens for s in steps),
         cost=sum(s.cost for s in steps),
-        experiment_time_s=sum(s.duration_s for s in steps),
+        experiment_time_s=sum(s.duration_s or 0.0 for s in steps),
     )

@@ -34,7 +34,7 @@ def write_code_evidence(task: Task, paths: RunPaths, baseline: dict[str, str], t
         if entry is not None and entry.kind == "link":
             chunks.append(f"Symbolic link b/{rel} -> {entry.digest} (not followed)\n")
             continue
-        data = read_regular(paths.submission / rel) if entry is not None else b""
+        data = read_regular(paths.submission, rel) if entry is not None else b""
         if data is None:
             continue
         try:

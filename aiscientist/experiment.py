@@ -46,9 +46,9 @@ def load_steps(paths: RunPaths) -> list[StepRecord]:
 
 
 def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
-    """The eligible step with the best target metric (earliest on ties)."""
-    assert task.metric is not None
-    return accounting.best_step(steps, task.metric.direction)
+    """The eligible step with the best target metric (earliest on ties); None when
+    the task names no metric."""
+    return accounting.best_step(steps, task.metric.direction) if task.metric else None
 
 
 class ExperimentEngine:
@@ -65,10 +65,6 @@ class ExperimentEngine:
         self._last_step: int | None = None
 
     # ---- setup and protected files ---------------------------------------------------
-
-    @property
-    def workdir(self) -> Path:
-        return self.paths.submission / self.task.working_dir
 
     @property
     def _manifest_path(self) -> Path:

@@ -50,7 +50,7 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
         clean_outputs(task, copy)
         result = engine.run_commands(task.setup_commands, copy, hide_task=False, protect=False) if task.setup_commands else None
         for rel, entry in integrity.scan(code).items():
-            data = integrity.read_regular(code / rel) if entry.kind == "file" and task.is_editable(rel) else None
+            data = integrity.read_regular(code, rel) if entry.kind == "file" and task.is_editable(rel) else None
             if data is not None:
                 (copy / rel).parent.mkdir(parents=True, exist_ok=True)
                 (copy / rel).unlink(missing_ok=True)

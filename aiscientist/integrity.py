@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiscientist import safe_open
 from aiscientist.task import Task, glob_match
 
 CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pth", ".so", ".pyd", ".dylib")
@@ -53,29 +54,32 @@ def sha256_fd(fd: int) -> str:
     return digest.hexdigest()
 
 
-def open_regular(path: Path) -> int | None:
-    """A read descriptor for `path` if it is a regular file, never following a
-    final link and never blocking on a FIFO; None otherwise."""
+def _parts(rel: str) -> list[str] | None:
+    parts = list(Path(rel).parts)
+    return parts if parts and not any(p in ("..", "/") for p in parts) else None
+
+
+def open_regular(root: Path, rel: str) -> int | None:
+    """A read descriptor for regular file `root/rel`, reached without following any
+    link and never blocking on a FIFO; None for a link on the way, a special file or
+    a path leaving `root`."""
+    parts = _parts(rel)
+    if parts is None:
+        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        with safe_open.folder(root, parts[:-1]) as parent:
+            return safe_open.open_file(parent, parts[-1], len(parts), hard_links=True)
+    except (OSError, safe_open.Link, safe_open.Odd):
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
 
 
-def read_regular(path: Path) -> bytes | None:
-    """The bytes of a regular file (links and special files give None)."""
-    fd = open_regular(path)
+def read_regular(root: Path, rel: str) -> bytes | None:
+    """The bytes of a regular file (see `open_regular`)."""
+    fd = open_regular(root, rel)
     if fd is None:
         return None
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return safe_open.read_all(fd, sys.maxsize)
     finally:
         os.close(fd)
 
@@ -83,46 +87,43 @@ def read_regular(path: Path) -> bytes | None:
 def safe_file(root: Path, rel: str) -> Path | None:
     """`root/rel` when no part of it below `root` is a link and it is a regular
     file (what the host may read of an untrusted tree); None otherwise."""
-    path = root
-    for part in Path(rel).parts:
-        if part in ("..", "/"):
-            return None
-        path = path / part
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            return None
-        if stat.S_ISLNK(mode):
-            return None
-    return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+    fd = open_regular(root, rel)
+    if fd is None:
+        return None
+    os.close(fd)
+    return root / rel
 
 
-def scan(root: Path, skip: tuple[str, ...] = (".git",)) -> dict[str, Entry]:
-    """Every entry below `root` by relative path, without following any link."""
+def scan(root: Path) -> dict[str, Entry]:
+    """Every entry below `root` by relative path, without following any link.
+    A `.git` in a repository copy is data like any other (git's own lives outside)."""
     entries: dict[str, Entry] = {}
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        base = Path(folder)
-        rel_base = base.relative_to(root)
-        for name in list(dirs):
-            full = base / name
-            if name in skip and folder == str(root):
-                dirs.remove(name)
-            elif full.is_symlink():
-                dirs.remove(name)
-                entries[(rel_base / name).as_posix()] = Entry("link", os.readlink(full))
-        for name in files:
-            full, rel = base / name, (rel_base / name).as_posix()
-            mode = os.lstat(full).st_mode
+    for folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
+        rel_base = Path(folder).relative_to(root)
+        for name in [*dirs, *files]:
+            rel = (rel_base / name).as_posix()
+            try:
+                mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                continue  # removed while we looked
             if stat.S_ISLNK(mode):
-                entries[rel] = Entry("link", os.readlink(full))
-            elif stat.S_ISREG(mode) and (fd := open_regular(full)) is not None:
-                try:
-                    entries[rel] = Entry("file", sha256_fd(fd))
-                finally:
-                    os.close(fd)
-            else:
-                entries[rel] = Entry("other")
+                entries[rel] = Entry("link", os.readlink(name, dir_fd=dir_fd))
+                if name in dirs:
+                    dirs.remove(name)
+            elif not stat.S_ISDIR(mode):
+                entries[rel] = _file_entry(dir_fd, name)
     return entries
+
+
+def _file_entry(dir_fd: int, name: str) -> Entry:
+    try:
+        fd = safe_open.open_file(dir_fd, name, hard_links=True)
+    except (OSError, safe_open.Link, safe_open.Odd):
+        return Entry("other")
+    try:
+        return Entry("file", sha256_fd(fd))
+    finally:
+        os.close(fd)
 
 
 def is_code(rel: str) -> bool:

@@ -6,58 +6,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path`'s content at once: a reader (a browser, a resumed run) never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _below_root(name: str) -> property:
+    return property(lambda self: self.root / name)
+
+
 @dataclass(frozen=True)
 class RunPaths:
     root: Path
 
-    @property
-    def task(self) -> Path:
-        return self.root / "task"
-
-    @property
-    def paper_analysis(self) -> Path:
-        return self.root / "paper_analysis"
-
-    @property
-    def plan(self) -> Path:
-        return self.root / "plan"
-
-    @property
-    def submission(self) -> Path:
-        return self.root / "submission"
-
-    @property
-    def experiments(self) -> Path:
-        return self.root / "experiments"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def scratch(self) -> Path:
-        return self.root / "scratch"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def git_dir(self) -> Path:
-        """The submission's git directory, outside every sandbox mount."""
-        return self.state / "submission.git"
-
-    @property
-    def pristine(self) -> Path:
-        return self.root / ".pristine"
-
-    @property
-    def result(self) -> Path:
-        return self.root / "result.json"
-
-    @property
-    def workspace_map(self) -> Path:
-        return self.root / "WORKSPACE.md"
+    task = _below_root("task")
+    submission = _below_root("submission")
+    experiments = _below_root("experiments")
+    logs = _below_root("logs")
+    state = _below_root("state")
+    git_dir = _below_root("state/submission.git")  # the submission's git directory, outside every sandbox mount
+    pristine = _below_root(".pristine")
+    result = _below_root("result.json")
+    workspace_map = _below_root("WORKSPACE.md")
 
     def step_dir(self, step: int) -> Path:
         return self.experiments / f"step_{step:04d}"

@@ -13,12 +13,11 @@ from aiscientist.sandbox import BACKENDS
 from bench.executors import EXECUTORS, ExecutorUnavailable
 
 BENCH_ROOT = Path(__file__).resolve().parent
+EMBEDDERS = ["auto", "graphcodebert", "minilm"]
 console = Console(stderr=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from bench import fml_command
-
     sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report,agents,score,export}")
     run = sub.add_parser("run", help="run a grid of agents × tasks × rounds (resumable)")
     run.add_argument("--agents", required=True, help="comma-separated agent names: aiscientist[-nobus|-flat], aide, ai-scientist, linear, basic, iterative, hpsearch, external")
@@ -34,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--executor", default="pool", choices=EXECUTORS, help="where runs execute: a local process pool, or Ray (a local cluster, or --address)")
     run.add_argument("--address", default=None, help="ray: address of an existing cluster (ray://HOST:10001, HOST:6379 or auto)")
     run.add_argument("--seed", type=int, default=0, help="base seed; each run derives its own from it")
-    run.add_argument("--embedder", default="auto", choices=["auto", "graphcodebert", "minilm"])
+    run.add_argument("--embedder", default="auto", choices=EMBEDDERS)
     run.add_argument("--option", action="append", default=[], metavar="AGENT.KEY=VALUE", help="agent option, e.g. external.command='my-agent' (repeatable)")
     run.add_argument("--no-progress", action="store_true", help="no live table: one line per finished cell")
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
@@ -43,7 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/report)")
     agents = sub.add_parser("agents", help="the tools each agent and role may call (the one table of aiscientist.agent.toolsets)")
     agents.add_argument("--json", action="store_true", help="print the table as JSON")
-    fml_command.add_arguments(sub)
+    score = sub.add_parser("score", help="score an agent's FML-bench result folder with FML-bench main's metrics")
+    score.add_argument("agent_dir", type=Path, help="AGENT_DIR/<Task>/<run>/summary.json, as FML-bench's run_agent_benchmark.py writes it")
+    score.add_argument("--fml-root", type=Path, required=True, help="the FML-bench checkout (ml_tasks/<Task>/baseline_results, config.json, workspace/)")
+    score.add_argument("--json", action="store_true", help="one JSON object {task: {column: value}}, null where undefined")
+    score.add_argument("--embedder", default="auto", choices=EMBEDDERS, help="code embedder of the exploration metrics")
+    score.add_argument("--no-exploration", action="store_true", help="skip the four embedding-based exploration metrics")
+    export = sub.add_parser("export", help="write a `bench run` results folder in FML-bench main's result layout")
+    export.add_argument("results", type=Path, help="a `bench run --out` folder")
+    export.add_argument("out", type=Path, help="new folder: OUT/<agent>/<Task>/<run>/ plus a scoring root (OUT/ml_tasks, OUT/workspace)")
+
 
 
 def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
@@ -66,29 +74,24 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(toolsets.rows(), indent=1) if args.json else toolsets.markdown())
         return 0
     if args.bench_command in ("score", "export"):
-        from bench import fml_command
+        from bench.fml_results import ResultsError
 
-        return fml_command.run(args)
+        try:
+            return _score(args) if args.bench_command == "score" else _export(args)
+        except ResultsError as err:  # an unusable folder is bad input
+            console.print(f"[red]error:[/red] {err}")
+            return 2
     from pydantic import ValidationError
 
     from bench.agents import UnknownAgent
     from bench.runner import GridConfig, resolve_tasks, run_grid
 
     try:
+        settings = {k: v for k, v in vars(args).items() if k in GridConfig.model_fields and k not in ("agents", "tasks", "options")}
         config = GridConfig(
+            **settings,
             agents=[a.strip() for a in args.agents.split(",") if a.strip()],
             tasks=resolve_tasks([t.strip() for t in args.tasks.split(",") if t.strip()], BENCH_ROOT),
-            rounds=args.rounds,
-            steps=args.steps,
-            model=args.model,
-            judge_model=args.judge_model,
-            sandbox=args.sandbox,
-            workers=args.workers,
-            cores_per_run=args.cores_per_run,
-            seed=args.seed,
-            executor=args.executor,
-            address=args.address,
-            embedder=args.embedder,
             options=parse_options(args.option),
         )
         _check_models(config)
@@ -142,4 +145,33 @@ def _report(results: Path, out: Path | None) -> int:
         console.print(f"FML-bench table: {write_fml_table(results, index.parent)}")
     except (ResultsError, OSError) as err:
         console.print(f"[yellow]no FML-bench table:[/yellow] {err}")
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from bench.fml_metrics import ROW_KEYS, plain, shown
+    from bench.fml_results import score_agent
+
+    table = score_agent(args.agent_dir, args.fml_root, args.embedder, explore=not args.no_exploration)
+    if args.json:
+        print(json.dumps({task: plain(row) for task, row in table.items()}, indent=1))
+        return 0
+    view = Table(title=f"FML-bench metrics · {args.agent_dir.name}")
+    view.add_column("column")
+    for task in table:
+        view.add_column(task, justify="right")
+    for column in ROW_KEYS:
+        view.add_row(column, *(shown(row.get(column)) for row in table.values()))
+    Console().print(view)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from bench.fml_export import export_results
+
+    written = export_results(args.results, args.out)
+    for agent in written:
+        console.print(f"exported {agent}; score it with: python -m aiscientist bench score {args.out / agent} --fml-root {args.out}")
     return 0

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from bench.metrics import RunSummary, is_better, signed_gain
+from aiscientist.accounting import is_better, signed_gain
+from bench.metrics import RunSummary
 
 BOOTSTRAP_SAMPLES = 5000
 LEVEL = 0.95

@@ -15,6 +15,7 @@ else the bundled MiniLM; the row names which). Then, over the N step vectors:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
@@ -88,3 +89,14 @@ def embed_all(texts: Sequence[str], prefer: str = "auto") -> tuple[np.ndarray, s
     vectors = [embedder.embed(t) if t.strip() else None for t in texts]
     width = next((len(v) for v in vectors if v is not None), 0) or embedder.embed("x").shape[0]
     return np.stack([np.zeros(width) if v is None else v for v in vectors]).astype(np.float32), embedder.name
+
+
+def explore_steps(baselines: Mapping[str, str], snapshots: Sequence[Mapping[str, str]], repo_subdir: str,
+                  prefer: str = "auto") -> tuple[dict[str, float], str | None]:
+    """The four metrics of the steps' code against the baseline code, and the embedder used."""
+    if not baselines or not snapshots:
+        return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), None
+    texts = ["\n".join(text for _, text in sorted(baselines.items()))]
+    texts += [full_code(snapshot, baselines, repo_subdir) for snapshot in snapshots]
+    vectors, name = embed_all(texts, prefer)
+    return exploration(vectors[1:], vectors[0]), name

@@ -16,7 +16,6 @@ so `bench score OUT/<agent> --fml-root OUT` reproduces `fml_rows`.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,11 @@ from aiscientist.accounting import successful
 from aiscientist.experiment import StepRecord, load_steps
 from aiscientist.paths import RunPaths
 from aiscientist.task import Task, expand_globs
-from bench.fml_exploration import EXCLUDED, EXPLORATION_COLUMNS, embed_all, exploration, full_code
-from bench.fml_metrics import COLUMNS, TaskMeta, TaskRun, ValStep, range_of, score
+from bench.fml_exploration import EXCLUDED, explore_steps
+from bench.fml_metrics import ROW_KEYS, TaskMeta, TaskRun, ValStep, plain, range_of, score, shown
 from bench.fml_results import ResultsError
-from bench.metrics import RunSummary, best_round
+from bench.metrics import RunSummary, best_round, load_runs
+from bench.report import markdown
 
 
 @dataclass
@@ -48,21 +48,20 @@ class Cell:
 
 def cells(results: Path) -> dict[str, dict[str, Cell]]:
     """`{agent: {task: Cell}}` for every improve task of a `bench run` folder."""
-    runs = sorted((results / "runs").glob("*/*/round_*/result.json"))
+    runs = load_runs(results)
     if not runs:
         raise ResultsError(f"{results}: no runs/<task>/<agent>/round_<k>/result.json (is it a `bench run --out` folder?)")
-    groups: dict[tuple[str, str], list[tuple[RunSummary, Path]]] = {}
-    for path in runs:
-        summary = RunSummary.model_validate_json(path.read_text())
+    groups: dict[tuple[str, str], list[RunSummary]] = {}
+    for summary in runs:
         if summary.kind == "improve":
-            groups.setdefault((summary.agent, summary.task), []).append((summary, path.parent))
+            groups.setdefault((summary.agent, summary.task), []).append(summary)
     found: dict[str, dict[str, Cell]] = {}
     for (agent, name), rounds in sorted(groups.items()):
-        best = best_round([s for s, _ in rounds]) or min((s for s, _ in rounds), key=lambda s: s.round)
-        folder = next(f for s, f in rounds if s is best)
-        task = Task.model_validate_json((folder / "ws" / "task" / "task.json").read_text())
-        steps = load_steps(RunPaths(folder / "ws"))
-        found.setdefault(agent, {})[name] = Cell(task, best, steps, folder / "ws", [f for s, f in rounds if s is not best])
+        best = best_round(rounds) or min(rounds, key=lambda s: s.round)
+        ws = best.folder(results) / "ws"
+        task = Task.model_validate_json((ws / "task" / "task.json").read_text())
+        others = [s.folder(results) for s in rounds if s is not best]
+        found.setdefault(agent, {})[name] = Cell(task, best, load_steps(RunPaths(ws)), ws, others)
     return found
 
 
@@ -105,13 +104,7 @@ def snapshot(cell: Cell, step: StepRecord) -> dict[str, str]:
 
 
 def explore(cell: Cell, prefer: str) -> tuple[dict[str, float], str | None]:
-    baselines = baseline_files(cell.task)
-    if not baselines or not cell.steps:
-        return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), None
-    texts = ["\n".join(text for _, text in sorted(baselines.items()))]
-    texts += [full_code(snapshot(cell, step), baselines, "repo") for step in cell.steps]
-    vectors, name = embed_all(texts, prefer)
-    return exploration(vectors[1:], vectors[0]), name
+    return explore_steps(baseline_files(cell.task), [snapshot(cell, step) for step in cell.steps], "repo", prefer)
 
 
 def fml_rows(results: Path, embedder: str = "auto", explore_code: bool = True, skip_unranged: bool = False) -> dict[str, dict[str, dict[str, Any]]]:
@@ -130,16 +123,12 @@ def fml_rows(results: Path, embedder: str = "auto", explore_code: bool = True, s
 def write_fml_table(results: Path, out: Path) -> Path:
     """`out/fml_bench.json` ({agent: {task: row}}, null where undefined) and a markdown
     copy: FML-bench main's table of every ranged task, beside our report."""
-    table = fml_rows(results, skip_unranged=True)
-    plain = {a: {t: {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()} for t, row in rows.items()} for a, rows in table.items()}
-    (out / "fml_bench.json").write_text(json.dumps(plain, indent=1))
+    table = {agent: {task: plain(row) for task, row in rows.items()} for agent, rows in fml_rows(results, skip_unranged=True).items()}
+    (out / "fml_bench.json").write_text(json.dumps(table, indent=1))
     lines = ["# FML-bench main's metrics", ""]
-    for agent, rows in plain.items():
-        lines += [f"## {agent}", "", "| column | " + " | ".join(rows) + " |", "|---" * (len(rows) + 1) + "|"]
-        for column in (*COLUMNS, "note", "embedder"):
-            shown = ["" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in (row.get(column) for row in rows.values())]
-            lines.append("| " + " | ".join([column.replace("|", "\\|"), *shown]) + " |")
-        lines.append("")
+    for agent, rows in table.items():
+        body = [[column, *(shown(row.get(column)) for row in rows.values())] for column in ROW_KEYS]
+        lines += [f"## {agent}", "", markdown((["column", *rows], body)), ""]
     (out / "fml_bench.md").write_text("\n".join(lines))
     return out / "fml_bench.json"
 

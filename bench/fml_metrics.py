@@ -22,10 +22,11 @@ output is one row of FML-bench's table under its own column names (`COLUMNS`).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from aiscientist.accounting import signed_gain
 from aiscientist.task import ScoreRange
 from bench.fml_exploration import EXPLORATION_COLUMNS
 
@@ -44,6 +45,14 @@ class Range(BaseModel):
 
     def span(self, baseline: float) -> float:
         return abs(self.p_best - (baseline if self.p_worst == "baseline" else self.p_worst))
+
+    @classmethod
+    def of(cls, direction: Literal["max", "min"], p_best: float, p_worst: float | Literal["baseline"]) -> Range:
+        return cls(direction="higher" if direction == "max" else "lower", p_best=p_best, p_worst=p_worst)
+
+    def gain(self, value: float, baseline: float) -> float:
+        """value − baseline, signed so that positive is better."""
+        return signed_gain(value, baseline, "max" if self.direction == "higher" else "min")
 
 
 class TaskMeta(Range):
@@ -110,6 +119,7 @@ COLUMNS = (
     "Wall-clock time (h)",
     *EXPLORATION_COLUMNS,
 )
+ROW_KEYS = (*COLUMNS, "note", "embedder")  # a row as `bench score` and the report print it
 
 
 class ValStep(BaseModel):
@@ -150,8 +160,7 @@ def normalized_improvement(agent: float | None, baseline: float | None, meta: Ra
     span = meta.span(baseline)
     if span == 0:
         return NAN
-    gain = agent - baseline if meta.direction == "higher" else baseline - agent
-    return max(gain / span, 0.0)
+    return max(meta.gain(agent, baseline) / span, 0.0)
 
 
 def range_of(name: str, direction: Literal["max", "min"], stated: ScoreRange | None) -> Range | None:
@@ -160,7 +169,7 @@ def range_of(name: str, direction: Literal["max", "min"], stated: ScoreRange | N
         return Range.model_validate(RANGES[name].model_dump(include={"direction", "p_best", "p_worst"}))
     if stated is None:
         return None
-    return Range(direction="higher" if direction == "max" else "lower", p_best=stated.p_best, p_worst=stated.p_worst)
+    return Range.of(direction, stated.p_best, stated.p_worst)
 
 
 def improvement_curve(run: TaskRun, meta: TaskMeta) -> list[float] | None:
@@ -174,9 +183,9 @@ def improvement_curve(run: TaskRun, meta: TaskMeta) -> list[float] | None:
     best, curve = baseline, []
     for step in run.val_steps:
         value = display_transform(step.primary_metric, run.task)
-        if value is not None and not math.isinf(value) and (value > best if meta.direction == "higher" else value < best):
+        if value is not None and not math.isinf(value) and meta.gain(value, best) > 0:
             best = value
-        curve.append((best - baseline if meta.direction == "higher" else baseline - best) / span)
+        curve.append(meta.gain(best, baseline) / span)
     return curve
 
 
@@ -232,3 +241,15 @@ def score(run: TaskRun, meta: TaskMeta, exploration: dict[str, float] | None = N
 
 def _nan(value: float | None) -> float:
     return NAN if value is None else value
+
+
+def plain(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with None for NaN (JSON has no NaN)."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+
+
+def shown(value: Any) -> str:
+    """A row's value for a table: 4 decimals, blank where undefined."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.4f}" if isinstance(value, float) else str(value)

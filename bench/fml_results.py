@@ -13,11 +13,10 @@ FML-bench root's `ml_tasks/<Task>/`.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-from bench.fml_exploration import EXCLUDED, EXPLORATION_COLUMNS, embed_all, exploration, full_code
+from bench.fml_exploration import EXCLUDED, explore_steps
 from bench.fml_metrics import RANGES, TaskMeta, TaskRun, ValStep, score
 
 TEST_PATTERNS = ("*_final_test/run_final_test/execution_*", "final_test/run_final_test/execution_*")
@@ -124,14 +123,8 @@ def run_exploration(run: Path, task: str, fml_root: Path, prefer: str) -> tuple[
     repo_dir = str(config.get("repo_dir", ""))
     repo = fml_root / repo_dir
     baselines = {tf: (repo / tf).read_text(errors="replace") for tf in config.get("target_files", []) if Path(tf).name not in EXCLUDED and (repo / tf).is_file()}
-    snapshots = sorted((run / "step_snapshots").glob("step_*_code.json"))
-    if not baselines or not snapshots:
-        return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), None
-    subdir = "/".join(repo_dir.split("/")[2:])
-    texts = ["\n".join(text for _, text in sorted(baselines.items()))]
-    texts += [full_code(load_json(p) or {}, baselines, subdir) for p in snapshots]
-    vectors, name = embed_all(texts, prefer)
-    return exploration(vectors[1:], vectors[0]), name
+    snapshots = [load_json(p) or {} for p in sorted((run / "step_snapshots").glob("step_*_code.json"))]
+    return explore_steps(baselines, snapshots, "/".join(repo_dir.split("/")[2:]), prefer)
 
 
 def score_agent(agent_root: Path, fml_root: Path, embedder: str = "auto", explore: bool = True) -> dict[str, dict[str, Any]]:

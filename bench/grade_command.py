@@ -34,23 +34,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=BACKENDS, default="auto", help="where reproduce.sh runs (default auto: bwrap if usable)")
 
 
+class UsageError(ValueError):
+    """Options that do not go together."""
+
+
 def run(args: argparse.Namespace) -> int:
-    console, errors = Console(), Console(stderr=True, soft_wrap=True)
-    if args.max_depth is not None and args.max_depth < 1:
-        errors.print("[red]error:[/red] --max-depth must be at least 1")
-        return 2
-    if args.judge_eval:
-        return _judge_eval(args, console, errors)
-    if not args.submission or not args.paper:
-        errors.print("[red]error:[/red] give a SUBMISSION folder and --paper (or --judge-eval DIR)")
-        return 2
+    console = Console()
     try:
-        sandbox = None if args.code_dev else get_sandbox(args.sandbox)
-        result = grade_submission(args.submission, args.paper, args.judge_model, args.code_dev, args.out,
-                                  timeout_s=args.timeout, max_depth=args.max_depth, concurrency=args.concurrency, sandbox=sandbox)
-    except (RubricError, SandboxUnavailable, ModelConfigError) as err:
-        errors.print(f"[red]error:[/red] {err}")
+        if args.max_depth is not None and args.max_depth < 1:
+            raise UsageError("--max-depth must be at least 1")
+        return _judge_eval(args, console) if args.judge_eval else _grade(args, console)
+    except (UsageError, RubricError, SandboxUnavailable, ModelConfigError) as err:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {err}")
         return 2
+
+
+def _grade(args: argparse.Namespace, console: Console) -> int:
+    if not args.submission or not args.paper:
+        raise UsageError("give a SUBMISSION folder and --paper (or --judge-eval DIR)")
+    sandbox = None if args.code_dev else get_sandbox(args.sandbox)
+    result = grade_submission(args.submission, args.paper, args.judge_model, args.code_dev, args.out,
+                              timeout_s=args.timeout, max_depth=args.max_depth, concurrency=args.concurrency, sandbox=sandbox)
     console.print(render_tree(result.tree))
     repro = result.reproduction
     if repro is not None:
@@ -62,16 +66,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _judge_eval(args: argparse.Namespace, console: Console, errors: Console) -> int:
+def _judge_eval(args: argparse.Namespace, console: Console) -> int:
     if args.submission or args.paper or args.code_dev or args.max_depth:
-        errors.print("[red]error:[/red] --judge-eval takes no SUBMISSION, --paper, --code-dev or --max-depth")
-        return 2
-    try:
-        result = run_judge_eval(Path(args.judge_eval), args.judge_model, Path(args.papers) if args.papers else None, args.concurrency,
-                                on_case=lambda case: console.print(f"graded {case.case}: root {case.judge_score:.3f}"))
-    except (RubricError, ModelConfigError) as err:
-        errors.print(f"[red]error:[/red] {err}")
-        return 2
+        raise UsageError("--judge-eval takes no SUBMISSION, --paper, --code-dev or --max-depth")
+    result = run_judge_eval(Path(args.judge_eval), args.judge_model, Path(args.papers) if args.papers else None, args.concurrency,
+                            on_case=lambda case: console.print(f"graded {case.case}: root {case.judge_score:.3f}"))
     console.print(render(result))
     out = Path(args.out or args.judge_eval)
     for case in result.cases:  # the judge's graded trees, to compare with the expected ones

@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bench.rubric import GradedNode, NodePath, RubricError, RubricNode, path_label, weighted_mean
+from bench.rubric import GradedNode, NodePath, RubricError, RubricNode, Tree, first_error, parse_tree, path_label, weighted_mean
 
 AGGREGATED = "Aggregated score from sub-tasks."
 SUBTREE = "Subtree"
 
 
-class PaperBenchNode(BaseModel):
+class PaperBenchNode(Tree, BaseModel):
     """One node of a PaperBench graded tree; unknown keys are kept."""
 
     model_config = ConfigDict(extra="allow")
@@ -40,15 +39,6 @@ class PaperBenchNode(BaseModel):
     judge_metadata: Any = None  # PaperBench does not type it; real files hold dicts, null, even ""
     sub_tasks: list[PaperBenchNode] = Field(default_factory=list)
 
-    @property
-    def is_leaf(self) -> bool:
-        return not self.sub_tasks
-
-    def walk_paths(self, path: NodePath = ()) -> Iterator[tuple[NodePath, PaperBenchNode]]:
-        yield path, self
-        for i, child in enumerate(self.sub_tasks):
-            yield from child.walk_paths((*path, i))
-
     def to_rubric(self) -> RubricNode:
         """The rubric this tree grades (a "Subtree" leaf cannot be turned back into one)."""
         if self.is_leaf and self.task_category == SUBTREE:
@@ -61,30 +51,19 @@ class PaperBenchNode(BaseModel):
         try:
             return RubricNode.model_validate(data).with_sub_tasks(children)
         except ValidationError as err:
-            first = err.errors()[0]
-            raise RubricError(f"node {self.id!r}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            raise RubricError(f"node {self.id!r}: {first_error(err)}") from None
 
 
-def parse_graded(data: Any, path: NodePath = ()) -> PaperBenchNode:
+def parse_graded(data: Any) -> PaperBenchNode:
     """A graded tree from JSON data; a bad node is named by id and path. A PaperBench
     judge output (with the tree under `graded_task_tree`) is accepted too."""
-    if not path and isinstance(data, dict) and "graded_task_tree" in data:
+    if isinstance(data, dict) and "graded_task_tree" in data:
         data = data["graded_task_tree"]
-    where = f"node at {path_label(path)}"
-    if not isinstance(data, dict):
-        raise RubricError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    where = f"node {data.get('id', '?')!r} (at {path_label(path)})"
-    children = data.get("sub_tasks")
-    if not isinstance(children, list):
-        raise RubricError(f"{where}: sub_tasks must be a list")
-    parsed = [parse_graded(child, (*path, i)) for i, child in enumerate(children)]
-    try:
-        node = PaperBenchNode.model_validate({**data, "sub_tasks": []})
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise RubricError(f"{where}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    node.sub_tasks = parsed
-    return node
+
+    def build(raw: dict[str, Any], children: list[PaperBenchNode]) -> PaperBenchNode:
+        return PaperBenchNode.model_validate({**raw, "sub_tasks": []}).model_copy(update={"sub_tasks": children})
+
+    return parse_tree(data, build)
 
 
 def load_graded(path: str | Path) -> PaperBenchNode:

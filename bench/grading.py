@@ -170,16 +170,12 @@ def grade_task(task: Task, submission_dir: str | Path, judge_model: str = OFFLIN
     return grade_submission(submission_dir, Path(task.source).parent, judge_model, code_dev, out, **options)
 
 
-def render_tree(node: GradedNode, width: int = 90) -> Tree:
+def render_tree(node: GradedNode, width: int = 90, parent: Tree | None = None) -> Tree:
     """The graded tree for the terminal: score, weight, validity and the requirement."""
-    tree = Tree(_label(node, width))
-    _add_children(tree, node, width)
-    return tree
-
-
-def _add_children(branch: Tree, node: GradedNode, width: int) -> None:
+    branch = Tree(_label(node, width)) if parent is None else parent.add(_label(node, width))
     for child in node.sub_tasks:
-        _add_children(branch.add(_label(child, width)), child, width)
+        render_tree(child, width, branch)
+    return branch
 
 
 def _label(node: GradedNode, width: int) -> Text:

@@ -22,7 +22,7 @@ import json
 import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from aiscientist.integrity import safe_file, scan
 from bench.reproduce import GRADER_FILES, LOG, SCRIPT, Reproduction
-from bench.rubric import CODE_DEV, LeafGrade, NodePath, RubricNode, graded_targets
+from bench.rubric import CODE_DEV, LeafGrade, NodePath, RubricNode, first_error, graded_targets
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def parse_answer(text: str, subtree: bool) -> JudgeAnswer:
             try:
                 answer = JudgeAnswer.model_validate(data)
             except ValidationError as err:
-                raise JudgeParseError(f"judge answer has invalid fields: {err.errors()[0]['loc']}: {err.errors()[0]['msg']}") from None
+                raise JudgeParseError(f"judge answer has invalid fields: {first_error(err)}") from None
             if not subtree and answer.score not in (0, 1):
                 raise JudgeParseError(f"a leaf's score must be 0 or 1, got {answer.score}")
             return answer
@@ -169,7 +169,6 @@ class Evidence:
     log: TextFile | None
     produced: list[TextFile]
     reproduction: Reproduction | None = None
-    listing: list[str] = field(default_factory=list)
 
     @classmethod
     def collect(cls, submission: Path, reproduction: Reproduction | None) -> Evidence:
@@ -179,7 +178,7 @@ class Evidence:
         if reproduction is not None and reproduction.ran:
             log_file = next(iter(read_files(reproduction.copy_dir, [LOG])), None)
             produced = read_files(reproduction.copy_dir, sorted(reproduction.produced))
-        return cls(code, script, log_file, produced, reproduction, _listing(code, produced, script))
+        return cls(code, script, log_file, produced, reproduction)
 
     @classmethod
     def executed(cls, submission: Path) -> Evidence:
@@ -188,7 +187,12 @@ class Evidence:
         code = [f for f in read_files(submission) if f.path != SCRIPT]
         script = next(iter(read_files(submission, [SCRIPT])), None)
         log_file = next(iter(read_files(submission, [LOG])), None)
-        return cls(code, script, log_file, code, None, _listing(code, code, script))
+        return cls(code, script, log_file, code, None)
+
+    @property
+    def listing(self) -> list[str]:
+        """Every file's path, the submission's and those its reproduction produced."""
+        return sorted({f.path for f in (*self.code, *self.produced)} | ({SCRIPT} if self.script else set()))
 
     @property
     def problem(self) -> str | None:
@@ -216,10 +220,6 @@ class Evidence:
         return fixed + rank(self.code + self.produced, query), None
 
 
-def _listing(code: list[TextFile], produced: list[TextFile], script: TextFile | None) -> list[str]:
-    return sorted({f.path for f in code} | {f.path for f in produced} | ({SCRIPT} if script else set()))
-
-
 def _also(text: str, note: str | None) -> str:
     """`text` with a note in brackets, unless it already says it."""
     return text if not note or note in text else f"{text} ({note})"
@@ -228,17 +228,20 @@ def _also(text: str, note: str | None) -> str:
 # ---- the judge ------------------------------------------------------------------------------
 
 
+@dataclass
 class Judge:
     """Grades rubric nodes for one submission. `client` is a model client with
     `complete(messages)`; `None` with the `offline` model."""
 
-    def __init__(self, model: str, paper: str, addendum: str = "", client: Completer | None = None, concurrency: int = 4):
-        self.model = model
-        self.paper = paper
-        self.addendum = addendum
-        self.client = client
-        self.concurrency = max(1, concurrency)
-        if client is None and model != OFFLINE:
+    model: str
+    paper: str
+    addendum: str = ""
+    client: Completer | None = None
+    concurrency: int = 4
+
+    def __post_init__(self) -> None:
+        self.concurrency = max(1, self.concurrency)
+        if self.client is None and self.model != OFFLINE:
             raise ValueError("a model judge needs a client; only the 'offline' judge runs without one")
 
     def grade_all(self, root: RubricNode, evidence: Evidence, max_depth: int | None = None) -> dict[NodePath, LeafGrade]:
@@ -318,31 +321,15 @@ class Judge:
 
 def _criterion_text(node: RubricNode) -> str:
     """The node's requirement; for a subtree, its descendants' requirements with their weights."""
-    if node.is_leaf:
-        return node.requirements
     lines = [node.requirements]
-
-    def visit(child: RubricNode, depth: int) -> None:
-        lines.append(f"{'  ' * depth}- (weight {child.weight}) {child.requirements}")
-        for grandchild in child.sub_tasks:
-            visit(grandchild, depth + 1)
-
-    for child in node.sub_tasks:
-        visit(child, 0)
+    lines += [f"{'  ' * (len(path) - 1)}- (weight {child.weight}) {child.requirements}" for path, child in node.walk_paths() if path]
     return "\n".join(lines)
 
 
 def _ancestors(root: RubricNode) -> dict[NodePath, list[str]]:
     """Requirements of each node's ancestors, root first, by node path."""
-    found: dict[NodePath, list[str]] = {}
-
-    def visit(node: RubricNode, path: NodePath, above: list[str]) -> None:
-        found[path] = above
-        for i, child in enumerate(node.sub_tasks):
-            visit(child, (*path, i), [*above, node.requirements])
-
-    visit(root, (), [])
-    return found
+    nodes = dict(root.walk_paths())
+    return {path: [nodes[path[:i]].requirements for i in range(len(path))] for path in nodes}
 
 
 def _clip(text: str, limit: int = FILE_CHARS) -> str:

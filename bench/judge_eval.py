@@ -158,9 +158,9 @@ def run_judge_eval(root: Path, judge_model: str, papers: Path | None = None, con
     for case in cases:
         result, pairs = evaluate_case(case, papers or case.parents[2] / "papers", judge_model, client, concurrency)
         for key, (truth, guess) in pairs.items():
-            pooled.setdefault(key, ([], []))
-            pooled[key][0].extend(truth)
-            pooled[key][1].extend(guess)
+            pooled_truth, pooled_guess = pooled.setdefault(key, ([], []))
+            pooled_truth.extend(truth)
+            pooled_guess.extend(guess)
         results.append(result)
         if on_case is not None:
             on_case(result)

@@ -26,16 +26,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 
 from aiscientist.agent.outcome import StopReason
-from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, successful, totals
+from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, successful, totals  # noqa: F401 (successful: bench.runner)
 from aiscientist.experiment import StepRecord
-from bench.fml_metrics import Range
-from bench.fml_metrics import normalized_improvement as ranged_improvement
+from bench.fml_metrics import Range, normalized_improvement as ranged_improvement
 
 Direction = Literal["max", "min"]
 
@@ -43,27 +43,10 @@ Direction = Literal["max", "min"]
 # ---- per-trajectory functions -----------------------------------------------------
 
 
-def normalised_improvement(value: float | None, baseline: float, direction: Direction, span: float) -> float:
-    """max(0, signed gain / span); 0 when there is no value or the range is empty."""
-    if value is None or span <= 0:
-        return 0.0
-    return max(0.0, signed_gain(value, baseline, direction) / span)
-
-
-def reaches(value: float, threshold: float, direction: Direction) -> bool:
-    return value >= threshold if direction == "max" else value <= threshold
-
-
-def success_rate(steps: Sequence[StepRecord]) -> float | None:
-    """successful / completed; None when nothing completed."""
-    return sum(successful(s) for s in steps) / len(steps) if steps else None
-
-
-def completion_rate(completed: int, assigned: int) -> float:
-    """completed / assigned (capped at 1)."""
-    if assigned <= 0:
-        raise ValueError("assigned steps must be positive")
-    return min(1.0, completed / assigned)
+def normalised_improvement(value: float | None, baseline: float, scale: Range) -> float:
+    """FML-bench's max(0, signed gain / range width); 0 without a value or on an empty range."""
+    found = ranged_improvement(value if value is not None else baseline, baseline, scale)
+    return 0.0 if math.isnan(found) else found
 
 
 def diversity(vectors: Sequence[np.ndarray]) -> float | None:
@@ -77,18 +60,15 @@ def diversity(vectors: Sequence[np.ndarray]) -> float | None:
 def steps_to_target(curve: Sequence[float | None], threshold: float, direction: Direction) -> int | None:
     """1-based index of the first step whose best-so-far reaches `threshold`."""
     for index, value in enumerate(curve, start=1):
-        if value is not None and reaches(value, threshold, direction):
+        if value is not None and not is_better(threshold, value, direction):
             return index
     return None
 
 
-def curve_auc(curve: Sequence[float | None], baseline: float, direction: Direction, span: float, assigned: int) -> float:
-    """Mean over `assigned` steps of the normalised best-so-far curve."""
-    if assigned <= 0:
-        raise ValueError("assigned steps must be positive")
-    values = [normalised_improvement(v, baseline, direction, span) for v in curve[:assigned]]
-    values += [values[-1] if values else 0.0] * (assigned - len(values))
-    return sum(values) / assigned
+def curve_auc(values: Sequence[float], steps: int) -> float:
+    """Mean of a normalised best-so-far curve over `steps` steps (its last value carried past its end)."""
+    values = [*values[:steps], *[values[-1] if values else 0.0] * (steps - len(values))]
+    return sum(values) / steps if steps else 0.0
 
 
 def academic_rate(labels: Iterable[str]) -> float | None:
@@ -163,6 +143,14 @@ class RunSummary(BaseModel):
     def score_baseline(self) -> float | None:
         return self.baseline_test if self.has_test and self.baseline_test is not None else self.baseline
 
+    def folder(self, results: Path) -> Path:
+        return results / "runs" / self.task / self.agent / f"round_{self.round}"
+
+
+def load_runs(results: Path) -> list[RunSummary]:
+    """Every finished run's summary under RESULTS/runs/."""
+    return [RunSummary.model_validate_json(p.read_text()) for p in sorted((results / "runs").glob("*/*/round_*/result.json"))]
+
 
 def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
     """The step-derived fields of a RunSummary (`aiscientist.accounting`)."""
@@ -219,14 +207,15 @@ class TaskInfo(BaseModel):
     curve_span: float
     score_range: Range | None = None
 
+    def scale(self, span: float) -> Range:
+        """The task's fixed normalisation range, else one `span` wide (the compared values' spread)."""
+        return self.score_range if self.score_range is not None else Range.of(self.direction, span, 0.0)
+
 
 def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
     """The round with the best validation metric (earliest on ties); None if none succeeded."""
-    best = None
-    for run in sorted(runs, key=lambda r: r.round):
-        if run.best_val is not None and (best is None or is_better(run.best_val, best.best_val, run.direction)):  # type: ignore[arg-type]
-            best = run
-    return best
+    scored = [r for r in runs if r.best_val is not None]
+    return min(scored, key=lambda r: (-r.best_val if r.direction == "max" else r.best_val, r.round), default=None)  # type: ignore[operator]
 
 
 def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTask]]:
@@ -286,7 +275,7 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         embedder=shown.embedder,
         academic_rate=academic_rate(shown.labels.values()),
         success_rate=sum(r.successful for r in runs) / completed if completed else None,
-        completion_rate=completion_rate(completed, assigned) if assigned else 0.0,
+        completion_rate=min(1.0, completed / assigned) if assigned else 0.0,  # capped at 1
         tokens=tokens,
         tokens_per_step=tokens / completed if completed else None,
         cost=cost,
@@ -302,38 +291,31 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
 
 
 def _normalised(info: TaskInfo, score: float | None, baseline: float | None) -> float:
-    if baseline is None:
-        return 0.0
-    if info.score_range is not None:
-        value = ranged_improvement(score if score is not None else baseline, baseline, info.score_range)
-        return 0.0 if math.isnan(value) else value
-    return normalised_improvement(score, baseline, info.direction, info.score_span)
+    return 0.0 if baseline is None else normalised_improvement(score, baseline, info.scale(info.score_span))
 
 
 def _auc(info: TaskInfo, run: RunSummary, baseline: float | None) -> float:
     if baseline is None:
         return 0.0
-    if info.score_range is not None:
-        values = [ranged_improvement(v if v is not None else baseline, baseline, info.score_range) for v in run.curve]
-        values = [0.0 if math.isnan(v) else v for v in values]
-        return sum(values) / len(values) if values else 0.0
-    return curve_auc(run.curve, baseline, info.direction, info.curve_span, run.assigned)
+    values = [normalised_improvement(v, baseline, info.scale(info.curve_span)) for v in run.curve]
+    # on a fixed range over the completed steps, as FML-bench main; else over the assigned steps
+    return curve_auc(values, len(values) if info.score_range is not None else run.assigned)
 
 
-AGENT_METRICS: tuple[tuple[str, str], ...] = (
-    ("normalised", "normalised improvement"),
-    ("auc", "AUC (best-so-far)"),
-    ("diversity", "diversity"),
-    ("academic_rate", "academic contribution rate"),
-    ("success_rate", "step success rate"),
-    ("completion_rate", "step completion rate"),
-    ("steps_to_target", "steps to target"),
-    ("tokens_per_step", "tokens / step"),
-    ("tokens", "tokens (total)"),
-    ("cost_per_step", "cost $ / step"),
-    ("cost", "cost $ (total)"),
-    ("time_per_step_s", "wall s / step"),
-    ("wall_time_s", "wall s (total)"),
+AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it means)
+    ("normalised", "normalised improvement", "gain of the score over the baseline divided by the task's fixed range |p_best − p_worst| (FML-bench main's table; else the range of scores), 0 when worse"),
+    ("auc", "AUC (best-so-far)", "mean of the normalised best-so-far validation curve over the completed steps (fixed range) or the assigned steps (0 to 1; rises early = high)"),
+    ("diversity", "diversity", "mean distance of the successful steps' code embeddings to their centroid"),
+    ("academic_rate", "academic contribution rate", "share of successful steps the judge labels a method change rather than engineering"),
+    ("success_rate", "step success rate", "successful steps / completed steps (pooled over rounds)"),
+    ("completion_rate", "step completion rate", "completed steps / assigned steps (pooled over rounds)"),
+    ("steps_to_target", "steps to target", "first step whose best-so-far reaches the weakest agent's best on the task"),
+    ("tokens_per_step", "tokens / step", "model tokens per completed step"),
+    ("tokens", "tokens (total)", "model tokens over all rounds"),
+    ("cost_per_step", "cost $ / step", "model cost per completed step, US dollars"),
+    ("cost", "cost $ (total)", "model cost over all rounds, US dollars"),
+    ("time_per_step_s", "wall s / step", "wall-clock seconds per completed step"),
+    ("wall_time_s", "wall s (total)", "wall-clock seconds over all rounds"),
 )
 
 
@@ -342,4 +324,4 @@ def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[floa
     agents: dict[str, list[AgentTask]] = {}
     for cell in cells:
         agents.setdefault(cell.agent, []).append(cell)
-    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _ in AGENT_METRICS} for agent, group in sorted(agents.items())}
+    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS} for agent, group in sorted(agents.items())}

@@ -30,12 +30,7 @@ from pathlib import Path
 from aiscientist.agent import toolsets
 from aiscientist.humanize import MISSING, num, plural, pm
 from bench.compare import Pairing, gain_lost_on_test, paired_comparisons
-from bench.metrics import AGENT_METRICS, AgentTask, RunSummary, TaskInfo, agent_averages, aggregate, mean_stderr
-
-
-def load_runs(results: Path) -> list[RunSummary]:
-    """Every finished run's summary under RESULTS/runs/."""
-    return [RunSummary.model_validate_json(p.read_text()) for p in sorted((results / "runs").glob("*/*/round_*/result.json"))]
+from bench.metrics import AGENT_METRICS, AgentTask, RunSummary, TaskInfo, agent_averages, aggregate, load_runs, mean_stderr
 
 
 Table = tuple[list[str], list[list[str]]]
@@ -50,19 +45,6 @@ COLUMNS = {
     "baseline": "the unchanged code: hidden-test metric (validation metric in brackets)",
     "agent": "the agent (ablation arms are separate agents)",
     "tasks": "tasks the agent ran on",
-    "normalised improvement": "gain of the score over the baseline divided by the task's fixed range |p_best − p_worst| (FML-bench main's table; else the range of scores), 0 when worse",
-    "AUC (best-so-far)": "mean of the normalised best-so-far validation curve over the completed steps (fixed range) or the assigned steps (0 to 1; rises early = high)",
-    "diversity": "mean distance of the successful steps' code embeddings to their centroid",
-    "academic contribution rate": "share of successful steps the judge labels a method change rather than engineering",
-    "step success rate": "successful steps / completed steps (pooled over rounds)",
-    "step completion rate": "completed steps / assigned steps (pooled over rounds)",
-    "steps to target": "first step whose best-so-far reaches the weakest agent's best on the task",
-    "tokens / step": "model tokens per completed step",
-    "tokens (total)": "model tokens over all rounds",
-    "cost $ / step": "model cost per completed step, US dollars",
-    "cost $ (total)": "model cost over all rounds, US dollars",
-    "wall s / step": "wall-clock seconds per completed step",
-    "wall s (total)": "wall-clock seconds over all rounds",
     "rounds": "independent runs of the agent on the task",
     "graded": "rounds with a rubric score",
     "rubric score (mean ± s.e.)": "PaperBench rubric score, mean and standard error over rounds",
@@ -79,7 +61,7 @@ COLUMNS = {
     "page": "the run's own page (steps, diffs, decisions), written by `aiscientist show`",
     "role": "the role inside the agent that makes model calls (AiScientist: orchestrator and specialists)",
     "tools": "the tools that role may call (`python -m aiscientist bench agents`); `bash` is one shared sandboxed shell",
-}
+} | {label: definition for _, label, definition in AGENT_METRICS}
 
 
 def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[RunSummary]) -> Table:
@@ -102,11 +84,11 @@ def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents:
 
 def agents_table(cells: Sequence[AgentTask]) -> Table:
     averages = agent_averages([c for c in cells])
-    header = ["agent", "tasks"] + [label for _, label in AGENT_METRICS]
+    header = ["agent", "tasks"] + [label for _, label, _ in AGENT_METRICS]
     rows = []
     for agent, metrics in averages.items():
         tasks = sum(1 for c in cells if c.agent == agent)
-        rows.append([agent, num(tasks)] + [pm(*metrics[key]) for key, _ in AGENT_METRICS])
+        rows.append([agent, num(tasks)] + [pm(*metrics[key]) for key, _, _ in AGENT_METRICS])
     return header, rows
 
 
@@ -146,7 +128,7 @@ def write_run_pages(results: Path, runs: Sequence[RunSummary], out: Path) -> dic
 
     pages = {}
     for run in runs:
-        folder = results / "runs" / run.task / run.agent / f"round_{run.round}"
+        folder = run.folder(results)
         if (folder / "ws" / "experiments").is_dir():
             pages[(run.task, run.agent, run.round)] = os.path.relpath(write_page(folder), out)
     return pages
@@ -160,10 +142,10 @@ def per_task_rows(cells: Sequence[AgentTask]) -> Table:
 
 
 def markdown(table: Table) -> str:
+    """A markdown table (a `|` inside a cell escaped)."""
     header, rows = table
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    lines = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in [header, *rows]]
+    return "\n".join([lines[0], "|" + "---|" * len(header), *lines[1:]])
 
 
 def write_csv(path: Path, table: Table) -> None:
@@ -194,21 +176,29 @@ def column_notes(table: Table) -> list[tuple[str, str]]:
 # ---- plots --------------------------------------------------------------------------
 
 
-def _pyplot():
+def _figure():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt
+    return plt.subplots(figsize=(6.4, 4.0), dpi=100)
+
+
+def _save(fig, ax, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
 
 
 def plot_curves(info: TaskInfo, cells: Sequence[AgentTask], path: Path) -> None:
     """Best-so-far validation metric per step of each agent's best round."""
-    plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    fig, ax = _figure()
     for cell in cells:
         xs = [i for i, v in enumerate(cell.curve, start=1) if v is not None]
         ys = [v for v in cell.curve if v is not None]
@@ -222,28 +212,20 @@ def plot_curves(info: TaskInfo, cells: Sequence[AgentTask], path: Path) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel(info.metric or "metric")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 def plot_perf_vs_diversity(cells: Sequence[AgentTask], path: Path) -> None:
     """Normalised improvement against diversity, one point per (agent, task)."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
-    agents = sorted({c.agent for c in cells})
-    for agent in agents:
+    fig, ax = _figure()
+    for agent in sorted({c.agent for c in cells}):
         points = [(c.diversity, c.normalised) for c in cells if c.agent == agent and c.diversity is not None]
         ax.scatter([p[0] for p in points], [p[1] for p in points], label=agent)
     embedders = sorted({c.embedder for c in cells if c.embedder})
     ax.set_xlabel("diversity (mean L2 to centroid" + (f", {', '.join(embedders)})" if embedders else ")"))
     ax.set_ylabel("normalised improvement")
     ax.set_title("performance vs diversity")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 # ---- the report ---------------------------------------------------------------------

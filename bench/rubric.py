@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -36,6 +36,7 @@ TASK_CATEGORIES: tuple[str, ...] = get_args(TaskCategory)
 FINEGRAINED_CATEGORIES: tuple[str, ...] = get_args(FinegrainedCategory)
 CODE_DEV = "Code Development"
 NodePath = tuple[int, ...]
+T = TypeVar("T")
 _CORE_KEYS = ("id", "requirements", "weight", "sub_tasks", "task_category", "finegrained_task_category")
 
 
@@ -48,7 +49,34 @@ def path_label(path: NodePath) -> str:
     return ".".join(map(str, path)) if path else "root"
 
 
-class RubricNode(BaseModel):
+def first_error(err: ValidationError) -> str:
+    """The first problem pydantic found, as "field.path: message"."""
+    first = err.errors()[0]
+    return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+
+
+class Tree:
+    """Walking a tree of nodes that hold their children in `sub_tasks` (rubrics and graded trees)."""
+
+    sub_tasks: list
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.sub_tasks
+
+    def walk_paths(self, path: NodePath = ()) -> Iterator[tuple[NodePath, Any]]:
+        """(path, node) for this node and its descendants, depth first; a path is the
+        child indices from the root, the one address that stays unique when ids repeat."""
+        yield path, self
+        for i, child in enumerate(self.sub_tasks):
+            yield from child.walk_paths((*path, i))
+
+    def walk(self) -> Iterator[Any]:
+        """This node and all its descendants, depth first."""
+        return (node for _, node in self.walk_paths())
+
+
+class RubricNode(Tree, BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: str = Field(min_length=1)
@@ -60,23 +88,6 @@ class RubricNode(BaseModel):
     check: Check | None = None
     # The node's JSON object as read from a file (None for nodes built in code).
     _raw: dict[str, Any] | None = PrivateAttr(default=None)
-
-    @property
-    def is_leaf(self) -> bool:
-        return not self.sub_tasks
-
-    def walk(self) -> Iterator[RubricNode]:
-        """This node and all its descendants, depth first."""
-        yield self
-        for child in self.sub_tasks:
-            yield from child.walk()
-
-    def walk_paths(self, path: NodePath = ()) -> Iterator[tuple[NodePath, RubricNode]]:
-        """(path, node) for this node and its descendants, depth first; a path is the
-        child indices from the root, the one address that stays unique when ids repeat."""
-        yield path, self
-        for i, child in enumerate(self.sub_tasks):
-            yield from child.walk_paths((*path, i))
 
     def leaves(self) -> list[RubricNode]:
         return [node for node in self.walk() if node.is_leaf]
@@ -105,26 +116,30 @@ class RubricNode(BaseModel):
         return data
 
 
-def parse_node(data: Any, where: str = "root") -> RubricNode:
-    """Build a node from JSON data, keeping the data so `to_dict` can give it back unchanged."""
+def parse_tree(data: Any, build: Callable[[dict[str, Any], list[T]], T], path: NodePath = ()) -> T:
+    """A tree from JSON data, children first; `build(data, children)` makes one node.
+    A bad node is named by its id and path."""
     if not isinstance(data, dict):
-        raise RubricError(f"{where}: expected a JSON object for a rubric node, got {type(data).__name__}")
-    if "sub_tasks" not in data:
-        raise RubricError(f"node {data.get('id', where)!r}: sub_tasks: Field required (use [] on a leaf)")
-    children = data["sub_tasks"]
-    if not isinstance(children, list):
-        raise RubricError(f"node {data.get('id', where)!r}: sub_tasks must be a list")
-    node_id = data.get("id", where)
-    parsed = [parse_node(child, f"{node_id}.sub_tasks[{i}]") for i, child in enumerate(children)]
+        raise RubricError(f"node at {path_label(path)}: expected a JSON object, got {type(data).__name__}")
+    where = f"node {data.get('id', '?')!r} (at {path_label(path)})"
+    if not isinstance(data.get("sub_tasks"), list):
+        raise RubricError(f"{where}: sub_tasks must be a list ([] on a leaf)")
+    children = [parse_tree(child, build, (*path, i)) for i, child in enumerate(data["sub_tasks"])]
     try:
-        node = RubricNode.model_validate({**data, "sub_tasks": []})
+        return build(data, children)
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise RubricError(f"node {node_id!r}: {field}: {first['msg']}") from None
-    node = node.with_sub_tasks(parsed)
-    node._raw = data
-    return node
+        raise RubricError(f"{where}: {first_error(err)}") from None
+
+
+def parse_node(data: Any) -> RubricNode:
+    """A rubric from JSON data, keeping the data so `to_dict` can give it back unchanged."""
+
+    def build(raw: dict[str, Any], children: list[RubricNode]) -> RubricNode:
+        node = RubricNode.model_validate({**raw, "sub_tasks": []}).with_sub_tasks(children)
+        node._raw = raw
+        return node
+
+    return parse_tree(data, build)
 
 
 def validate(root: RubricNode) -> None:
@@ -229,7 +244,7 @@ class LeafGrade(BaseModel):
     cost: float = 0.0
 
 
-class GradedNode(BaseModel):
+class GradedNode(Tree, BaseModel):
     id: str
     requirements: str
     weight: int | float
@@ -246,28 +261,17 @@ class GradedNode(BaseModel):
     cost: float = 0.0
     sub_tasks: list[GradedNode] = Field(default_factory=list)
 
-    def walk(self) -> Iterator[GradedNode]:
-        yield self
-        for child in self.sub_tasks:
-            yield from child.walk()
-
 
 def graded_targets(root: RubricNode, max_depth: int | None = None) -> list[tuple[NodePath, RubricNode, bool]]:
     """The nodes a judge must grade, by path, with True for a subtree graded as a whole:
     leaves, and with `max_depth` (root = 0) the internal nodes at that depth."""
-    targets: list[tuple[NodePath, RubricNode, bool]] = []
 
-    def visit(node: RubricNode, path: NodePath) -> None:
-        if node.is_leaf:
-            targets.append((path, node, False))
-        elif max_depth is not None and len(path) >= max_depth:
-            targets.append((path, node, True))
-        else:
-            for i, child in enumerate(node.sub_tasks):
-                visit(child, (*path, i))
+    def graded(path: NodePath, node: RubricNode) -> bool:
+        if max_depth is None or len(path) < max_depth:
+            return node.is_leaf
+        return len(path) == max_depth
 
-    visit(root, ())
-    return targets
+    return [(path, node, not node.is_leaf) for path, node in root.walk_paths() if graded(path, node)]
 
 
 def aggregate(root: RubricNode, grades: dict[NodePath, LeafGrade], path: NodePath = ()) -> GradedNode:

@@ -24,18 +24,18 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any
 
-from aiscientist.accounting import call_usage
+from aiscientist.accounting import call_usage, run_usage
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment import StepRecord, best_step, load_steps
 from aiscientist.task import Task, TaskError, load_task
 
 from bench.agents import get_agent
-from bench.agents.base import RunContext
-from bench.executors import open_executor, thread_env
+from bench.executors import open_executor, pool_shape, thread_env
 from bench.fml_metrics import range_of
 from bench.grid import GridConfig, RunSpec
 from bench.metrics import RunSummary, successful, summarise_steps
@@ -61,10 +61,6 @@ def run_specs(config: GridConfig) -> list[RunSpec]:
 
 def is_finished(spec: RunSpec, out: Path) -> bool:
     return (spec.folder(out) / "result.json").is_file()
-
-
-def steps_recorded(spec: RunSpec, out: Path) -> int:
-    return sum(1 for _ in (spec.folder(out) / "ws" / "experiments").glob("step_*/step.json"))
 
 
 # ---- one run (inside a worker process) -----------------------------------------------
@@ -107,7 +103,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     else:
         ws = _open_workspace(task, folder, config.sandbox)
         ws.engine.env.update(thread_env())
-        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, assigned=config.steps, seed=_seed(spec, config.seed), options=options)
+        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=_seed(spec, config.seed), options=options)
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = finish_run(spec, config, task, ws, folder, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
@@ -170,9 +166,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
     usage = summarise_steps(steps, direction)
-    calls = read_records(ws.paths.logs / "llm_calls.jsonl")
-    if any(r.get("outcome") == "ok" for r in calls):  # the model-call log is the ground truth for usage (some agents do not charge steps)
-        usage["tokens"], usage["cost"] = call_usage(calls)
+    usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.logs / "llm_calls.jsonl")), steps)
     return RunSummary(
         task=spec.task,
         agent=spec.agent,
@@ -190,7 +184,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
         diversity=diversity,
         embedder=embedder,
         labels=labels,
-        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl"))[0],
+        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl")).tokens,
         rubric_score=_rubric(task, ws, folder, config),
         score_range=range_of(task.name, direction, task.score_range),
         stop_reason=stop.stop,
@@ -278,6 +272,17 @@ def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         raise
 
 
+def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> list[Path]:
+    """The improve tasks of these runs whose baseline is not measured yet."""
+    paths = {s.task: s.task_path for s in todo if not (out / "baselines" / s.task / "baseline.json").is_file()}
+    return [path for path in paths.values() if load_task(path).kind == "improve"]
+
+
+def _baseline_job(task_path: Path, out: Path, sandbox: str) -> None:
+    """A grid job of its own: a run measures the baseline only if this job has not yet."""
+    measure_baseline(load_task(task_path), out, sandbox)
+
+
 def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, Any]:
     """Run every unfinished run of the grid; return counts and failures."""
     specs = run_specs(config)
@@ -288,18 +293,34 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     todo = [s for s in specs if not is_finished(s, out)]
     failures: dict[str, str] = {}
     if todo:
+        # the baselines first, so no run waits for one at its end
+        jobs: list[Job] = [(f"{load_task(p).name}/baseline", _baseline_job, (p, out, config.sandbox)) for p in _unmeasured_baselines(todo, out)]
+        jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
+        slots, _ = pool_shape(len(todo), config.workers, config.cores_per_run)
         with open_executor(config.executor, config.address, len(todo), config.workers, config.cores_per_run) as pool:
-            futures: dict[Future, RunSpec] = {pool.submit(_worker_run, s, config, out): s for s in todo}
             with GridProgress(specs, config, out, enabled=progress) as live:
-                pending = set(futures)
-                while pending:
-                    done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        spec = futures[future]
-                        if future.exception() is not None:
-                            failures[f"{spec.task}/{spec.agent}/round_{spec.round}"] = repr(future.exception())
-                    live.refresh()
+                failures = _drain(pool, jobs, slots, live.refresh)
     return {"runs": len(specs), "ran": len(todo), "failed": failures}
+
+
+Job = tuple[str, Callable[..., Any], tuple]
+
+
+def _drain(pool, jobs: list[Job], slots: int, refresh: Callable[[], None]) -> dict[str, str]:
+    """Run the jobs in order, `slots` at a time (a shared Ray cluster may have more CPUs
+    than the grid asked for); return the failures by job name."""
+    queue, running, failures = list(jobs), {}, {}
+    while queue or running:
+        while queue and len(running) < slots:
+            name, fn, args = queue.pop(0)
+            running[pool.submit(fn, *args)] = name
+        done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
+        for future in done:
+            name = running.pop(future)
+            if future.exception() is not None:
+                failures[name] = repr(future.exception())
+        refresh()
+    return failures
 
 
 def resolve_tasks(names: list[str], root: Path) -> list[Path]:

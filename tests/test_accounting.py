@@ -3,11 +3,14 @@ everything that reports a run (result.json, the bench summary) with it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiscientist.llm.budget import BudgetTracker
+from aiscientist.llm.config import BudgetLimits
 from aiscientist.accounting import best_so_far, best_step, call_usage, is_better, signed_gain, successful, totals
 from aiscientist.records import StepRecord
 from aiscientist.result import summarise
@@ -76,8 +79,14 @@ def test_result_json_and_bench_summary_agree_with_accounting(steps: list[StepRec
 
 
 @given(st.lists(st.tuples(st.sampled_from(["ok", "error", "budget_exhausted"]), st.integers(0, 1000), st.integers(0, 1000), st.floats(0, 1))))
-def test_call_usage_counts_answered_calls_only(rows):
-    records = [{"outcome": o, "prompt_tokens": p, "completion_tokens": c, "cost": cost} for o, p, c, cost in rows]
-    tokens, cost = call_usage(records)
-    assert tokens == sum(p + c for o, p, c, _ in rows if o == "ok")
-    assert abs(cost - sum(x for o, _, _, x in rows if o == "ok")) < 1e-9
+def test_call_usage_counts_calls_and_the_budget_tracker_agrees(tmp_path_factory, rows):
+    records = [{"outcome": o, "prompt_tokens": p, "completion_tokens": c, "cost": cost, "run_elapsed_s": i} for i, (o, p, c, cost) in enumerate(rows)]
+    made = [(o, p, c, x) for o, p, c, x in rows if o != "budget_exhausted"]  # a budget refusal is not a call
+    usage = call_usage(records)
+    assert (usage.calls, usage.answered) == (len(made), sum(o == "ok" for o, *_ in made))
+    assert usage.tokens == sum(p + c for _, p, c, _ in made) and abs(usage.cost - sum(x for *_, x in made)) < 1e-9
+    assert usage.wall_time_s == max(range(len(rows)), default=0)
+    log = tmp_path_factory.mktemp("run") / "llm_calls.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"torn": ')
+    used = BudgetTracker(BudgetLimits(), log).used()
+    assert (used.calls, used.tokens) == (usage.calls, usage.tokens) and abs(used.cost - usage.cost) < 1e-9

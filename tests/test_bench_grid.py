@@ -150,3 +150,33 @@ def test_report_is_regenerated_from_results_alone(grid: Path, tmp_path: Path):
     assert done.returncode == 0, done.stderr
     for name in ("utility.csv", "agents.csv", "per_task.csv", "utility.md"):
         assert (again / name).read_text() == (grid / "report" / name).read_text()
+
+
+def test_grid_jobs_run_in_order_with_at_most_the_asked_number_in_flight():
+    """On a shared Ray cluster with more CPUs than the grid asked for, the grid itself
+    keeps no more than its workers' number of runs going (here: a real thread pool
+    larger than the limit)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.runner import _drain
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0, "order": []}
+
+    def job(name: str) -> None:
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+            state["order"].append(name)
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        if name == "c":
+            raise ValueError("cell c broke")
+
+    names = list("abcdef")
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        failures = _drain(pool, [(n, job, (n,)) for n in names], slots=2, refresh=lambda: None)
+    assert state["most"] == 2 and state["order"] == names
+    assert failures == {"c": "ValueError('cell c broke')"}

@@ -9,20 +9,19 @@ import pytest
 
 from aiscientist.experiment import StepRecord
 from bench.agents.contribution_judge import offline_label
+from bench.fml_metrics import Range
 from bench.metrics import (
     RunSummary,
     academic_rate,
     aggregate,
     agent_averages,
     best_so_far,
-    completion_rate,
     curve_auc,
     diversity,
     normalised_improvement,
     signed_gain,
     span,
     steps_to_target,
-    success_rate,
     summarise_steps,
 )
 
@@ -31,21 +30,25 @@ def step(n: int, metric: float | None, success: bool = True, valid: bool = True,
     return StepRecord(step=n, agent="t", hypothesis="h", started_at="2026-01-01T00:00:00+00:00", commands=["c"], returncodes=[0 if success else 1], duration_s=duration, backend="local", metric=metric if success else None, success=success, valid=valid, constraint_violated=violated, error=None if success else "command exited 1", diff_path="d", code_path="c", tokens=tokens)
 
 
+def auc(curve: list, span: float, steps: int) -> float:
+    """AUC of a best-so-far curve over `steps` steps, baseline 0.5, direction max."""
+    return curve_auc([normalised_improvement(v, 0.5, Range.of("max", span, 0.0)) for v in curve], steps)
+
+
 def test_signed_gain_and_normalised_improvement_follow_direction():
     assert signed_gain(0.8, 0.5, "max") == pytest.approx(0.3)
     assert signed_gain(0.2, 0.5, "min") == pytest.approx(0.3)
     assert signed_gain(0.7, 0.5, "min") == pytest.approx(-0.2)
-    assert normalised_improvement(0.2, 0.5, "min", span=0.6) == pytest.approx(0.5)
-    assert normalised_improvement(0.7, 0.5, "min", span=0.6) == 0.0  # worse than baseline: clipped at 0
-    assert normalised_improvement(None, 0.5, "max", span=1.0) == 0.0
-    assert normalised_improvement(0.9, 0.5, "max", span=0.0) == 0.0
+    assert normalised_improvement(0.2, 0.5, Range.of("min", 0.6, 0.0)) == pytest.approx(0.5)
+    assert normalised_improvement(0.7, 0.5, Range.of("min", 0.6, 0.0)) == 0.0  # worse than baseline: clipped at 0
+    assert normalised_improvement(None, 0.5, Range.of("max", 1.0, 0.0)) == 0.0
+    assert normalised_improvement(0.9, 0.5, Range.of("max", 0.0, 0.0)) == 0.0
 
 
 def test_best_so_far_skips_failed_tampered_and_constraint_violating_steps_direction_min():
     steps = [step(1, 0.5), step(2, None, success=False), step(3, 0.1, valid=False), step(4, 0.05, violated=True), step(5, 0.4), step(6, 0.45)]
     assert best_so_far(steps, "min") == [0.5, 0.5, 0.5, 0.5, 0.4, 0.4]
-    assert success_rate(steps) == pytest.approx(3 / 6)
-    assert completion_rate(len(steps), 10) == pytest.approx(0.6)
+    assert summarise_steps(steps, "min")["successful"] == 3
     assert steps_to_target(best_so_far(steps, "min"), 0.45, "min") == 5
     assert steps_to_target(best_so_far(steps, "min"), 0.3, "min") is None
 
@@ -54,9 +57,8 @@ def test_all_steps_failed():
     steps = [step(1, None, success=False), step(2, None, success=False)]
     curve = best_so_far(steps, "max")
     assert curve == [None, None]
-    assert success_rate(steps) == 0.0
     assert steps_to_target(curve, 0.0, "max") is None
-    assert curve_auc(curve, 0.5, "max", span=1.0, assigned=4) == 0.0
+    assert auc(curve, 1.0, 4) == 0.0
     summary = summarise_steps(steps, "max")
     assert (summary["completed"], summary["successful"], summary["best_step"], summary["best_val"]) == (2, 0, None, None)
 
@@ -67,15 +69,14 @@ def test_single_step():
     assert curve == [0.9]
     assert steps_to_target(curve, 0.9, "max") == 1
     # normalised value 0.4/0.5 = 0.8 at step 1, carried over the 3 unrun steps of a 4-step budget
-    assert curve_auc(curve, 0.5, "max", span=0.5, assigned=4) == pytest.approx(0.8)
+    assert auc(curve, 0.5, 4) == pytest.approx(0.8)
     assert summarise_steps(steps, "max") | {"curve": None} == {"completed": 1, "successful": 1, "best_step": 1, "best_val": 0.9, "curve": None, "tokens": 120, "cost": 0.0, "experiment_time_s": 2.5}
-    assert success_rate([]) is None
 
 
 def test_auc_by_hand():
     curve = [None, 0.6, 0.6, 0.8]  # max, baseline 0.5, span 0.5 -> normalised 0, .2, .2, .6
-    assert curve_auc(curve, 0.5, "max", span=0.5, assigned=5) == pytest.approx((0 + 0.2 + 0.2 + 0.6 + 0.6) / 5)
-    assert curve_auc(curve, 0.5, "max", span=0.5, assigned=2) == pytest.approx((0 + 0.2) / 2)
+    assert auc(curve, 0.5, 5) == pytest.approx((0 + 0.2 + 0.2 + 0.6 + 0.6) / 5)
+    assert auc(curve, 0.5, 2) == pytest.approx((0 + 0.2) / 2)
 
 
 def test_diversity_is_mean_distance_to_centroid():

@@ -242,10 +242,10 @@ def test_a_tool_that_raises_returns_a_tool_error_and_is_recorded(ws: Workspace):
 
 
 def test_a_baselines_toolbox_is_the_kernels_dispatch(ws: Workspace):
-    from bench.agents.base import RunContext
+    from aiscientist.agent.context import RunContext
     from bench.agents.tools import baseline_toolbox
 
-    box = baseline_toolbox(RunContext(agent="linear", ws=ws, model="offline", assigned=1), "linear")
+    box = baseline_toolbox(RunContext(agent="linear", ws=ws, model="offline", steps=1), "linear")
 
     def call(name: str, arguments: dict) -> str:
         return box.call(ToolCall(id="c", name=name, arguments=arguments))[0]

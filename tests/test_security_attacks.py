@@ -7,6 +7,7 @@ step (tag a best step with git, snapshot, diff, hidden test)."""
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from aiscientist.gitrepo import git
 from aiscientist.sandbox import bwrap_works
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace, verify_run
+from aiscientist.workspace.eventlog import read_events
 from tests.sandbox_backends import BACKENDS
 
 TINY = Path(__file__).parent / "fixtures" / "tiny" / "task.yaml"
@@ -74,6 +76,25 @@ def test_repository_code_never_runs_on_the_host(tmp_path: Path, backend: str) ->
     assert not marker.exists()
     if backend != "local":  # local is no boundary: there the code can write the git dir, yet nothing it plants runs
         assert not (ws.paths.root / "state" / "submission.git" / "hooks" / "post-commit").exists()
+
+
+def test_a_git_folder_the_code_plants_is_reset_like_any_other_file(tmp_path: Path) -> None:
+    ws, record = _run(tmp_path, "local", """
+        import os
+        os.makedirs(".git/hooks", exist_ok=True)
+        with open(".git/hooks/post-commit", "w") as f:
+            f.write("#!/bin/sh\\ntouch /tmp/owned\\n")
+        with open(".git/config", "w") as f:
+            f.write("[core]\\n\\thooksPath = .git/hooks\\n")
+    """)
+    planted = {".git/hooks/post-commit", ".git/config"}
+    assert (ws.paths.submission / ".git" / "hooks" / "post-commit").is_file()  # the step wrote them
+    assert not planted & set(ws.engine.baseline_tree())
+    shutil.copy2(TINY.parent / "repo" / "train.py", ws.paths.submission / "train.py")
+    ws.engine.run_step("agent", "the honest code again")
+    assert not any((ws.paths.submission / rel).exists() for rel in planted)
+    resets = [e for e in read_events(ws.paths.root) if e["kind"] == "tree.reset"]
+    assert planted <= set(resets[-1]["payload"]["paths"])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from aiscientist.agent.shell import run_shell, writable_areas
+from aiscientist.config import RunConfig
+from aiscientist.orchestrator import solve
 from aiscientist.sandbox import bwrap_works
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace
@@ -96,3 +98,12 @@ def test_a_paper_tasks_rubric_is_invisible(tmp_path: Path):
     paper = ROOT / "bench/papers/knn-scaling"
     ws = Workspace.create(load_task(paper / "task.yaml"), tmp_path / "ws", sandbox="bwrap")
     assert "No such file" in run_shell(ws, "agent", f"cat {paper}/rubric.json")
+
+
+def test_files_bash_changed_are_in_the_implementation_log(tmp_path: Path):
+    run_dir = tmp_path / "run"
+    solve(load_task(TASK), run_dir, RunConfig(sandbox="bwrap"), model=f"scripted:{ROOT / 'tests/fixtures/orchestrator/bash_edit.yaml'}", steps=1)
+    assert "# tuned by bash" in (run_dir / "submission" / "config.py").read_text()
+    assert "files changed: submission/config.py" in (run_dir / "logs" / "impl_log.md").read_text()
+    [shell] = [e["payload"] for e in read_events(run_dir) if e["kind"] == "shell.run"]
+    assert shell["changed"] == ["submission/config.py"]

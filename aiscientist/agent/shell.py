@@ -7,17 +7,22 @@ is set by the sandbox's mounts, not by the prompt: writable are the role's writa
 areas (the first folder of each of its write rules, e.g. submission/ and scratch/);
 protected files are mounted read-only; the task's own folders (hidden test assets, the
 rubric) and `.pristine/` are hidden; there is no network. Every call is recorded as a
-`shell.run` event.
+`shell.run` event naming the editable files it changed (found by comparing their
+content before and after), which the toolbox then counts among the call's artifacts.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aiscientist.agent.tools import Tool, clip
+from aiscientist.agent.tools import Tool, Toolbox, clip
+from aiscientist.integrity import read_regular
+from aiscientist.task import expand_globs
 
 TIMEOUT_S = 600.0
 OUTPUT_CHARS = 6000
@@ -33,10 +38,21 @@ def writable_areas(ws: Any, role: str) -> list[Path]:
     return [ws.paths.root / name for name in sorted(names) if (ws.paths.root / name).is_dir()]
 
 
-def run_shell(ws: Any, role: str, command: str) -> str:
+def editable_digests(ws: Any) -> dict[str, str]:
+    """sha256 of every editable file in submission/ ('' for a link or special file)."""
+    submission = ws.paths.submission
+    digests = {}
+    for rel in expand_globs(submission, ws.task.editable_globs):
+        data = read_regular(submission, rel)
+        digests[rel] = hashlib.sha256(data).hexdigest() if data is not None else ""
+    return digests
+
+
+def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> str:
     """Run `command` in submission/ inside the sandbox; `[exit N]` or `[timed out]`, then
-    the output's tail."""
+    the output's tail. `on_change` hears of each editable file the command changed."""
     task, submission = ws.task, ws.paths.submission
+    before = editable_digests(ws)
     writable = writable_areas(ws, role)
     readonly = [submission / rel for rel in ws.engine.protected_manifest()]
     if submission not in writable:
@@ -51,17 +67,23 @@ def run_shell(ws: Any, role: str, command: str) -> str:
         hidden=[*task.agent_hidden_paths(), ws.paths.pristine],
     )
     code = result.returncodes[-1] if result.returncodes else None
-    ws.events.record(role, "shell.run", {"command": clip(command, 2000), "exit_code": code, "timed_out": result.timed_out, "duration_s": round(result.duration_s, 3)})
+    after = editable_digests(ws)
+    changed = [f"submission/{rel}" for rel in sorted(before.keys() | after.keys()) if before.get(rel) != after.get(rel)]
+    payload = {"command": clip(command, 2000), "exit_code": code, "timed_out": result.timed_out, "duration_s": round(result.duration_s, 3), "changed": changed}
+    ws.events.record(role, "shell.run", payload)
+    for path in changed if on_change else []:
+        on_change(path)
     out = (result.stdout_tail + ("\n[stderr]\n" + result.stderr_tail if result.stderr_tail.strip() else "")).strip()
     status = "timed out" if result.timed_out else f"exit {code if code is not None else '?'}"
     return f"[{status}]\n{out[-OUTPUT_CHARS:]}"
 
 
-def shell_tool(ws: Any, role: str) -> Tool:
-    """The `bash` tool for `role` (an effect: a resumed run answers it from the journal)."""
+def shell_tool(ws: Any, role: str, box: Toolbox | None = None) -> Tool:
+    """The `bash` tool for `role` (an effect: a resumed run answers it from the journal);
+    the editable files a command changes become artifacts of `box`."""
 
     def bash(args: BashArgs) -> str:
-        return run_shell(ws, role, args.command)
+        return run_shell(ws, role, args.command, box.note if box else None)
 
     return Tool("bash", "Run a bash command in submission/ (sandboxed: no network; only your writable areas can be changed).", BashArgs, bash, effect=True)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,11 +23,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from aiscientist.agent.outcome import StopRun
 from aiscientist.llm.types import BudgetExhausted, ToolCall
-from aiscientist.tool_guard import crash_report, unencodable
 from aiscientist.workspace.errors import ToolError
 
 READ_LIMIT = 200
 RESULT_CHARS = 12_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ReadFileArgs(BaseModel):
@@ -159,6 +161,32 @@ class Toolbox:
     def note(self, path: str) -> None:
         if path not in self.artifacts:
             self.artifacts.append(path)
+
+
+def unencodable(arguments: dict[str, Any]) -> str | None:
+    """Where tool arguments hold text that UTF-8 cannot encode (a lone surrogate,
+    which models can send as `\\udc80` in JSON), said for the model; None when clean."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in arguments.items()]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [(f"{where}.{k}", v) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        for text in (where, value):
+            found = _SURROGATE.search(text) if isinstance(text, str) else None
+            if found:
+                name = ascii(where)[1:-1]
+                return f"{name}: a lone surrogate {ascii(found.group())} at character {found.start()}; send valid Unicode text"
+    return None
+
+
+def crash_report(tool: str, err: Exception) -> tuple[str, dict[str, Any]]:
+    """What the model is told about a tool that raised unexpectedly, and the
+    `tool.crashed` event payload (with the last lines of the traceback)."""
+    error = f"{type(err).__name__}: {err}"[:500].encode(errors="backslashreplace").decode()
+    lines = "".join(traceback.format_exception(err)).strip().splitlines()[-6:]
+    return f"the tool {tool} failed unexpectedly: {error}", {"tool": tool, "error": error, "traceback": lines}
 
 
 def clip(text: str, limit: int) -> str:

@@ -13,15 +13,15 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from aiscientist.accounting import CallUsage, call_usage
 from aiscientist.llm.config import BudgetLimits
 from aiscientist.llm.types import BudgetExhausted
 
 CALLS_LOG = Path("logs") / "llm_calls.jsonl"
-NOT_A_CALL = "budget_exhausted"
 
 
 def append_record(path: Path, record: dict[str, Any]) -> None:
@@ -51,16 +51,10 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 @dataclass
-class Usage:
-    tokens: int = 0
-    cost_usd: float = 0.0
-    calls: int = 0
-
-
-@dataclass
 class Reservation:
     tokens: int
     cost_usd: float
+    calls: int = 1
 
 
 class BudgetTracker:
@@ -68,38 +62,24 @@ class BudgetTracker:
         self.limits = limits
         self.log_path = log_path
         self._lock = threading.Lock()
-        self._used = Usage()
-        self._reserved = Usage()
-        self._prior_wall_s = 0.0
-        self._answers = self._answer_tokens = 0
+        self._used = call_usage(read_records(log_path) if log_path else [])
+        self._reserved = Reservation(0, 0.0, 0)
+        self._prior_wall_s = self._used.wall_time_s
         self._started = time.monotonic()
-        for record in read_records(log_path) if log_path else []:
-            self._add(record)
-            self._prior_wall_s = max(self._prior_wall_s, float(record.get("run_elapsed_s", 0.0)))
-
-    def _add(self, record: dict[str, Any]) -> None:
-        if record.get("outcome") == NOT_A_CALL:
-            return
-        self._used.tokens += int(record.get("prompt_tokens", 0)) + int(record.get("completion_tokens", 0))
-        self._used.cost_usd += float(record.get("cost", 0.0))
-        self._used.calls += 1
-        if record.get("outcome") == "ok":
-            self._answers += 1
-            self._answer_tokens += int(record.get("completion_tokens", 0))
 
     def typical_completion_tokens(self) -> int:
         """Mean completion size so far: the estimate of a call's answer when no
         max_tokens bounds it."""
         with self._lock:
-            return round(self._answer_tokens / self._answers) if self._answers else 0
+            return round(self._used.answer_tokens / self._used.answered) if self._used.answered else 0
 
     def elapsed_s(self) -> float:
         """Wall time of the run so far, including earlier sessions of a resumed run."""
         return self._prior_wall_s + time.monotonic() - self._started
 
-    def used(self) -> Usage:
+    def used(self) -> CallUsage:
         with self._lock:
-            return Usage(self._used.tokens, self._used.cost_usd, self._used.calls)
+            return replace(self._used)
 
     def reserve(self, tokens: int, cost_usd: float) -> Reservation:
         """Claim room for one call or raise BudgetExhausted naming the limit."""
@@ -107,7 +87,7 @@ class BudgetTracker:
         with self._lock:
             calls = self._used.calls + self._reserved.calls
             used_tokens = self._used.tokens + self._reserved.tokens
-            used_cost = self._used.cost_usd + self._reserved.cost_usd
+            used_cost = self._used.cost + self._reserved.cost_usd
             if lim.calls is not None and calls + 1 > lim.calls:
                 raise BudgetExhausted("calls", calls, 1, lim.calls)
             if lim.tokens is not None and used_tokens + tokens > lim.tokens:
@@ -129,7 +109,7 @@ class BudgetTracker:
                 self._reserved.cost_usd -= reservation.cost_usd
                 self._reserved.calls -= 1
             record = {**record, "run_elapsed_s": round(self.elapsed_s(), 3)}
-            self._add(record)
+            self._used.add(record)
             if self.log_path is not None:
                 append_record(self.log_path, record)
             return record

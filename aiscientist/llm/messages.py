@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -66,12 +67,20 @@ def check_arguments(name: str, arguments: str | dict[str, Any], tools: list[dict
             raise ToolArgumentError(f"arguments of {name} are not valid JSON ({err}); send them again as a JSON object") from None
     if not isinstance(arguments, dict):
         raise ToolArgumentError(f"arguments of {name} must be a JSON object, got {type(arguments).__name__}")
-    try:
-        jsonschema.validate(arguments, schemas[name])
-    except jsonschema.ValidationError as err:
+    err = jsonschema.exceptions.best_match(_validator(json.dumps(schemas[name], sort_keys=True)).iter_errors(arguments))
+    if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ToolArgumentError(f"arguments of {name} do not match its schema at {where}: {err.message}") from None
     return arguments
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema: str) -> Any:
+    """A checked validator per schema, made once: agents send the same schemas every turn."""
+    parsed = json.loads(schema)
+    cls = jsonschema.validators.validator_for(parsed)
+    cls.check_schema(parsed)
+    return cls(parsed)
 
 
 def tool_error_message(call: ToolCall) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiscientist.llm.messages import canonical_json
 from aiscientist.llm.types import ReplayMiss, Reply
+from aiscientist.paths import write_atomic
 
 
 class Recorder:
@@ -30,9 +31,7 @@ class Recorder:
             path = self.dir / f"{key}.json"
             entry = json.loads(path.read_text()) if path.is_file() else {"request": request, "replies": []}
             entry["replies"].append(reply.model_dump())
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(entry, indent=1, ensure_ascii=False))
-            tmp.replace(path)
+            write_atomic(path, json.dumps(entry, indent=1, ensure_ascii=False))
 
 
 class Replayer:

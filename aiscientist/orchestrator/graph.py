@@ -16,6 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import ValidationError
 
 from aiscientist import notices
+from aiscientist.agent.context import RunContext
 from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
@@ -24,7 +25,6 @@ from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, b
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import role_toolbox, run_tool
 from aiscientist.specialists.experimentation import experiment_tool
-from aiscientist.specialists.runtime import Runtime
 from aiscientist.agent.loop import terminal
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import clip, submit_tool, tool_schema
@@ -34,7 +34,7 @@ from aiscientist.agent.toolsets import toolset
 class Agent:
     """The tools and prompt of the deciding agent: orchestrator, or the flat agent."""
 
-    def __init__(self, rt: Runtime):
+    def __init__(self, rt: RunContext):
         self.rt = rt
         self.flat = not rt.config.hierarchy
         self.role = "flat" if self.flat else "orchestrator"
@@ -55,7 +55,7 @@ class Agent:
         return self.flat or not self.rt.ws.file_bus
 
 
-def build_graph(rt: Runtime, checkpointer: Any):
+def build_graph(rt: RunContext, checkpointer: Any):
     agent = Agent(rt)
     config = rt.config
 
@@ -162,7 +162,7 @@ def build_graph(rt: Runtime, checkpointer: Any):
     return graph.compile(checkpointer=checkpointer)
 
 
-def _run_specialist(rt: Runtime, call: ToolCall, key: str) -> SpecialistResult | str:
+def _run_specialist(rt: RunContext, call: ToolCall, key: str) -> SpecialistResult | str:
     """A specialist call, or the journaled result of one that finished before a resume."""
     args_model, run, _ = SPECIALISTS[call.name]
     try:

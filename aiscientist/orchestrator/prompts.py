@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiscientist.agent.context import RunContext
 from aiscientist.experiment import best_step
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
 from aiscientist.specialists.context import facts, task_brief
-from aiscientist.specialists.runtime import Runtime
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
 You are the Tier-0 orchestrator of AiScientist, an autonomous ML research engineer. You
@@ -39,7 +39,7 @@ FINAL = "The step budget is spent: call submit(reason) now, summarising the best
 NUDGE = "Call one of your tools (a specialist, an inspection tool, or submit)."
 
 
-def orchestrator_messages(rt: Runtime, state: OrchestratorState) -> list[dict[str, Any]]:
+def orchestrator_messages(rt: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
     messages = [{"role": "system", "content": ORCHESTRATOR_SYSTEM + "\n\n" + bus_rules_for_orchestrator(rt)}]
     messages.append({"role": "user", "content": status_block(rt, state)})
     for turn in state.get("turns", []):
@@ -49,7 +49,7 @@ def orchestrator_messages(rt: Runtime, state: OrchestratorState) -> list[dict[st
     return messages
 
 
-def flat_messages(rt: Runtime, state: OrchestratorState) -> list[dict[str, Any]]:
+def flat_messages(rt: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
     messages = [{"role": "system", "content": FLAT_SYSTEM}, {"role": "user", "content": task_brief(rt) + "\n\n" + progress_line(rt) + "\n" + facts(rt, "flat")}]
     for turn in state.get("turns", []):
         messages.extend(turn)
@@ -58,7 +58,7 @@ def flat_messages(rt: Runtime, state: OrchestratorState) -> list[dict[str, Any]]
     return messages
 
 
-def bus_rules_for_orchestrator(rt: Runtime) -> str:
+def bus_rules_for_orchestrator(rt: RunContext) -> str:
     if rt.ws.file_bus:
         return (
             "File-as-Bus is on: specialists share results through workspace files (paper_analysis/, "
@@ -71,7 +71,7 @@ def bus_rules_for_orchestrator(rt: Runtime) -> str:
     )
 
 
-def progress_line(rt: Runtime) -> str:
+def progress_line(rt: RunContext) -> str:
     tokens, cost = rt.usage()
     steps_done = rt.steps_done()
     time_part = ""
@@ -80,7 +80,7 @@ def progress_line(rt: Runtime) -> str:
     return f"Steps used: {steps_done}/{rt.steps} ({rt.steps - steps_done} left){time_part} · tokens {tokens} · cost ${cost:.4f}"
 
 
-def best_line(rt: Runtime) -> str:
+def best_line(rt: RunContext) -> str:
     task = rt.task
     best = best_step(task, rt.step_records()) if task.metric else None
     base = f"baseline {task.baseline}" if task.baseline is not None else "baseline unknown"
@@ -89,7 +89,7 @@ def best_line(rt: Runtime) -> str:
     return f"Best: {task.metric.label if task.metric else 'metric'} = {best.metric!r} at step {best.step} ({base})"
 
 
-def status_block(rt: Runtime, state: OrchestratorState) -> str:
+def status_block(rt: RunContext, state: OrchestratorState) -> str:
     calls = state.get("calls", {})
     counters = " ".join(f"{name}={calls.get(name, 0)}" for name in (*COUNTED, "explore", "fix", "full"))
     parts = [
@@ -114,7 +114,7 @@ def status_block(rt: Runtime, state: OrchestratorState) -> str:
     return "\n".join(parts)
 
 
-def reminders_for(rt: Runtime, state: OrchestratorState) -> list[str]:
+def reminders_for(rt: RunContext, state: OrchestratorState) -> list[str]:
     out = []
     used = rt.steps_done() / rt.steps
     for mark in (0.85, 0.7, 0.5):

@@ -19,6 +19,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel, ValidationError
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord, best_step
@@ -26,15 +27,15 @@ from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator.graph import build_graph
 from aiscientist.orchestrator.state import initial_state
+from aiscientist.paths import write_atomic
 from aiscientist.records import PENDING_RECORD, folder_hashes
 from aiscientist.result import RunResult, summarise, write_result
-from aiscientist.specialists.journal import Journal
-from aiscientist.specialists.runtime import Runtime
 from aiscientist.task import Task, TaskError, load_task
 
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints.sqlite"
 THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
+
 
 
 class RunInfo(BaseModel):
@@ -97,7 +98,7 @@ def solve(
         resumed = False
     _save(ws, info)
     forget_run(run_dir)  # the budget tracker is rebuilt from this run's own call log
-    rt = Runtime(ws=ws, config=info.config, model=info.model, steps=info.steps, journal=Journal(ws.paths.state / "journal.jsonl"), wall_time_s=info.wall_time_s)
+    rt = RunContext(ws=ws, agent=info.config.arm, model=info.model, steps=info.steps, seed=info.config.seed, config=info.config, wall_time_s=info.wall_time_s)
     started = time.monotonic()
     with ExitStack() as stack:
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
@@ -178,12 +179,12 @@ def check_model(info: RunInfo) -> None:
     make_client(info.model, None, "orchestrator", load_llm_config(info.model, info.config.models_file))
 
 
-def finish(rt: Runtime, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
+def finish(rt: RunContext, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
     """result.json: best validated step (hidden test run once on it, when the run is
     final rather than stopped to be resumed), counts, usage."""
     ws, task = rt.ws, rt.task
     steps = rt.step_records()
-    best = best_step(task, steps) if task.metric else None
+    best = best_step(task, steps)
     test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
     tokens, cost = rt.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
@@ -194,11 +195,11 @@ def finish(rt: Runtime, info: RunInfo, stop_reason: StopReason, detail: str = ""
     return result
 
 
-def snapshot(rt: Runtime, state: dict[str, Any]) -> dict[str, Any]:
+def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
     task = rt.task
     records = rt.step_records()
-    best = best_step(task, records) if task.metric else None
+    best = best_step(task, records)
     tokens, cost = rt.usage()
     last = records[-1] if records else None
     return {
@@ -231,9 +232,7 @@ def _load_info(run_dir: Path) -> RunInfo:
 
 def _save(ws: Any, info: RunInfo) -> None:
     path = ws.paths.state / RUN_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(info.model_dump_json(indent=1))
-    tmp.replace(path)
+    write_atomic(path, info.model_dump_json(indent=1))
 
 
 __all__ = ["solve", "RunInfo", "is_run_folder"]

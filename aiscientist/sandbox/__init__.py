@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from aiscientist.sandbox.base import BACKENDS, RunResult, Sandbox, SandboxSettings, scrubbed_env
+from aiscientist.sandbox.base import BACKENDS, Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env
 from aiscientist.sandbox.bwrap import BwrapSandbox, bwrap_works
 from aiscientist.sandbox.local import LocalSandbox
 
@@ -42,4 +42,4 @@ def get_sandbox(choice: str | SandboxSettings = "auto") -> Sandbox:
         raise SandboxUnavailable(str(err)) from err
 
 
-__all__ = ["BACKENDS", "SandboxSettings", "RunResult", "Sandbox", "get_sandbox", "scrubbed_env", "LocalSandbox", "BwrapSandbox", "SandboxUnavailable", "bwrap_works"]
+__all__ = ["BACKENDS", "Mounts", "SandboxSettings", "RunResult", "Sandbox", "get_sandbox", "scrubbed_env", "LocalSandbox", "BwrapSandbox", "SandboxUnavailable", "bwrap_works"]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import BinaryIO, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -76,7 +77,20 @@ class RunResult(BaseModel):
         return None
 
 
-class Sandbox(Protocol):
+class Mounts(NamedTuple):
+    """What a command may see. `writable`: folders it may write (everything else
+    read-only where the backend can enforce it). `readonly`: files or folders inside
+    writable ones that must stay read-only (protected files). `hidden`: paths made
+    invisible (e.g. the original task repository holding hidden test data)."""
+
+    writable: Sequence[Path]
+    readonly: Sequence[Path]
+    hidden: Sequence[Path]
+
+
+class Sandbox(ABC):
+    """The one interface: `run`; each backend implements `execute`."""
+
     name: str
 
     def run(
@@ -89,14 +103,12 @@ class Sandbox(Protocol):
         readonly: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
     ) -> RunResult:
-        """Run `commands` in order through bash in `cwd`, each with `timeout` seconds.
+        """Run `commands` in order through bash in `cwd`, each with `timeout` seconds
+        (see `Mounts`; with no `writable`, only `cwd` is writable)."""
+        return self.execute(commands, Path(cwd), timeout, env, Mounts(writable or [Path(cwd)], readonly, hidden))
 
-        `writable`: folders the commands may write (everything else read-only where
-        the backend can enforce it). `readonly`: files or folders inside writable
-        ones that must stay read-only (protected files). `hidden`: paths made
-        invisible (e.g. the original task repository holding hidden test data).
-        """
-        ...
+    @abstractmethod
+    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult: ...
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -106,11 +118,8 @@ def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def tail(path: Path, limit: int = TAIL_CHARS) -> str:
-    """The last `limit` characters of a text file."""
-    with open(path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - limit * 4))
-        text = handle.read().decode("utf-8", errors="replace")
-    return text[-limit:]
+def tail(handle: BinaryIO, limit: int = TAIL_CHARS) -> str:
+    """The last `limit` characters of a text file open for binary reading."""
+    handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, handle.tell() - limit * 4))
+    return handle.read().decode("utf-8", errors="replace")[-limit:]

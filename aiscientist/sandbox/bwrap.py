@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env
+from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env
 from aiscientist.sandbox.local import python_env, run_commands
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -73,13 +73,14 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
     return any(path == r or path.is_relative_to(r) for r in roots)
 
 
-class BwrapSandbox:
+class BwrapSandbox(Sandbox):
     name = "bwrap"
 
     def __init__(self, settings: SandboxSettings | None = None):
         self.settings = settings or SandboxSettings(backend="bwrap")
 
-    def argv(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], cwd: Path) -> list[str]:
+    def argv(self, mounts: Mounts, cwd: Path) -> list[str]:
+        writable, readonly, hidden = mounts
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", *_system_args()]
         tmp_size = ["--size", str(self.settings.file_size_mb << 20)] if self.settings.file_size_mb else []  # /tmp lives in memory
         args += ["--dev", "/dev", "--proc", "/proc", *tmp_size, "--tmpfs", PRIVATE_TMP]
@@ -101,15 +102,6 @@ class BwrapSandbox:
             args += ["--setenv", key, value]
         return args + ["--remount-ro", "/", "--chdir", str(Path(cwd).resolve()), "--", "bash", "-c"]
 
-    def run(
-        self,
-        commands: Sequence[str],
-        cwd: Path,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        writable: Sequence[Path] = (),
-        readonly: Sequence[Path] = (),
-        hidden: Sequence[Path] = (),
-    ) -> RunResult:
-        prefix = self.argv(writable or [cwd], readonly, hidden, cwd)
+    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
+        prefix = self.argv(mounts, cwd)
         return run_commands(lambda c: [*prefix, c], commands, cwd, timeout, scrubbed_env(env), self.name, self.settings)

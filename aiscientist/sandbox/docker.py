@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aiscientist.sandbox.base import RunResult, SandboxSettings, scrubbed_env, tail
+from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env, tail
 from aiscientist.sandbox.bwrap import ETC_ENTRIES, SYSTEM_DIRS, python_dirs
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.local import python_env
@@ -98,7 +98,7 @@ def _remove(container) -> None:
             raise
 
 
-class DockerSandbox:
+class DockerSandbox(Sandbox):
     name = "docker"
 
     def __init__(self, settings: SandboxSettings | None = None, client=None):
@@ -136,8 +136,9 @@ class DockerSandbox:
             options["device_requests"] = [DeviceRequest(count=-1 if ids is None else 0, device_ids=ids, capabilities=[["gpu"]])]
         return options
 
-    def mounts(self, writable: Sequence[Path], readonly: Sequence[Path], hidden: Sequence[Path], private_tmp: Path, empty: Path) -> list:
+    def mounts(self, wanted: Mounts, private_tmp: Path, empty: Path) -> list:
         """Parents before children, as Docker applies them: runtime, writable areas, protected paths, hidden paths."""
+        writable, readonly, hidden = wanted
         from docker.types import Mount
 
         mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_mounts() if self.host_runtime else [])]
@@ -162,9 +163,8 @@ class DockerSandbox:
             base["PATH"] = f"{os.path.dirname(sys.executable)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
 
-    def run(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None,
-            writable: Sequence[Path] = (), readonly: Sequence[Path] = (), hidden: Sequence[Path] = ()) -> RunResult:
-        """See `Sandbox.run`; each command gets its own container."""
+    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
+        """Each command gets its own container."""
         start = time.monotonic()
         returncodes: list[int] = []
         timed_out = False
@@ -177,11 +177,11 @@ class DockerSandbox:
             options = dict(
                 working_dir=str(Path(cwd).resolve()),
                 environment=self.environment(env),
-                mounts=self.mounts(writable or [Path(cwd)], readonly, hidden, private, empty),
+                mounts=self.mounts(mounts, private, empty),
                 labels={f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.call": uuid.uuid4().hex[:12], f"{LABEL}.cwd": str(cwd)},
                 **self.limits(),
             )
-            with open(out_path, "ab") as out, open(err_path, "ab") as err:
+            with open(out_path, "a+b") as out, open(err_path, "a+b") as err:
                 try:
                     for command in commands:
                         rc, timed_out = self._one(command, timeout, options, out, err)
@@ -192,7 +192,7 @@ class DockerSandbox:
                     for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={options['labels'][f'{LABEL}.call']}"]}):
                         _remove(container)
                     raise
-            result = dict(stdout_tail=tail(out_path), stderr_tail=tail(err_path))
+                result = dict(stdout_tail=tail(out), stderr_tail=tail(err))
         return RunResult(commands=list(commands), returncodes=returncodes, duration_s=time.monotonic() - start, timed_out=timed_out, backend=self.name, **result)
 
     def _one(self, command: str, timeout: float, options: dict[str, Any], out, err) -> tuple[int, bool]:

@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.agent.context import RunContext
 from aiscientist.specialists import comprehension, experimentation, helper, implementation, prioritization
 from aiscientist.specialists.base import SpecialistResult
-from aiscientist.specialists.runtime import Runtime
 
-Spec = tuple[type[BaseModel], Callable[[Runtime, str, Any], SpecialistResult], str]
+Spec = tuple[type[BaseModel], Callable[[RunContext, str, Any], SpecialistResult], str]
 
 SPECIALISTS: dict[str, Spec] = {
     "comprehension": (comprehension.ComprehensionArgs, comprehension.run, "Understand task, paper and code; writes paper_analysis/ (parallel readers: code, method, evaluation)."),
@@ -26,4 +26,4 @@ SPECIALISTS: dict[str, Spec] = {
     "helper": (helper.HelperArgs, helper.run, "A short auxiliary job; writes only in scratch/."),
 }
 
-__all__ = ["SPECIALISTS", "SpecialistResult", "Runtime"]
+__all__ = ["SPECIALISTS", "SpecialistResult", "RunContext"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec
 from aiscientist.agent.loop import run_loop as kernel_loop
 from aiscientist.agent.outcome import StopReason
@@ -21,7 +22,6 @@ from aiscientist.agent.tools import Tool, Toolbox, clip, file_tools, finish_tool
 from aiscientist.agent.toolsets import pick
 from aiscientist.llm.types import ToolCall
 from aiscientist.specialists.context import settled
-from aiscientist.specialists.runtime import Runtime
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
 
@@ -45,16 +45,16 @@ class SpecialistResult(BaseModel):
         return f"{head}\n{self.full_output or self.summary}{files}"
 
 
-def role_toolbox(rt: Runtime, role: str, scope_role: str | None = None, extra: Callable[[Toolbox], list[Tool]] | None = None) -> Toolbox:
+def role_toolbox(rt: RunContext, role: str, scope_role: str | None = None, extra: Callable[[Toolbox], list[Tool]] | None = None) -> Toolbox:
     """The tools the table (`aiscientist.agent.toolsets`) gives `role` in this run's arm,
     bound to `scope_role`'s file scope (default: the role's own)."""
     scope = rt.ws.scope(scope_role or role)
     box = Toolbox()
-    available = [*file_tools(scope, box, write=True, logs=True), finish_tool(), shell_tool(rt.ws, scope.role), *(extra(box) if extra else [])]
+    available = [*file_tools(scope, box, write=True, logs=True), finish_tool(), shell_tool(rt.ws, scope.role, box), *(extra(box) if extra else [])]
     return pick(rt.agent, role, available, box)
 
 
-def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None) -> tuple[str, bool, int]:
+def run_loop(rt: RunContext, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None) -> tuple[str, bool, int]:
     """(summary, finished, turns) of the kernel's loop for one specialist call.
     BudgetExhausted and ModelUnavailable propagate (the run wraps up, or stops
     resumably); another ModelError ends this call as failed."""
@@ -68,15 +68,15 @@ def run_loop(rt: Runtime, role: str, system: str, user: str, box: Toolbox, key: 
     return f"{role} stopped after {outcome.turns} turns without calling finish", False, outcome.turns
 
 
-def run_tool(rt: Runtime, box: Toolbox, call: ToolCall, key: str) -> str:
+def run_tool(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
     """Run one tool call; effects already done before a resume are answered from the journal."""
     if not box.is_effect(call.name):
         box.current_key = key
         return box.call(call)[0]
     recorded = rt.journal.get(key)
     if recorded is not None and recorded.get("tool") == call.name:
-        if recorded.get("artifact"):
-            box.note(recorded["artifact"])
+        for artifact in recorded.get("artifacts") or []:
+            box.note(artifact)
         return str(recorded["content"])
     before = set(box.artifacts)
     if rt.journal.intent(key) is not None and _append_landed(rt, call):
@@ -86,11 +86,11 @@ def run_tool(rt: Runtime, box: Toolbox, call: ToolCall, key: str) -> str:
         box.current_key = key
         content, ok = box.call(call)
     added = [a for a in box.artifacts if a not in before]
-    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifact": added[0] if added else None})
+    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifacts": added})
     return content
 
 
-def _append_landed(rt: Runtime, call: ToolCall) -> bool:
+def _append_landed(rt: RunContext, call: ToolCall) -> bool:
     """An append_log that was done but not yet journaled when the run was interrupted
     (writes are idempotent, and a repeated edit fails harmlessly)."""
     if call.name != "append_log" or call.error:
@@ -100,7 +100,7 @@ def _append_landed(rt: Runtime, call: ToolCall) -> bool:
     return bool(text) and path.is_file() and text in path.read_text(errors="replace")[-len(text) - 200 :]
 
 
-def read_or_empty(rt: Runtime, role: str, path: str) -> str:
+def read_or_empty(rt: RunContext, role: str, path: str) -> str:
     """A workspace file as `role` may see it; empty when absent or not allowed."""
     from aiscientist.workspace.errors import ToolError
 
@@ -113,7 +113,7 @@ def read_or_empty(rt: Runtime, role: str, path: str) -> str:
         return ""
 
 
-def append_once(rt: Runtime, scope: Any, log: str, marker: str, text: str) -> None:
+def append_once(rt: RunContext, scope: Any, log: str, marker: str, text: str) -> None:
     """Append `text` (which starts with the unique `marker`) unless the log already has
     it: after an interruption the same entry may be offered again and must not repeat."""
     path = rt.ws.paths.logs / f"{log}.md"

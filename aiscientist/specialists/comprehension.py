@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel, Field
 
 from aiscientist import notices
+from aiscientist.agent.context import RunContext
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, facts, task_brief
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.context import call_brief, facts, task_brief
 from aiscientist.agent.tools import clip
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
@@ -47,7 +47,7 @@ Ambiguities, Implementation details. You may add more files under paper_analysis
 End with finish(summary) - a few lines, the files you wrote."""
 
 
-def reader_files(rt: Runtime, axis: str) -> list[str]:
+def reader_files(rt: RunContext, axis: str) -> list[str]:
     task = rt.task
     if axis == "code":
         names = [*task.editable, *task.related]
@@ -61,7 +61,7 @@ def reader_files(rt: Runtime, axis: str) -> list[str]:
     return [f for f in files if policy.refusal("read", f) is None][:8] or ["task/task.md"]
 
 
-def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
+def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
     """A reader that did not finish (a model error, or out of turns) is a failure: its
     text is not saved as notes, and the call reports not ok, naming it."""
     axes = rt.config.specialists.readers
@@ -79,17 +79,14 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
         scope.write(path, f"# Reader notes: {axis}\n\n{text}\n")
         written.append(path)
     box = role_toolbox(rt, ROLE)
-    user = "\n\n".join(
-        [
-            task_brief(rt),
-            bus_rules(rt),
-            f"Focus of this call: {args.focus}",
-            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
-            "## Notes from readers\n" + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
-            *([f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself."] if failed else []),
-            f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
-            facts(rt, ROLE, args=args.model_dump()),
-        ]
+    user = call_brief(
+        rt,
+        f"Focus of this call: {args.focus}",
+        args.context,
+        "## Notes from readers\n" + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
+        f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself." if failed else "",
+        f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
+        facts(rt, ROLE, args=args.model_dump()),
     )
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
     artifacts = written + [a for a in box.artifacts if a not in written]
@@ -103,11 +100,16 @@ def run(rt: Runtime, key: str, args: ComprehensionArgs) -> SpecialistResult:
     return SpecialistResult(role=ROLE, summary=summary, artifacts=artifacts, full_output=full, ok=ok, turns=turns)
 
 
-def _read_axis(rt: Runtime, key: str, axis: str) -> tuple[str, bool]:
+def _read_axis(rt: RunContext, key: str, axis: str) -> tuple[str, bool]:
     """One Tier-2 reader: fresh context, read-only tools. (notes, True) when it
     finished; (why it stopped, False) otherwise."""
     box = role_toolbox(rt, READER_ROLE, scope_role=ROLE)
-    files = reader_files(rt, axis)
-    user = "\n\n".join([task_brief(rt), f"Axis: {axis} - {AXES[axis]}", "Start with these files: " + ", ".join(files), facts(rt, READER_ROLE, axis=axis, files=files)])
+    user = "\n\n".join(
+        [
+            task_brief(rt),
+            f"Axis: {axis} - {AXES[axis]}",
+            "Start with these files: " + ", ".join(reader_files(rt, axis)),
+        ]
+    )
     summary, finished, _ = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
     return clip(summary, NOTES_CHARS), finished

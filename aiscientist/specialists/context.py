@@ -7,11 +7,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from aiscientist.agent.context import RunContext
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.specialists.runtime import Runtime
 
 
-def task_brief(rt: Runtime, description: bool = True) -> str:
+def task_brief(rt: RunContext, description: bool = True) -> str:
     """The task's one-screen summary, with editable files named by workspace path;
     without the description (for roles that only run and judge), a pointer to it."""
     task = rt.task
@@ -22,13 +22,13 @@ def task_brief(rt: Runtime, description: bool = True) -> str:
     return text + f"\nStep budget: {rt.steps} experiment steps in total."
 
 
-def facts(rt: Runtime, role: str, **extra: Any) -> str:
+def facts(rt: RunContext, role: str, **extra: Any) -> str:
     """The prompt's facts block (`aiscientist.llm.facts`) for `role` in this run."""
     editable = [f"submission/{p}" for p in rt.task.editable_globs]
     return facts_line(role=role, bus=rt.ws.file_bus, steps_done=rt.steps_done(), steps_budget=rt.steps, **task_facts(rt.task, editable), **extra)
 
 
-def bus_rules(rt: Runtime) -> str:
+def bus_rules(rt: RunContext) -> str:
     if rt.ws.file_bus:
         return (
             "File-as-Bus: the workspace files are the shared memory. Read what other specialists wrote "
@@ -39,6 +39,17 @@ def bus_rules(rt: Runtime) -> str:
         "File-as-Bus is OFF: you cannot read other specialists' areas or the logs. Everything you need "
         "from earlier work is in the context of your instructions."
     )
+
+
+def call_brief(rt: RunContext, request: str, context: str, *after: str, description: bool = True) -> str:
+    """A specialist call's instructions: the task, the bus rules, what this call is
+    asked to do, the orchestrator's context (if any), then `after` (empty parts dropped)."""
+    parts = [task_brief(rt, description), bus_rules(rt), request, f"Context from the orchestrator:\n{context}" if context else "", *after]
+    return "\n\n".join(p for p in parts if p)
+
+
+def steps_used(rt: RunContext) -> str:
+    return f"Steps used so far: {rt.steps_done()} of {rt.steps}."
 
 
 def tail(text: str, limit: int) -> str:

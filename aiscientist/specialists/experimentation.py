@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, facts, task_brief
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.context import call_brief, facts, steps_used
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.workspace.errors import ToolError
 
@@ -41,7 +41,7 @@ analysis to exp_log with append_log (the run's facts are logged automatically).
 End with finish(summary): outcome, metric, and what it suggests next."""
 
 
-def experiment_tool(rt: Runtime, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
+def experiment_tool(rt: RunContext, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
     """`run_experiment`, logging through `scope`; at most `limit` runs through this toolbox."""
     runs: list[int] = []
 
@@ -58,7 +58,7 @@ def experiment_tool(rt: Runtime, scope: Any, box: Toolbox, limit: int | None = N
     return Tool("run_experiment", "Run the task's experiment commands on the current code (one counted step).", RunExperimentArgs, run_experiment)
 
 
-def run_step_once(rt: Runtime, key: str, hypothesis: str) -> StepRecord:
+def run_step_once(rt: RunContext, key: str, hypothesis: str) -> StepRecord:
     """Run one step, or return the step this journal position already ran.
 
     The step number is noted before the run: after a kill, a step that finished is
@@ -72,19 +72,12 @@ def run_step_once(rt: Runtime, key: str, hypothesis: str) -> StepRecord:
     if rt.steps_left() <= 0:
         raise ToolError(f"step budget reached ({rt.steps_done()}/{rt.steps} steps used): no more experiments")
     rt.journal.note_intent(key, engine.next_step())
-    tokens, cost = _spent_since_last_step(rt)
-    record = engine.run_step(agent=rt.agent, hypothesis=hypothesis, tokens=tokens, cost=cost)
+    record = rt.run_step(hypothesis)
     _tag_if_best(rt, record)
     return record
 
 
-def _spent_since_last_step(rt: Runtime) -> tuple[int, float]:
-    tokens, cost = rt.usage()
-    steps = rt.step_records()
-    return max(0, tokens - sum(s.tokens for s in steps)), max(0.0, cost - sum(s.cost for s in steps))
-
-
-def improved(rt: Runtime, record: StepRecord) -> bool:
+def improved(rt: RunContext, record: StepRecord) -> bool:
     """Whether `record` beats both the stated baseline and every earlier step."""
     task = rt.task
     if not record.eligible or record.metric is None or task.metric is None:
@@ -96,7 +89,7 @@ def improved(rt: Runtime, record: StepRecord) -> bool:
     return True
 
 
-def _tag_if_best(rt: Runtime, record: StepRecord) -> None:
+def _tag_if_best(rt: RunContext, record: StepRecord) -> None:
     if improved(rt, record):
         paths = rt.ws.paths
         git(paths, "add", "-A")
@@ -104,7 +97,7 @@ def _tag_if_best(rt: Runtime, record: StepRecord) -> None:
         git(paths, "tag", "-f", BEST_TAG)
 
 
-def describe(rt: Runtime, record: StepRecord) -> str:
+def describe(rt: RunContext, record: StepRecord) -> str:
     """The step's outcome in a few lines (what exp_log.md and the agent get)."""
     task = rt.task
     metric = task.metric
@@ -129,19 +122,10 @@ def describe(rt: Runtime, record: StepRecord) -> str:
     return "\n".join(lines)
 
 
-def run(rt: Runtime, key: str, args: ExperimentationArgs) -> SpecialistResult:
+def run(rt: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
     box = role_toolbox(rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)])
-    user = "\n\n".join(
-        [
-            task_brief(rt, description=False),
-            bus_rules(rt),
-            f"Hypothesis: {args.hypothesis}",
-            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
-            f"Steps used so far: {rt.steps_done()} of {rt.steps}.",
-            facts(rt, ROLE, args=args.model_dump()),
-        ]
-    )
+    user = call_brief(rt, f"Hypothesis: {args.hypothesis}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump()), description=False)
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
     full = summary

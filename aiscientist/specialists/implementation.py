@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, facts, tail, task_brief
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.context import call_brief, facts, tail
 from aiscientist.agent.tools import clip
 
 ROLE = "implementation"
@@ -36,21 +36,11 @@ you were given, keeping the code runnable. Do not run experiments - experimentat
 End with finish(summary): what you changed, in which files, and why."""
 
 
-def run(rt: Runtime, key: str, args: ImplementationArgs) -> SpecialistResult:
+def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
     box = role_toolbox(rt, ROLE)
     exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
-    user = "\n\n".join(
-        [
-            task_brief(rt),
-            bus_rules(rt),
-            f"Mode: {args.mode}",
-            f"Task: {args.task}",
-            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
-            *([f"## Tail of logs/exp_log.md\n{exp_tail}"] if exp_tail else []),
-            facts(rt, ROLE, args=args.model_dump()),
-        ]
-    )
+    user = call_brief(rt, f"Mode: {args.mode}\n\nTask: {args.task}", args.context, f"## Tail of logs/exp_log.md\n{exp_tail}" if exp_tail else "", facts(rt, ROLE, args=args.model_dump()))
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
     changed = [a for a in box.artifacts if a.startswith("submission/")]
     marker = f"[call {key}] mode: {args.mode}"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, facts, task_brief
-from aiscientist.specialists.runtime import Runtime
+from aiscientist.specialists.context import call_brief, facts, steps_used
 
 ROLE = "prioritization"
 PLAN = "plan/prioritized_tasks.md"
@@ -27,18 +27,9 @@ with a line `- change: {{"path": ..., "old": ..., "new": ...}}` giving an exact 
 End with finish(summary) - the top entries in a few lines."""
 
 
-def run(rt: Runtime, key: str, args: PrioritizationArgs) -> SpecialistResult:
+def run(rt: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE)
-    user = "\n\n".join(
-        [
-            task_brief(rt),
-            bus_rules(rt),
-            f"Guidance: {args.guidance}",
-            *([f"Context from the orchestrator:\n{args.context}"] if args.context else []),
-            f"Steps used so far: {rt.steps_done()} of {rt.steps}.",
-            facts(rt, ROLE, args=args.model_dump()),
-        ]
-    )
+    user = call_brief(rt, f"Guidance: {args.guidance}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump()))
     summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
     plan = read_or_empty(rt, ROLE, PLAN)
     if not plan:

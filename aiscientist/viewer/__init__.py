@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aiscientist.paths import write_atomic
 from aiscientist.viewer.load import RunView, load_run, run_root
 from aiscientist.viewer.render import render
 
@@ -15,9 +16,7 @@ def write_page(folder: Path | str) -> Path:
     `<run>/run.html` and return its path."""
     run = load_run(folder)
     path = run.root / PAGE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(render(run))
-    tmp.replace(path)  # a browser reloading mid-write never sees half a page
+    write_atomic(path, render(run))
     return path
 
 

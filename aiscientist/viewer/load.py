@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from aiscientist.accounting import best_step, is_better, successful, totals
 from aiscientist.humanize import num
 from aiscientist.task import TaskError
 
@@ -38,9 +39,9 @@ class StepView(BaseModel):
     best_so_far: float | None = None
 
     @property
-    def counted(self) -> bool:
-        """A step whose metric may become the best (as the engine and bench count it)."""
-        return self.success and self.valid and not self.constraint_violated and self.metric is not None
+    def eligible(self) -> bool:
+        """A step whose metric may become the best (`aiscientist.accounting`)."""
+        return self.success and self.valid and not self.constraint_violated
 
 
 class Moment(BaseModel):
@@ -130,8 +131,8 @@ def _parents(root: Path) -> dict[int, int | None]:
 
 def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]:
     parents = _parents(root)
-    steps, best = [], None
-    sign = 1 if direction == "max" else -1
+    steps: list[StepView] = []
+    best = None
     for path in sorted((root / "experiments").glob("step_*/step.json")):
         raw = _json(path)
         if raw is None:
@@ -143,11 +144,11 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
         step.hypothesis = step.hypothesis or "(no hypothesis recorded)"
         if not step.success:
             step.outcome = "failed"
-        elif not step.counted:
+        elif not successful(step):
             step.outcome = "constraint violated" if step.constraint_violated else "invalid"
-        elif best is None or sign * (step.metric - best) > 0:
+        elif best is None or is_better(step.metric, best, direction):
             best = step.metric
-            beats = baseline is None or sign * (best - baseline) > 0
+            beats = baseline is None or is_better(best, baseline, direction)
             step.outcome = "new best" + ("" if beats else " (not better than the baseline)")
         else:
             step.outcome = "no improvement"
@@ -208,8 +209,8 @@ def load_run(folder: Path | str) -> RunView:
     steps = _steps(root, direction, baseline)
     events = _jsonl(root / "logs" / "events.jsonl")
     moments = [m for m in map(_moment, events) if m is not None]
-    counted = [s for s in steps if s.counted]
-    best = (max if direction == "max" else min)(counted, key=lambda s: s.metric) if counted else None
+    best = best_step(steps, direction)
+    counted = totals(steps)
     test = base.get("test") or {}
     return RunView(
         root=root,
@@ -227,8 +228,8 @@ def load_run(folder: Path | str) -> RunView:
         steps_total=base.get("steps_total", len(steps)),
         steps_successful=base.get("steps_successful", sum(s.success for s in steps)),
         steps_budget=state.get("steps") or (base.get("config") or {}).get("steps"),
-        tokens=base.get("tokens", sum(s.tokens for s in steps)),
-        cost=base.get("cost", sum(s.cost for s in steps)),
+        tokens=base.get("tokens", counted.tokens),
+        cost=base.get("cost", counted.cost),
         wall_time_s=base.get("wall_time_s"),
         verify=_verify(root),
         steps=steps,

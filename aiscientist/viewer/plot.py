@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 
+from aiscientist.accounting import successful
 from aiscientist.viewer.load import RunView
 
 
@@ -20,8 +21,8 @@ def curve_png(run: RunView) -> str | None:
     from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7.0, 3.6), dpi=100)
-    good = [s for s in scored if s.counted]
-    bad = [s for s in scored if not s.counted]
+    good = [s for s in scored if successful(s)]
+    bad = [s for s in scored if not successful(s)]
     ax.scatter([s.step for s in good], [s.metric for s in good], s=22, color="#1f77b4", label="step metric", zorder=3)
     if bad:
         ax.scatter([s.step for s in bad], [s.metric for s in bad], s=22, marker="x", color="#d62728", label="not counted (failed / invalid)", zorder=3)

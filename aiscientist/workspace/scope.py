@@ -22,7 +22,7 @@ from contextlib import closing, contextmanager
 from typing import Protocol
 
 from aiscientist.paths import RunPaths
-from aiscientist.workspace import safe_open
+from aiscientist import safe_open
 from aiscientist.workspace.errors import PermissionDenied, ToolError
 from aiscientist.workspace.eventlog import EventLog
 from aiscientist.workspace.permissions import Op, Policy

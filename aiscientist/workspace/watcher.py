@@ -60,7 +60,7 @@ logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
 
 # Written all the time by the system itself (checkpoints, git, the map, the
 # model client's call log, the log mirrors, the run page); not listed as changes.
-IGNORED = ("state/", "submission/.git/", "WORKSPACE.md", "run.html", "run.tmp", "logs/llm_calls.jsonl", ".pristine/logs/")
+IGNORED = ("state/", "WORKSPACE.md", "run.html", "logs/llm_calls.jsonl", ".pristine/logs/")
 MAX_LISTED = 100
 # Only changes: reads (open/close without writing) never reach Python at all.
 WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]

@@ -7,19 +7,20 @@ from the folder handed to `create` or `open`, so a copied run folder resumes.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from aiscientist.accounting import call_usage, run_usage
 from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
-from aiscientist.paths import RunPaths
+from aiscientist.llm import read_records
+from aiscientist.paths import RunPaths, write_atomic
 from aiscientist.resources import WORKSPACE_TEMPLATE
-from aiscientist.sandbox import Sandbox, SandboxSettings, get_sandbox
+from aiscientist.sandbox import Mounts, RunResult, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
@@ -156,8 +157,9 @@ class Workspace:
 
     def state(self) -> RunState:
         steps = self.steps()
-        best = best_step(self.task, steps) if self.task.metric else None
-        calls, tokens, cost, wall = _llm_usage(self.paths.root / LLM_CALLS)
+        best = best_step(self.task, steps)
+        calls = call_usage(read_records(self.paths.root / LLM_CALLS))
+        tokens, cost = run_usage(calls, steps)
         return RunState(
             steps_done=len(steps),
             steps_successful=sum(s.success for s in steps),
@@ -165,10 +167,10 @@ class Workspace:
             best_step=best.step if best else None,
             best_metric=best.metric if best else None,
             best_metrics=best.metrics if best else {},
-            llm_calls=calls,
-            tokens=tokens if calls else sum(s.tokens for s in steps),
-            cost=cost if calls else sum(s.cost for s in steps),
-            wall_time_s=wall,
+            llm_calls=calls.calls,
+            tokens=tokens,
+            cost=cost,
+            wall_time_s=calls.wall_time_s,
         )
 
     # ---- workspace map ------------------------------------------------------------
@@ -176,9 +178,7 @@ class Workspace:
     def refresh_map(self) -> str:
         with self._map_lock:
             text = build_map(self)
-            tmp = self.paths.workspace_map.with_suffix(".md.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, self.paths.workspace_map)
+            write_atomic(self.paths.workspace_map, text)
             self._map_dirty = False
             return text
 
@@ -219,17 +219,17 @@ class Workspace:
         self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
 
 
-class _ObservedSandbox:
+class _ObservedSandbox(Sandbox):
     """The engine's sandbox, telling the workspace while commands run (so the
     watcher can tell a task's own preprocessing from anything else)."""
 
     def __init__(self, inner: Sandbox, ws: Workspace):
         self.inner, self.ws, self.name = inner, ws, inner.name
 
-    def run(self, commands, cwd, timeout, env=None, writable=(), readonly=(), hidden=()):  # type: ignore[no-untyped-def]
+    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         self.ws.commands_running = True
         try:
-            return self.inner.run(commands, cwd, timeout, env=env, writable=writable, readonly=readonly, hidden=hidden)
+            return self.inner.execute(commands, cwd, timeout, env, mounts)
         finally:
             self.ws.commands_running = False
 
@@ -250,25 +250,6 @@ def _make_read_only(folder: Path) -> None:
     for path in folder.rglob("*"):
         path.chmod(0o444 if path.is_file() else 0o555)
     folder.chmod(0o555)
-
-
-def _llm_usage(path: Path) -> tuple[int, int, float, float]:
-    """(calls, tokens, cost, wall time) from `logs/llm_calls.jsonl`, torn lines skipped."""
-    calls, tokens, cost, wall = 0, 0, 0.0, 0.0
-    if not path.is_file():
-        return calls, tokens, cost, wall
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-            wall = max(wall, float(record.get("run_elapsed_s", 0.0)))
-            if record.get("outcome") == "budget_exhausted":
-                continue
-            tokens += int(record.get("prompt_tokens") or 0) + int(record.get("completion_tokens") or 0)
-            cost += float(record.get("cost") or 0.0)
-            calls += 1
-        except (ValueError, TypeError, AttributeError):
-            continue
-    return calls, tokens, cost, wall
 
 
 def _is_backend(sandbox: object) -> bool:

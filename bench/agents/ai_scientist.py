@@ -17,10 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bench.agents.base import RunContext
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.llm.facts import facts_line, task_facts
+from aiscientist.paths import write_atomic
 from bench.agents.tools import baseline_toolbox, step_report, system_prompt
 
 ROLE = "ai-scientist"
@@ -147,7 +148,4 @@ class AIScientist:
 
     @staticmethod
     def _save(ctx: RunContext, progress: Progress) -> None:
-        path = ctx.ws.paths.state / "ai_scientist.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(progress.model_dump_json(indent=1))
-        tmp.replace(path)
+        write_atomic(ctx.ws.paths.state / "ai_scientist.json", progress.model_dump_json(indent=1))

@@ -19,13 +19,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.experiment import load_steps
+from aiscientist.agent.context import RunContext
 from aiscientist.gitrepo import git
 from aiscientist.llm.facts import facts_line, task_facts
+from aiscientist.paths import write_atomic
 from aiscientist.task import expand_globs
 
 from aiscientist.agent.outcome import Outcome, StopReason
-from bench.agents.base import RunContext
 from bench.agents.tools import system_prompt
 
 ROLE = "aide"
@@ -157,7 +157,7 @@ class Aide:
         path = self._path(ctx)
         if path.is_file():
             journal = Journal.model_validate_json(path.read_text())
-            done = {s.step for s in load_steps(ctx.ws.paths)}
+            done = {s.step for s in ctx.step_records()}
             journal.nodes = [n for n in journal.nodes if n.step in done]
             return journal
         files = ctx.editable_files()
@@ -168,10 +168,7 @@ class Aide:
         return Journal(target=target)
 
     def _save(self, ctx: RunContext, journal: Journal) -> None:
-        path = self._path(ctx)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(journal.model_dump(), indent=1))
-        tmp.replace(path)
+        write_atomic(self._path(ctx), json.dumps(journal.model_dump(), indent=1))
 
     @staticmethod
     def _baseline(ctx: RunContext, target: str) -> str:

@@ -20,8 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
-from bench.agents.base import RunContext
 
 WRAPPER = """#!/bin/sh
 # Runs the task's experiment commands once through the experiment engine (one counted step).
@@ -40,7 +40,7 @@ class External:
         bin_dir = ctx.ws.paths.state / "external_bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
         wrapper = bin_dir / "run_experiment"
-        wrapper.write_text(WRAPPER.format(python=shlex.quote(sys.executable), run_dir=shlex.quote(str(ctx.ws.paths.root)), agent=shlex.quote(ctx.agent), steps=ctx.assigned))
+        wrapper.write_text(WRAPPER.format(python=shlex.quote(sys.executable), run_dir=shlex.quote(str(ctx.ws.paths.root)), agent=shlex.quote(ctx.agent), steps=ctx.steps))
         wrapper.chmod(0o755)
         task_file = ctx.ws.paths.state / "external_task.md"
         task_file.write_text(ctx.task.summary() + f"\n\nStep budget: {ctx.steps_left()} (each `run_experiment` call is one step)\n")

@@ -9,11 +9,11 @@ the best is simply left behind (the next step starts again from the best).
 
 from __future__ import annotations
 
+from aiscientist.agent.context import RunContext
 from aiscientist.candidates import Change, propose_changes
-from aiscientist.experiment import best_step, load_steps
+from aiscientist.experiment import best_step
 
 from aiscientist.agent.outcome import Outcome, StopReason
-from bench.agents.base import RunContext
 
 RESTART_PROBABILITY = 0.2
 RESTART_CHANGES = 3
@@ -26,7 +26,7 @@ class HPSearch:
     def solve(self, ctx: RunContext) -> Outcome:
         while ctx.steps_left() > 0:
             rng = ctx.rng
-            best = best_step(ctx.task, load_steps(ctx.ws.paths))
+            best = best_step(ctx.task, ctx.step_records())
             restart = best is None or rng.random() < RESTART_PROBABILITY
             if restart:
                 ctx.reset_to_baseline()

@@ -14,10 +14,10 @@ messages (older turns are dropped whole), so long runs stay within a context.
 
 from __future__ import annotations
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.llm.facts import facts_line, task_facts
-from bench.agents.base import RunContext
 from bench.agents.tools import baseline_toolbox, system_prompt
 
 KEEP_MESSAGES = 40
@@ -66,7 +66,7 @@ class ReactAgent:
         box = baseline_toolbox(ctx, self.role)
         messages = [system_prompt(self.role, self.instructions), {"role": "user", "content": self._task_message(ctx)}]
         spec = LoopSpec(
-            max_turns=15 * ctx.assigned + 20,
+            max_turns=15 * ctx.steps + 20,
             nudge=lambda: f"{CONTINUE[self.role]} ({ctx.steps_left()} steps left)",
             nudge_every_turn=self.continue_every_turn,
             keep_messages=KEEP_MESSAGES,

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.shell import shell_tool
 from aiscientist.agent.tools import Tool, Toolbox, chunk_tools, file_tools, finish_tool, submit_tool
 from aiscientist.agent.toolsets import pick
-from bench.agents.base import RunContext
 
 ROLE_SCOPE = "agent"
 
@@ -53,7 +53,7 @@ def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
     available = [
         *file_tools(scope, box, write=True),
         *chunk_tools(scope),
-        shell_tool(ctx.ws, ROLE_SCOPE),
+        shell_tool(ctx.ws, ROLE_SCOPE, box),
         experiment_tool(ctx),
         finish_tool("End this turn (the code is ready to run, or you are done)."),
         submit_tool("Declare the work finished; ends the run."),

@@ -40,14 +40,15 @@ class Odd(Exception):
         self.reason = reason
 
 
-def odd(info: os.stat_result) -> str | None:
+def odd(info: os.stat_result, hard_links: bool = False) -> str | None:
     """Why a file is unsafe: a FIFO or device would block or leak, and a file
-    with several hard links may alias a protected file or one outside."""
+    with several hard links may alias a protected file or one outside (allowed
+    with `hard_links`, for readers that only look at the content)."""
     if stat.S_ISDIR(info.st_mode):
         return None
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
-    if info.st_nlink > 1:
+    if info.st_nlink > 1 and not hard_links:
         return f"the file has {info.st_nlink} hard links (it may alias another file)"
     return None
 
@@ -92,13 +93,14 @@ def folder(root: Path, parts: list[str], create: bool = False) -> Iterator[int]:
         os.close(fd)
 
 
-def _open_file(dir_fd: int, name: str, depth: int, write: bool) -> int:
-    """An open regular file with one link; write opens create it but do not truncate."""
+def open_file(dir_fd: int, name: str, depth: int = 0, write: bool = False, hard_links: bool = False) -> int:
+    """An open regular file (with one link unless `hard_links`) in folder `dir_fd`;
+    write opens create it but do not truncate."""
     info = _lstat(dir_fd, name)
     if info is not None and stat.S_ISLNK(info.st_mode):
         raise Link(depth)
-    if info is not None and not stat.S_ISDIR(info.st_mode) and odd(info):
-        raise Odd(odd(info) or "")  # never open a device or FIFO at all
+    if info is not None and not stat.S_ISDIR(info.st_mode) and odd(info, hard_links):
+        raise Odd(odd(info, hard_links) or "")  # never open a device or FIFO at all
     flags = FILE_FLAGS | (os.O_WRONLY | os.O_CREAT if write else os.O_RDONLY)
     try:
         fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
@@ -110,7 +112,7 @@ def _open_file(dir_fd: int, name: str, depth: int, write: bool) -> int:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory")
-        reason = odd(info)
+        reason = odd(info, hard_links)
         if reason:
             raise Odd(reason)
     except BaseException:
@@ -120,11 +122,11 @@ def _open_file(dir_fd: int, name: str, depth: int, write: bool) -> int:
 
 
 @contextmanager
-def file(root: Path, parts: list[str], write: bool = False) -> Iterator[int]:
+def file(root: Path, parts: list[str], write: bool = False, hard_links: bool = False) -> Iterator[int]:
     """The descriptor of regular file root/parts; folders on the way are made
     when writing. The caller truncates before writing."""
     with folder(root, parts[:-1], create=write) as parent:
-        fd = _open_file(parent, parts[-1], len(parts), write)
+        fd = open_file(parent, parts[-1], len(parts), write, hard_links)
     try:
         yield fd
     finally:
@@ -143,7 +145,7 @@ def entry(root: Path, parts: list[str]) -> Iterator[tuple[int, Kind]]:
         if info is not None and stat.S_ISDIR(info.st_mode):
             fd, kind = _child_dir(parent, parts[-1], len(parts), create=False), "dir"
         else:
-            fd, kind = _open_file(parent, parts[-1], len(parts), write=False), "file"
+            fd, kind = open_file(parent, parts[-1], len(parts), write=False), "file"
     try:
         yield fd, kind
     finally:
@@ -186,7 +188,7 @@ def walk_files(dir_fd: int, rel: str, keep_dir: Callable[[str], bool], keep_file
                 os.close(sub)
         elif keep_file(child):
             try:
-                fd = _open_file(dir_fd, name, 0, write=False)
+                fd = open_file(dir_fd, name, 0, write=False)
             except (OSError, Link, Odd):
                 continue
             try:
@@ -208,8 +210,9 @@ def read_all(fd: int, limit: int) -> bytes:
 
 
 def replace_content(fd: int, data: bytes) -> None:
-    """Make an open file hold exactly `data`."""
-    os.ftruncate(fd, 0)
+    """Make an open file hold exactly `data`: written over the old bytes, then cut to
+    length (emptying the file first would free its blocks, slow on discard-mounted disks)."""
     view, done = memoryview(data), 0
     while done < len(data):
         done += os.pwrite(fd, view[done:], done)
+    os.ftruncate(fd, len(data))

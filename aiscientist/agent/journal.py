@@ -37,9 +37,6 @@ class Journal:
         """The recorded result of `key`, or None when it never finished."""
         return self._done.get(key)
 
-    def has(self, key: str) -> bool:
-        return key in self._done
-
     def intent(self, key: str) -> Any | None:
         """What was noted before `key` started (e.g. the step number it would use)."""
         return self._intents.get(key)
