@@ -90,3 +90,31 @@ def test_call_usage_counts_calls_and_the_budget_tracker_agrees(tmp_path_factory,
     log.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"torn": ')
     used = BudgetTracker(BudgetLimits(), log).used()
     assert (used.calls, used.tokens) == (usage.calls, usage.tokens) and abs(used.cost - usage.cost) < 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(trajectories)
+def test_the_run_context_keeps_step_records_and_best_step_as_the_folders_grow(steps: list[StepRecord]):
+    """RunContext reads step folders incrementally and folds the final records into its
+    best once: after each new step.json, and after the watcher rewrites the newest
+    record, it answers exactly as reading every folder afresh does."""
+    import tempfile
+
+    from aiscientist.agent.context import RunContext
+    from aiscientist.experiment import load_steps
+    from aiscientist.workspace import Workspace
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace.create(TASK, Path(tmp) / "run", sandbox="local")
+        ctx = RunContext(agent="linear", ws=ws, model="offline", steps=len(steps))
+        for rec in steps:
+            folder = ws.paths.step_dir(rec.step)
+            folder.mkdir(parents=True)
+            (folder / "step.json").write_text(rec.model_dump_json())
+            if rec.step % 3 == 0:  # the watcher marks the newest step invalid after it was read
+                assert ctx.step_records()[-1] == rec
+                (folder / "step.json").write_text(rec.model_copy(update={"valid": False}).model_dump_json())
+            on_disk = load_steps(ws.paths)
+            assert ctx.step_records() == on_disk
+            assert ctx.best_step() == best_step(on_disk, "min")
+            assert ctx.best_step(before=rec.step) == best_step([s for s in on_disk if s.step < rec.step], "min")

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiscientist import accounting
 from aiscientist.agent.journal import Journal
 from aiscientist.agent.loop import call_model
 from aiscientist.agent.outcome import StopReason, StopRun
@@ -51,7 +52,10 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
     wall_time_s: float | None = None
     _clients: dict[str, LLMClient] = field(default_factory=dict)
-    _steps: dict[str, tuple[int, StepRecord]] = field(default_factory=dict)
+    _final: list[StepRecord] = field(default_factory=list)  # records of steps before _open that no longer change
+    _open: int = 1  # the oldest step whose record may still change
+    _final_best: tuple[int, StepRecord | None] = (0, None)  # (records of _final folded, the best of them)
+    _recent: dict[int, tuple[tuple[int, int, int], StepRecord | None]] = field(default_factory=dict)  # step -> (file stamp, record)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -104,24 +108,51 @@ class RunContext:
     # ---- steps ---------------------------------------------------------------------
 
     def step_records(self) -> list[StepRecord]:
-        """Every recorded step, in order. Asked for several times per step, so parsed
-        records are kept: only the two newest step folders are checked again (a step's
-        record changes only while it runs or right after, when the watcher may mark it
-        invalid), older ones are final."""
-        folder = self.ws.paths.experiments
-        names = sorted(n for n in os.listdir(folder) if n.startswith("step_")) if folder.is_dir() else []
-        out = []
-        for i, name in enumerate(names):
-            cached = self._steps.get(name)
-            if cached is None or i >= len(names) - 2:
+        """Every recorded step, in order. Asked for many times per step, so it costs the
+        same at step 1,000 as at step 1: step folders are numbered 1, 2, ... (a crashed
+        attempt's number is reused), so only folders from the oldest step whose record
+        may still change are looked at. A record changes only while its step runs or
+        right after (the watcher may mark it invalid): all but the two newest are final.
+        An unreadable record is left out, as a missing one is."""
+        fresh: list[tuple[int, StepRecord | None]] = []
+        step = self._open
+        while True:
+            path = self.ws.paths.step_dir(step) / "step.json"
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                break  # not started, or running
+            stamp = (info.st_ino, info.st_size, info.st_mtime_ns)  # a rewrite in the same clock tick changes size or inode
+            cached = self._recent.get(step)
+            if cached is None or cached[0] != stamp:
                 try:
-                    stamp = os.stat(folder / name / "step.json").st_mtime_ns
-                    if cached is None or cached[0] != stamp:
-                        cached = self._steps[name] = (stamp, StepRecord.model_validate_json((folder / name / "step.json").read_text()))
-                except (FileNotFoundError, ValueError):
-                    continue  # running, or interrupted before its record was complete
-            out.append(cached[1])
-        return out
+                    cached = self._recent[step] = (stamp, StepRecord.model_validate_json(path.read_text()))
+                except (OSError, ValueError):
+                    cached = (stamp, None)
+            fresh.append((step, cached[1]))
+            step += 1
+        while len(fresh) > 2:
+            done, record = fresh.pop(0)
+            self._final += [record] if record is not None else []
+            self._recent.pop(done, None)
+            self._open = done + 1
+        return [*self._final, *(r for _, r in fresh if r is not None)]
+
+    def best_step(self, before: int | None = None) -> StepRecord | None:
+        """`accounting.best_step` over `step_records()` (only steps before `before` if
+        given; None for a task without a metric), the final records folded in once."""
+        records = self.step_records()
+        if self.task.metric is None:
+            return None
+        direction = self.task.metric.direction
+        folded, best = self._final_best
+        best = accounting.best_step([r for r in (best, *self._final[folded:]) if r is not None], direction)
+        self._final_best = (len(self._final), best)
+        cutoff = before if before is not None else records[-1].step + 1 if records else 1
+        rest = [r for r in records[len(self._final):] if r.step < cutoff]
+        if best is not None and best.step >= cutoff:  # asked about the past: fold what precedes it
+            return accounting.best_step([r for r in records if r.step < cutoff], direction)
+        return accounting.best_step([r for r in (best, *rest) if r is not None], direction)
 
     def steps_done(self) -> int:
         return len(self.step_records())

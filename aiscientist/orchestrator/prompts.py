@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aiscientist.agent.context import RunContext
-from aiscientist.experiment import best_step
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
 from aiscientist.specialists.context import facts, task_brief
 
@@ -82,7 +81,7 @@ def progress_line(rt: RunContext) -> str:
 
 def best_line(rt: RunContext) -> str:
     task = rt.task
-    best = best_step(task, rt.step_records()) if task.metric else None
+    best = rt.best_step()
     base = f"baseline {task.baseline}" if task.baseline is not None else "baseline unknown"
     if best is None:
         return f"Best: none yet ({base})"

@@ -199,7 +199,7 @@ def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
     task = rt.task
     records = rt.step_records()
-    best = best_step(task, records)
+    best = rt.best_step()
     tokens, cost = rt.usage()
     last = records[-1] if records else None
     return {

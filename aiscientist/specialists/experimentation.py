@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.experiment import StepRecord, best_step
+from aiscientist.experiment import StepRecord
 from aiscientist.gitrepo import git
 from aiscientist.specialists.base import SpecialistResult, append_once, role_toolbox, run_loop
 from aiscientist.specialists.context import call_brief, facts, steps_used
@@ -82,7 +82,7 @@ def improved(rt: RunContext, record: StepRecord) -> bool:
     task = rt.task
     if not record.eligible or record.metric is None or task.metric is None:
         return False
-    earlier = best_step(task, [s for s in rt.step_records() if s.step < record.step])
+    earlier = rt.best_step(before=record.step)
     for reference in (task.baseline, earlier.metric if earlier else None):
         if reference is not None and not task.metric.better(record.metric, reference):
             return False
@@ -101,7 +101,7 @@ def describe(rt: RunContext, record: StepRecord) -> str:
     """The step's outcome in a few lines (what exp_log.md and the agent get)."""
     task = rt.task
     metric = task.metric
-    best = best_step(task, rt.step_records())
+    best = rt.best_step()
     lines = [f"[step {record.step:04d}] hypothesis: {record.hypothesis[:300]}"]
     if record.success:
         lines.append(f"success: true; metric: {record.metric!r} ({metric.label if metric else 'metric'}, {metric.direction if metric else ''})")

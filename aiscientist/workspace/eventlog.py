@@ -96,6 +96,7 @@ class EventLog:
         self.root = Path(root)
         self.path = self.root / EVENTS
         self.head_path = self.root / HEAD
+        self._sessions: dict[Path, tuple[int, int]] = {}  # log -> (bytes counted, sessions in them)
 
     def record(self, role: str, kind: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         """Append one event and return it."""
@@ -113,7 +114,7 @@ class EventLog:
                 offset = os.fstat(out).st_size
                 header = ""
                 if session is None:
-                    session = _count_sessions(target) + 1
+                    session = self._count_sessions(target, offset) + 1
                     header = ("\n" if offset else "") + f"{SESSION_MARK}{session} === ({role}, {now()})\n"
                 text = _NOT_A_SESSION.sub(" " + SESSION_MARK, text)  # only the API opens sessions
                 data = (header + text + ("" if text.endswith("\n") else "\n")).encode()
@@ -131,6 +132,19 @@ class EventLog:
             }
             event = self._append_event(fd, role, "log.append", payload, log_size=(rel, offset + len(data)))
         return event, session
+
+    def _count_sessions(self, path: Path, size: int) -> int:
+        """Sessions opened in the log's first `size` bytes, read from where the last count
+        stopped (a log only grows, under the lock; a shorter one is counted afresh)."""
+        counted, count = self._sessions.get(path, (0, 0))
+        if counted > size:
+            counted, count = 0, 0
+        with open(path, "rb") as handle:
+            handle.seek(counted)
+            for line in handle.read(size - counted).splitlines():
+                count += line.startswith(SESSION_MARK.encode())
+        self._sessions[path] = (size, count)
+        return count
 
     def mirror_path(self, rel: str) -> Path:
         """A copy of a markdown log kept where no role reaches, for restoring it."""
@@ -232,12 +246,6 @@ def _torn_tail(fd: int, size: int) -> bytes:
     return os.pread(fd, size, 0)
 
 
-def _count_sessions(path: Path) -> int:
-    count = 0
-    with open(path, "rb") as handle:
-        for line in handle:
-            count += line.startswith(SESSION_MARK.encode())
-    return count
 
 
 def read_events(root: Path) -> Iterator[dict[str, Any]]:
