@@ -19,7 +19,7 @@
 Wall times on a machine shared with other jobs are noisy: run it on an idle machine
 for figures to quote.
 
-    python benchmarks/scale.py [--rounds 6] [--steps 3] [--burn 2] [--repeat 5]
+    python benchmarks/scale.py [--rounds 6] [--steps 6] [--burn 2] [--repeat 5]
                                [--executors pool,ray] [--backends local,bwrap,docker] [--grid-sandbox auto]
 """
 
@@ -114,7 +114,7 @@ def step_costs(backend: str, repeat: int, scratch: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--burn", type=float, default=2.0, help="approximate CPU seconds each experiment burns")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--executors", default="pool,ray")
