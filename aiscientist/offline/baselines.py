@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from aiscientist.offline import search
+import aiscientist.offline.search as search
 from aiscientist.offline.backend import PolicyContext, PolicyReply, register_role_policy
 from aiscientist.offline.solo import editable, read_call, replay
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from aiscientist.offline import search
+import aiscientist.offline.search as search
 from aiscientist.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.offline.solo import Call
 

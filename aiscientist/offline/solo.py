@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from aiscientist.offline import search
+import aiscientist.offline.search as search
 from aiscientist.offline.backend import BANNER, Exchange, PolicyContext, PolicyReply, register_role_policy
 
 HEREDOC = "AISCI_EOF"

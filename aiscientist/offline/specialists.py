@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from aiscientist import candidates
-from aiscientist.offline import search
+import aiscientist.offline.search as search
 from aiscientist.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.offline.solo import Call, editable, read_call, replay, tries
 
