@@ -60,9 +60,10 @@ def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> t
     return workers, slots
 
 
-def open_executor(kind: str, address: str | None, n_runs: int, workers: int | None, cores_per_run: int | None):
-    """The pool or a RayExecutor, shaped alike: `workers` runs at once, `cores_per_run` each."""
-    workers, slots = pool_shape(n_runs, workers, cores_per_run)
+def open_executor(kind: str, address: str | None, slots: list[list[int]]):
+    """The pool or a RayExecutor, shaped alike by `pool_shape`: one run at once per core
+    set in `slots`, each with that many cores."""
+    workers = len(slots)
     if kind == "ray":
         return RayExecutor(address, num_cpus=workers * len(slots[0]), cores_per_run=len(slots[0]))
     context = multiprocessing.get_context("spawn")

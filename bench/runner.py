@@ -272,10 +272,10 @@ def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         raise
 
 
-def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> list[Path]:
-    """The improve tasks of these runs whose baseline is not measured yet."""
+def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> dict[str, Path]:
+    """The improve tasks of these runs whose baseline is not measured yet, by name."""
     paths = {s.task: s.task_path for s in todo if not (out / "baselines" / s.task / "baseline.json").is_file()}
-    return [path for path in paths.values() if load_task(path).kind == "improve"]
+    return {name: path for name, path in paths.items() if load_task(path).kind == "improve"}
 
 
 def _baseline_job(task_path: Path, out: Path, sandbox: str) -> None:
@@ -294,12 +294,12 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     failures: dict[str, str] = {}
     if todo:
         # the baselines first, so no run waits for one at its end
-        jobs: list[Job] = [(f"{load_task(p).name}/baseline", _baseline_job, (p, out, config.sandbox)) for p in _unmeasured_baselines(todo, out)]
+        jobs: list[Job] = [(f"{name}/baseline", _baseline_job, (path, out, config.sandbox)) for name, path in _unmeasured_baselines(todo, out).items()]
         jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
-        slots, _ = pool_shape(len(todo), config.workers, config.cores_per_run)
-        with open_executor(config.executor, config.address, len(todo), config.workers, config.cores_per_run) as pool:
+        workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
+        with open_executor(config.executor, config.address, slots) as pool:
             with GridProgress(specs, config, out, enabled=progress) as live:
-                failures = _drain(pool, jobs, slots, live.refresh)
+                failures = _drain(pool, jobs, workers, live.refresh)
     return {"runs": len(specs), "ran": len(todo), "failed": failures}
 
 

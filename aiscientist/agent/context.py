@@ -148,10 +148,9 @@ class RunContext:
         folded, best = self._final_best
         best = accounting.best_step([r for r in (best, *self._final[folded:]) if r is not None], direction)
         self._final_best = (len(self._final), best)
-        cutoff = before if before is not None else records[-1].step + 1 if records else 1
-        rest = [r for r in records[len(self._final):] if r.step < cutoff]
-        if best is not None and best.step >= cutoff:  # asked about the past: fold what precedes it
-            return accounting.best_step([r for r in records if r.step < cutoff], direction)
+        if before is not None and best is not None and best.step >= before:  # asked about the past
+            return accounting.best_step([r for r in records if r.step < before], direction)
+        rest = [r for r in records[len(self._final):] if before is None or r.step < before]
         return accounting.best_step([r for r in (best, *rest) if r is not None], direction)
 
     def steps_done(self) -> int:

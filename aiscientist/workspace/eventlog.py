@@ -246,8 +246,6 @@ def _torn_tail(fd: int, size: int) -> bytes:
     return os.pread(fd, size, 0)
 
 
-
-
 def read_events(root: Path) -> Iterator[dict[str, Any]]:
     """The events of a run folder that parse (verification lives in verify.py)."""
     path = Path(root) / EVENTS
