@@ -1,22 +1,12 @@
-"""Tasks: the schema (`model`), one loader module per format (`yaml_format`,
-`fml_legacy`, `fml_main`) and `load_task`, which picks one by looking at the path."""
+"""Tasks: the schema (`model`), the loaders (`load`: task.yaml, `fml`: FML-bench folders)."""
 
 from aiscientist.task.checks import check_after_setup, check_files
 from aiscientist.task.load import load_task
-from aiscientist.task.model import Budget, Constraint, Direction, MetricChoice, MetricSpec, ScoreRange, Task, TaskError, expand_globs, glob_match
+from aiscientist.task.model import (
+    Budget, Constraint, Direction, MetricChoice, MetricSpec, ScoreRange, Task, TaskError, expand_globs, glob_match,
+)
 
 __all__ = [
-    "Budget",
-    "Constraint",
-    "Direction",
-    "MetricChoice",
-    "MetricSpec",
-    "ScoreRange",
-    "Task",
-    "TaskError",
-    "check_after_setup",
-    "check_files",
-    "expand_globs",
-    "glob_match",
-    "load_task",
+    "Budget", "Constraint", "Direction", "MetricChoice", "MetricSpec", "ScoreRange", "Task", "TaskError",
+    "check_after_setup", "check_files", "expand_globs", "glob_match", "load_task",
 ]

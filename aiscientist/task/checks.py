@@ -1,6 +1,4 @@
-"""Validation shared by every task loader: pydantic errors turned into `TaskError`s
-that name file, field and reason, small JSON helpers, and the checks against the
-files on disk."""
+"""Validation shared by every task loader: errors name file, field and reason."""
 
 from __future__ import annotations
 
@@ -40,13 +38,6 @@ def read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise TaskError(path, "(file)", "expected a JSON object")
     return data
-
-
-def str_list(file: Path, config: dict[str, Any], key: str) -> list[str]:
-    value = config.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TaskError(file, key, "expected a list of strings")
-    return value
 
 
 def check_files(task: Task, file: Path) -> None:

@@ -1,4 +1,4 @@
-"""What both FML-bench task-folder layouts share.
+"""FML-bench task folders, both branches.
 
 A task folder is `<root>/ml_tasks/<Task>/`; paths in its `config.json` are relative
 to the root, and commands run inside `repo_dir` and reach back with relative paths
@@ -11,22 +11,25 @@ folder by `benchmark.name`.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from aiscientist.metrics_file import MetricsError, read_metric
-from aiscientist.task.checks import check_files, read_json, str_list, validate
-from aiscientist.task.model import Direction, MetricChoice, MetricSpec, Task, TaskError
+from aiscientist.task.checks import check_files, read_json, validate
+from aiscientist.task.model import Direction, MetricChoice, MetricSpec, Task, TaskError, mean_key
 
 # FML-bench's own defaults (legacy: execute 7,200 s, pre/post-process 300 s; main: 2,400 s
 # per step). Its final test runs without a limit; here it gets the validation re-run's
 # and the test's limits together.
 LEGACY_TIMEOUTS = {"command_timeout_s": 7200.0, "preprocess_timeout_s": 300.0, "postprocess_timeout_s": 300.0}
-MAIN_TIMEOUTS = {"command_timeout_s": 2400.0, "preprocess_timeout_s": 300.0, "postprocess_timeout_s": 300.0, "test_timeout_s": 4800.0}
+MAIN_TIMEOUTS = {**LEGACY_TIMEOUTS, "command_timeout_s": 2400.0, "test_timeout_s": 4800.0}
+MAIN_OUTPUTS = "results_tmp"
 
 _DIRECTIONS: dict[str, Direction] = {"higher": "max", "max": "max", "maximize": "max", "lower": "min", "min": "min", "minimize": "min"}
 _WORD = re.compile(r"""[^\s'"`;&|<>()]+""")
@@ -74,15 +77,20 @@ class FmlFolder:
         return [self.command(c) for c in value]
 
     def strings(self, key: str) -> list[str]:
-        return str_list(self.config_file, self.config, key)
+        value = self.config.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TaskError(self.config_file, key, "expected a list of strings")
+        return value
 
     def description(self) -> str:
         prompt_file = self.folder / "prompt.json"
         prompt = read_json(prompt_file) if prompt_file.is_file() else {}
         return "\n\n".join(str(prompt[k]) for k in ("system", "task_description") if prompt.get(k))
 
-    def selection(self) -> tuple[Path, dict[str, Any]] | None:
-        """The `metrics` block of the root's `configs/**/*.yaml` whose `benchmark.name` is this task."""
+    @cached_property
+    def selection(self) -> tuple[Path, dict[str, Any]]:
+        """The `metrics` block of the root's `configs/**/*.yaml` whose `benchmark.name` is this task
+        (empty when none is)."""
         for file in sorted((self.root / "configs").rglob("*.y*ml")):
             try:
                 raw = yaml.safe_load(file.read_text())
@@ -93,7 +101,7 @@ class FmlFolder:
                 if not isinstance(metrics, dict):
                     raise TaskError(file, "metrics", "expected a mapping")
                 return file, metrics
-        return None
+        return self.config_file, {}
 
     def task(self, layout: str, metric: MetricSpec, fields: dict[str, Any]) -> Task:
         """The validated Task: the fields both layouts share, plus the layout's own `fields`
@@ -145,17 +153,127 @@ def single(file: Path, field: str, value: object) -> str | None:
     return value[0]
 
 
-def choose(source: Path, choice: MetricChoice | None, dataset: str | None, metric: str | None, found: Direction | None, directions: dict[str, Any]) -> MetricSpec:
+def choose(
+    fml: FmlFolder, choice: MetricChoice | None, metric: str | None, found: Direction | None
+) -> MetricSpec:
     """The metric spec: `choice` (from --metric) overrides what the task's files say;
     a direction must come from one of them."""
+    source, metrics = fml.selection
+    dataset = single(source, "metrics.include_datasets", metrics.get("include_datasets"))
+    directions = metrics.get("per_metric_direction") or {}
     dataset = choice.dataset if choice else dataset
     metric = choice.name if choice else metric
     if dataset is None or metric is None:
         raise TaskError(source, "metric", "no metric chosen: the FML-bench configs name none; pass --metric DATASET/METRIC[:max|min]")
     chosen = choice.direction if choice else None
-    key = metric if metric.endswith("_mean") else f"{metric}_mean"
+    key = mean_key(metric)
     per_metric = direction(source, f"per_metric_direction.{key}", directions.get(key, directions.get(metric)))
     resolved = chosen or per_metric or found
     if resolved is None:
         raise TaskError(source, "metric", f"no direction for {dataset}/{metric}: pass --metric {dataset}/{metric}:max or :min")
     return MetricSpec(dataset=dataset, name=metric, direction=resolved)
+
+
+def load_fml_legacy(folder: Path, choice: MetricChoice | None = None) -> Task:
+    """The `legacy` branch (the seed paper's 8 tasks): command lists in config.json,
+    `exp_running_dir` where `final_info.json` appears, the metric chosen in the root's
+    `configs/*.yaml`, the baseline in `baseline_results/final_info.json`."""
+    fml = FmlFolder(folder)
+    metric = legacy_metric(fml, choice)
+    exp_dir = str(fml.config.get("exp_running_dir") or ".").rstrip("/") or "."
+    fields: dict[str, Any] = {
+        "protected": fml.strings("read_only_files"),
+        "setup_commands": fml.commands("setup_commands"),
+        "preprocess_commands": fml.commands("preprocess_commands", "do_preprocess"),
+        "commands": fml.commands("execute_commands"),
+        "postprocess_commands": fml.commands("postprocess_commands", "do_postprocess"),
+        "metrics_file": f"{exp_dir}/final_info.json",
+        "outputs_dir": None if exp_dir == "." else exp_dir,
+        "baseline": fml.baseline("final_info.json", metric),
+        **LEGACY_TIMEOUTS,
+    }
+    return fml.task("fml-legacy", metric, fields)
+
+
+def legacy_metric(fml: FmlFolder, choice: MetricChoice | None) -> MetricSpec:
+    file, metrics = fml.selection
+    overall = direction(file, "metrics.optimization_direction", metrics.get("optimization_direction"))
+    name = single(file, "metrics.include_metrics", metrics.get("include_metrics"))
+    return choose(fml, choice, name, overall)
+
+
+def load_fml_main(folder: Path, choice: MetricChoice | None = None) -> Task:
+    """The `main` branch (18 tasks with a validation/test split): one `val_command` and
+    one `test_command` line, results in `results_tmp/{val,test}_info.json`. Like FML-bench,
+    the hidden test re-runs validation (it regenerates checkpoints) before the test.
+    The `cp <task file> <dest>` commands both lines start with (FML-bench re-copies its
+    evaluation files before every run) become preprocess commands, and their destinations
+    protected files, so they are in place, verified and read-only like legacy
+    `read_only_files`."""
+    fml = FmlFolder(folder)
+    val_copies, val = split_copies(fml, _command(fml, "val_command"))
+    test_copies, test = split_copies(fml, _command(fml, "test_command"))
+    if val_copies != test_copies:  # not FML-bench's usual shape: keep the lines whole
+        val, test = " && ".join([*val_copies, val]), " && ".join([*test_copies, test])
+        val_copies = []
+    metric = main_metric(fml, choice)
+    editable = fml.strings("target_files")
+    fields: dict[str, Any] = {
+        "preprocess_commands": val_copies,
+        "protected": sorted({d for d in (_destination(fml, c) for c in val_copies) if d not in editable}),
+        "commands": [val],
+        "test_commands": [val, test],
+        "metrics_file": f"{MAIN_OUTPUTS}/val_info.json",
+        "test_metrics_file": f"{MAIN_OUTPUTS}/test_info.json",
+        "outputs_dir": MAIN_OUTPUTS,
+        "baseline": fml.baseline("val_info.json", metric),
+        "baseline_test": fml.baseline("test_info.json", metric),
+        **MAIN_TIMEOUTS,
+    }
+    return fml.task("fml-main", metric, fields)
+
+
+def split_copies(fml: FmlFolder, line: str) -> tuple[list[str], str]:
+    """The leading `cp SOURCE DEST` parts of an `&&` chain that copy a file from outside
+    the repository, and the rest of the line."""
+    parts = re.split(r"\s*&&\s*", line)
+    copies = []
+    for part in parts[:-1]:
+        if _destination(fml, part) is None:
+            break
+        copies.append(part)
+    return copies, " && ".join(parts[len(copies) :])
+
+
+def _destination(fml: FmlFolder, part: str) -> str | None:
+    """Where `cp SOURCE DEST` puts an outside file, relative to the repository; None for other commands."""
+    try:
+        words = shlex.split(part)
+    except ValueError:
+        return None
+    if len(words) != 3 or words[0] != "cp" or not Path(words[1]).is_absolute():
+        return None
+    if Path(words[1]).resolve().is_relative_to(fml.repo):
+        return None
+    target = fml.repo / words[2]
+    if words[2].endswith("/") or target.is_dir():
+        target = target / Path(words[1]).name
+    rel = os.path.normpath(target.relative_to(fml.repo)) if target.resolve().is_relative_to(fml.repo) else None
+    return None if rel is None or rel.startswith("..") else Path(rel).as_posix()
+
+
+def _command(fml: FmlFolder, key: str) -> str:
+    value = fml.config.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise TaskError(fml.config_file, key, "expected a non-empty command string")
+    return fml.command(value)
+
+
+def main_metric(fml: FmlFolder, choice: MetricChoice | None) -> MetricSpec:
+    name = fml.config.get("metric")
+    if name is not None and not isinstance(name, str):
+        raise TaskError(fml.config_file, "metric", "expected a metric name")
+    stated = direction(fml.config_file, "metric_direction", fml.config.get("metric_direction"))
+    if choice is not None and name is not None and choice.name not in (name, name.removesuffix("_mean")):
+        stated = None  # the config's direction is for its own metric
+    return choose(fml, choice, name, stated)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiscientist.task.checks import read_json
-from aiscientist.task.fml_legacy import load_fml_legacy
-from aiscientist.task.fml_main import load_fml_main
+import yaml
+
+from aiscientist.task.checks import check_files, read_json, validate
+from aiscientist.task.fml import load_fml_legacy, load_fml_main
 from aiscientist.task.model import MetricChoice, MetricSpec, Task, TaskError
-from aiscientist.task.yaml_format import load_task_yaml
 
 
 def load_task(path: str | Path, metric: MetricChoice | MetricSpec | None = None) -> Task:
@@ -31,4 +31,30 @@ def load_task(path: str | Path, metric: MetricChoice | MetricSpec | None = None)
         return load_fml_main(path, choice)
     if "execute_commands" in config:
         return load_fml_legacy(path, choice)
-    raise TaskError(config_file, "(file)", "neither an FML-bench main task (val_command) nor a legacy one (execute_commands)")
+    message = "neither an FML-bench main task (val_command) nor a legacy one (execute_commands)"
+    raise TaskError(config_file, "(file)", message)
+
+
+def load_task_yaml(path: Path) -> Task:
+    """Our own format: `Task`'s fields, with paths relative to the file."""
+    path = Path(path).resolve()
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise TaskError(path, "(file)", f"invalid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise TaskError(path, "(file)", "expected a mapping of task fields")
+    base = path.parent
+    if "description_file" in raw:
+        target = base / str(raw.pop("description_file"))
+        if not target.is_file():
+            raise TaskError(path, "description_file", f"file not found: {target}")
+        raw["description"] = target.read_text()
+    for key in ("repository", "paper", "addendum"):
+        if raw.get(key) is not None:
+            raw[key] = str((base / str(raw[key])).resolve())
+    raw["outside_paths"] = [str((base / str(p)).resolve()) for p in raw.get("outside_paths", [])]
+    raw["source"] = str(path)
+    task = validate(path, raw)
+    check_files(task, path)
+    return task

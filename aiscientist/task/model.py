@@ -7,6 +7,7 @@ import functools
 import glob
 import math
 import re
+import shutil
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +27,10 @@ class TaskError(ValueError):
 Direction = Literal["max", "min"]
 
 
+def mean_key(metric: str) -> str:
+    return metric if metric.endswith("_mean") else f"{metric}_mean"
+
+
 class MetricSpec(BaseModel):
     """One metric in `final_info.json`: `{dataset: {"means": {"<name>_mean": v}}}`."""
 
@@ -37,7 +42,7 @@ class MetricSpec(BaseModel):
     @property
     def key(self) -> str:
         """The key under `means`; FML-bench appends `_mean` to the metric name."""
-        return self.name if self.name.endswith("_mean") else f"{self.name}_mean"
+        return mean_key(self.name)
 
     @property
     def label(self) -> str:
@@ -69,7 +74,7 @@ class Constraint(BaseModel):
 
     @property
     def key(self) -> str:
-        return self.metric if self.metric.endswith("_mean") else f"{self.metric}_mean"
+        return mean_key(self.metric)
 
     def holds(self, value: float) -> bool:
         return value >= self.value if self.op == ">=" else value <= self.value
@@ -96,18 +101,12 @@ class Budget(BaseModel):
 class Task(BaseModel):
     """A research task, with every path absolute once loaded.
 
-    `commands` is the command list of one experiment step (validation); they run
-    through a shell, in order, inside `working_dir` of the copied repository.
-    `preprocess_commands` are the task author's, run before every step with
-    protected files writable (FML-bench re-copies its evaluation files there).
-    `test_commands` is the hidden final test, run once on the chosen code with
-    the `hidden` files present (they are never copied into an agent's workspace).
-    A step may create only its metrics file and its `outputs` (aiscientist/integrity.py).
-    `outputs_dir` (relative to `working_dir`) is emptied before every step so that
-    nothing a previous step wrote can be credited to this one. `outside_paths` are
-    files and folders outside the repository that the commands reach (an FML-bench
-    task's own files, data folders beside the repository); experiments see them
-    read-only. `conda_env` names the conda environment the commands run in.
+    `commands` (one experiment step) run in order inside `working_dir` of the copied
+    repository; `preprocess_commands` run before every step with protected files
+    writable (FML-bench re-copies its evaluation files there); `test_commands` are the
+    hidden final test, the only commands that see the `hidden` files. `outputs_dir` is
+    emptied before every step so nothing a previous step wrote is credited to this one.
+    `outside_paths` (files the commands reach outside the repository) are mounted read-only.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -164,8 +163,6 @@ class Task(BaseModel):
                 raise ValueError(f"{name}: must be a finite number")
         return self
 
-    # ---- derived paths -------------------------------------------------------------
-
     def metrics_path(self, repo_root: Path, test: bool = False) -> Path:
         """Where the metrics file appears inside a copy of the repository."""
         name = (self.test_metrics_file or self.metrics_file) if test else self.metrics_file
@@ -177,10 +174,10 @@ class Task(BaseModel):
         return value or self.command_timeout_s
 
     def is_protected(self, rel_path: str) -> bool:
-        return any(glob_match(rel_path, pattern) for pattern in self.protected)
+        return any(glob_match(rel_path, p) for p in self.protected)
 
     def is_hidden(self, rel_path: str) -> bool:
-        return any(glob_match(rel_path, pattern) for pattern in self.hidden)
+        return any(glob_match(rel_path, p) for p in self.hidden)
 
     @property
     def editable_globs(self) -> list[str]:
@@ -202,7 +199,6 @@ class Task(BaseModel):
 
     def copy_repository(self, dest: Path) -> None:
         """Copy the repository to `dest` without its git history and hidden files."""
-        import shutil
 
         def ignore(folder: str, names: list[str]) -> set[str]:
             rel_folder = Path(folder).relative_to(self.repository)
