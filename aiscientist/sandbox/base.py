@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, Literal, NamedTuple
+from typing import BinaryIO, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,9 +19,8 @@ TAIL_CHARS = 8000
 # Provider credentials never reach experiment code.
 _SECRET = re.compile(r"(API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIALS)$|^(AWS_|AZURE_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_|HF_TOKEN)")
 
-
 BackendName = Literal["auto", "bwrap", "local", "docker"]
-BACKENDS: tuple[str, ...] = ("auto", "bwrap", "local", "docker")
+BACKENDS: tuple[str, ...] = get_args(BackendName)
 
 
 class SandboxSettings(BaseModel):
@@ -123,3 +123,25 @@ def tail(handle: BinaryIO, limit: int = TAIL_CHARS) -> str:
     handle.seek(0, os.SEEK_END)
     handle.seek(max(0, handle.tell() - limit * 4))
     return handle.read().decode("utf-8", errors="replace")[-limit:]
+
+
+def run_each(
+    commands: Sequence[str], run_one: Callable[[str], tuple[int, bool]], timeout: float, out: BinaryIO, err: BinaryIO,
+    backend: str,
+) -> RunResult:
+    """Run commands one by one with `run_one` (return code, timed out) until the first
+    failure; `out` and `err` are the files their output went to."""
+    start = time.monotonic()
+    returncodes: list[int] = []
+    timed_out = False
+    for command in commands:
+        rc, timed_out = run_one(command)
+        returncodes.append(rc)
+        if timed_out:
+            err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
+        if timed_out or rc != 0:
+            break
+    return RunResult(
+        commands=list(commands), returncodes=returncodes, stdout_tail=tail(out), stderr_tail=tail(err),
+        duration_s=time.monotonic() - start, timed_out=timed_out, backend=backend,
+    )

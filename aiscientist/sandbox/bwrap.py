@@ -11,6 +11,7 @@ limits from the settings.
 
 from __future__ import annotations
 
+import os
 import shutil
 import site
 import subprocess
@@ -54,18 +55,20 @@ def python_dirs() -> tuple[str, ...]:
     return tuple(sorted({str(p) for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)}))
 
 
+def runtime_paths() -> list[str]:
+    """The host paths every backend shows read-only: system folders (links such as
+    /bin -> usr/bin are recreated, not mounted), a few /etc entries, the Python environment."""
+    system = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    return system + [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")] + list(python_dirs())
+
+
 def _system_args() -> list[str]:
     args: list[str] = []
     for folder in SYSTEM_DIRS:
-        path = Path(folder)
-        if path.is_symlink():
-            args += ["--symlink", str(path.readlink()), folder]
-        elif path.is_dir():
-            args += ["--ro-bind", folder, folder]
-    for name in ETC_ENTRIES:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for folder in python_dirs():
-        args += ["--ro-bind", folder, folder]
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+    for path in runtime_paths():
+        args += ["--ro-bind", path, path]
     return args
 
 

@@ -15,14 +15,13 @@ import os
 import socket
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env, tail
-from aiscientist.sandbox.bwrap import ETC_ENTRIES, SYSTEM_DIRS, python_dirs
+from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, run_each, scrubbed_env
+from aiscientist.sandbox.bwrap import runtime_paths
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.local import python_env
 
@@ -54,14 +53,6 @@ def docker_problem() -> str | None:
     except (DockerUnavailable, ImportError) as err:
         return str(err)
     return None
-
-
-def runtime_mounts() -> list[str]:
-    """Host paths mounted read-only into a host-runtime image: the same system folders,
-    /etc entries and Python folders bubblewrap shows (symlinks such as /bin -> usr/bin
-    live in the image)."""
-    system = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    return system + [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")] + list(python_dirs())
 
 
 def remove_orphans(client, host: str | None = None) -> list[str]:
@@ -141,7 +132,7 @@ class DockerSandbox(Sandbox):
         writable, readonly, hidden = wanted
         from docker.types import Mount
 
-        mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_mounts() if self.host_runtime else [])]
+        mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_paths() if self.host_runtime else [])]
         mounts.append(Mount("/tmp", str(private_tmp), type="bind"))
         mounts += [Mount(str(p), str(p), type="bind") for p in _resolved(writable)]
         mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in _resolved(readonly) if p.exists()]
@@ -165,35 +156,30 @@ class DockerSandbox(Sandbox):
 
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         """Each command gets its own container."""
-        start = time.monotonic()
-        returncodes: list[int] = []
-        timed_out = False
-        with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
+        call = uuid.uuid4().hex[:12]
+        with (
+            tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp,
+            tempfile.TemporaryFile() as out,
+            tempfile.TemporaryFile() as err,
+        ):
             private, empty = Path(tmp, "tmp"), Path(tmp, "empty")
             private.mkdir()
             private.chmod(0o1777)
             empty.touch()
-            out_path, err_path = Path(tmp, "stdout"), Path(tmp, "stderr")
+            labels = {f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.call": call}
             options = dict(
                 working_dir=str(Path(cwd).resolve()),
                 environment=self.environment(env),
                 mounts=self.mounts(mounts, private, empty),
-                labels={f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.call": uuid.uuid4().hex[:12], f"{LABEL}.cwd": str(cwd)},
+                labels={**labels, f"{LABEL}.cwd": str(cwd)},
                 **self.limits(),
             )
-            with open(out_path, "a+b") as out, open(err_path, "a+b") as err:
-                try:
-                    for command in commands:
-                        rc, timed_out = self._one(command, timeout, options, out, err)
-                        returncodes.append(rc)
-                        if timed_out or rc != 0:
-                            break
-                except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
-                    for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={options['labels'][f'{LABEL}.call']}"]}):
-                        _remove(container)
-                    raise
-                result = dict(stdout_tail=tail(out), stderr_tail=tail(err))
-        return RunResult(commands=list(commands), returncodes=returncodes, duration_s=time.monotonic() - start, timed_out=timed_out, backend=self.name, **result)
+            try:
+                return run_each(commands, lambda c: self._one(c, timeout, options, out, err), timeout, out, err, self.name)
+            except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
+                for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={call}"]}):
+                    _remove(container)
+                raise
 
     def _one(self, command: str, timeout: float, options: dict[str, Any], out, err) -> tuple[int, bool]:
         """One command in its own container; the container (every process in it) is gone
@@ -216,8 +202,6 @@ class DockerSandbox(Sandbox):
             for stream, handle in ((dict(stdout=True, stderr=False), out), (dict(stdout=False, stderr=True), err)):
                 for chunk in container.logs(stream=True, **stream):
                     handle.write(chunk)
-            if timed_out:
-                err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
         except DockerException as error:
             err.write(f"\n[sandbox] docker engine error: {error}\n".encode())
         finally:

@@ -3,22 +3,26 @@
 The local backend is NOT a security boundary: commands see and may write the
 whole host as the current user. It only limits resources and makes sure that
 nothing a step started (even a `setsid` child that left its session) outlives it.
+
+Memory and file size are rlimits set in the child before it executes (inherited by
+everything it starts). The process limit is a `pids` cgroup when this host lets us
+make one (v1 or v2): RLIMIT_NPROC is kept too, but the kernel does not enforce it
+for root, which is who runs the sandbox on CI machines.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import select
 import subprocess
 import tempfile
-import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env, tail
-from aiscientist.sandbox.limits import kill_cgroup, pids_cgroup, preexec
+from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, run_each, scrubbed_env
 
 MARKER = "AISCIENTIST_SANDBOX_RUN"
 # a command's private /tmp lives in memory where the host has a tmpfs, as under bwrap
@@ -61,48 +65,109 @@ def wait_for(proc: subprocess.Popen, timeout: float) -> int:
     return proc.wait()
 
 
-def run_commands(argv_for: Callable[[str], list[str]], commands: Sequence[str], cwd: Path, timeout: float, env: dict[str, str], backend: str, settings: SandboxSettings) -> RunResult:
-    """Run each command (as `argv_for(command)`) in a new session with the
-    settings' limits, stop at the first failure, and after each command (and on
-    a timeout) kill everything it started."""
-    start = time.monotonic()
-    returncodes: list[int] = []
-    timed_out = False
+def run_commands(
+    argv_for: Callable[[str], list[str]], commands: Sequence[str], cwd: Path, timeout: float, env: dict[str, str],
+    backend: str, settings: SandboxSettings,
+) -> RunResult:
+    """Run each command (as `argv_for(command)`) in a new session with the settings'
+    limits and after each command (and on a timeout) kill everything it started."""
     marker = uuid.uuid4().hex
     env = {**env, MARKER: marker}
     # unnamed files: nothing to unlink after (removing folders is slow on some disks)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, pids_cgroup(settings.processes) as group:
-        for command in commands:
-            proc = subprocess.Popen(argv_for(command), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=preexec(settings, group))
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _pids_cgroup(settings.processes) as group:
+
+        def run_one(command: str) -> tuple[int, bool]:
+            proc = subprocess.Popen(
+                argv_for(command), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                preexec_fn=_preexec(settings, group),
+            )
             try:
-                returncodes.append(wait_for(proc, timeout))
+                return wait_for(proc, timeout), False
             except subprocess.TimeoutExpired:
                 _kill_all(proc, group, marker)
-                returncodes.append(proc.wait())
-                timed_out = True
-                err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
+                return proc.wait(), True
             finally:
                 _kill_all(proc, group, marker)
-            if timed_out or returncodes[-1] != 0:
-                break
-        return RunResult(
-            commands=list(commands),
-            returncodes=returncodes,
-            stdout_tail=tail(out),
-            stderr_tail=tail(err),
-            duration_s=time.monotonic() - start,
-            timed_out=timed_out,
-            backend=backend,
-        )
+
+        return run_each(commands, run_one, timeout, out, err, backend)
 
 
 def _kill_all(proc: subprocess.Popen, group: Path | None, marker: str) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, 9)
     if group is not None:
-        kill_cgroup(group)  # holds every process the command started, setsid ones too
+        _kill_cgroup(group)  # holds every process the command started, setsid ones too
     else:
         kill_marked(marker)
+
+
+def _pids_parent() -> Path | None:
+    """A cgroup folder under which we may make pids-limited groups, or None."""
+    v1 = Path("/sys/fs/cgroup/pids")
+    if (v1 / "cgroup.procs").is_file() and os.access(v1, os.W_OK):
+        return v1
+    v2 = Path("/sys/fs/cgroup")
+    control = v2 / "cgroup.subtree_control"
+    if control.is_file() and "pids" in control.read_text().split() and os.access(v2, os.W_OK):
+        return v2
+    return None
+
+
+@contextlib.contextmanager
+def _pids_cgroup(limit: int | None) -> Iterator[Path | None]:
+    """A fresh pids cgroup capped at `limit` for one run (None when unavailable)."""
+    parent = _pids_parent() if limit else None
+    group = None
+    if parent is not None:
+        group = parent / f"aiscientist-{uuid.uuid4().hex[:12]}"
+        try:
+            group.mkdir()
+            (group / "pids.max").write_text(str(limit))
+        except OSError:
+            group = None
+    try:
+        yield group
+    finally:
+        if group is not None:
+            _kill_cgroup(group)
+            with contextlib.suppress(OSError):
+                group.rmdir()
+
+
+def _kill_cgroup(group: Path) -> None:
+    for _ in range(20):
+        try:
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, 9)
+
+
+def _preexec(settings: SandboxSettings, group: Path | None) -> Callable[[], None]:
+    """The function the child runs before exec: new session, cgroup, limits."""
+
+    def apply() -> None:
+        os.setsid()
+        if group is not None:
+            (group / "cgroup.procs").write_text("0")
+        if settings.memory_mb:
+            _cap(resource.RLIMIT_AS, settings.memory_mb << 20)
+        if settings.file_size_mb:
+            _cap(resource.RLIMIT_FSIZE, settings.file_size_mb << 20)
+        if settings.processes:
+            _cap(resource.RLIMIT_NPROC, settings.processes)
+
+    return apply
+
+
+def _cap(kind: int, value: int) -> None:
+    hard = resource.getrlimit(kind)[1]
+    limit = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(kind, (limit, limit))
 
 
 class LocalSandbox(Sandbox):
