@@ -86,37 +86,40 @@ class Policy:
 
     def refusal(self, op: Op, rel: str) -> str | None:
         """Why `op` on `rel` is refused, or None when it is allowed."""
-        if rel == PRISTINE or rel.startswith(PRISTINE + "/"):
-            return "pristine copies of protected files are off limits"
         inside = _in_submission(rel)
-        if inside is not None and inside and self.task.is_hidden(inside):
+        if inside and self.task.is_hidden(inside):
             return "hidden test asset"
-        if inside is not None and (inside == ".git" or inside.startswith(".git/")) and not self.system:
-            return "git internals are not part of the file API"
+        if reason := self._off_limits(rel):
+            return reason
         if op == "write":
             if inside and self.task.is_protected(inside):
                 return "protected file"
             if rel == "logs" or rel.startswith("logs/"):
                 return "logs are append-only (use append_log)"
             if not any(glob_match(rel, g) for g in self.write_globs):
-                return "outside the files this role may write (" + (", ".join(self.write_globs) or "none") + ")"
+                return f"outside the files this role may write ({', '.join(self.write_globs) or 'none'})"
             return None
         if not any(glob_match(rel, g) for g in self.read_globs):
-            return "outside the areas this role may read (" + (", ".join(self.read_globs) or "none") + ")"
+            return f"outside the areas this role may read ({', '.join(self.read_globs) or 'none'})"
         return None
 
     def dir_refusal(self, rel: str) -> str | None:
         """Why listing or searching folder `rel` is refused ("." is the run folder)."""
         if rel == ".":
             return None
+        reason = self._off_limits(rel)
+        if reason or any(_dir_may_hold(rel, g) for g in self.read_globs):
+            return reason
+        return f"outside the areas this role may read ({', '.join(self.read_globs) or 'none'})"
+
+    def _off_limits(self, rel: str) -> str | None:
+        """Refused for files and folders alike."""
         if rel == PRISTINE or rel.startswith(PRISTINE + "/"):
             return "pristine copies of protected files are off limits"
         inside = _in_submission(rel)
         if inside is not None and (inside == ".git" or inside.startswith(".git/")) and not self.system:
             return "git internals are not part of the file API"
-        if any(_dir_may_hold(rel, g) for g in self.read_globs):
-            return None
-        return "outside the areas this role may read (" + (", ".join(self.read_globs) or "none") + ")"
+        return None
 
     def log_refusal(self, log: str) -> str | None:
         if log not in self.logs:

@@ -56,8 +56,6 @@ class Scope:
         self.root = ws.paths.root
         self._sessions: dict[str, int] = {}
 
-    # ---- operations ---------------------------------------------------------------
-
     def read(self, path: str, start_line: int = 1, max_lines: int | None = None) -> str:
         """Lines `start_line`.. of a text file (all when `max_lines` is None),
         cut at MAX_READ_BYTES with a note saying where to continue."""
@@ -142,8 +140,6 @@ class Scope:
         self._sessions[log] = session
         self.ws.changed(lazy=True)
         return f"appended to {rel} (session {session})"
-
-    # ---- checks -------------------------------------------------------------------
 
     def _write(self, verb: str, rel: str, data: bytes) -> str:
         with self._guard(verb, "write", rel), safe_open.file(self.root, rel.split("/"), write=True) as fd:

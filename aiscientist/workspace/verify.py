@@ -64,21 +64,17 @@ def _check_chain(root: Path, report: Report) -> list[dict]:
         return []
     events: list[dict] = []
     prev = GENESIS
-    raw_lines = path.read_bytes().split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()
-    elif raw_lines:
-        report.problems.append(Problem(file=EVENTS, line=len(raw_lines), message="incomplete last line (file truncated or written outside the API)"))
-        raw_lines.pop()
+    *raw_lines, last = path.read_bytes().split(b"\n")
+    if last:
+        message = "incomplete last line (file truncated or written outside the API)"
+        report.problems.append(Problem(file=EVENTS, line=len(raw_lines) + 1, message=message))
     for number, raw in enumerate(raw_lines, 1):
         problem = _bad_event(raw, number, prev)
         if problem:
             report.problems.insert(0, Problem(file=EVENTS, line=number, message=problem))
-            report.events = len(events)
-            return events
-        event = json.loads(raw)
-        events.append(event)
-        prev = event["hash"]
+            break
+        events.append(json.loads(raw))
+        prev = events[-1]["hash"]
     report.events = len(events)
     if not any(p.file == EVENTS for p in report.problems):
         _check_head(root, events, report)

@@ -98,9 +98,7 @@ class Watcher(FileSystemEventHandler):
         self._events_offset = 0
         self._stop = threading.Event()
         self._observer: Any = None
-        self._thread: threading.Thread | None = None
-
-    # ---- lifecycle ----------------------------------------------------------------
+        self._thread = threading.Thread(target=self._loop, name="workspace-watcher", daemon=True)
 
     def __enter__(self) -> Watcher:
         observer = Observer()
@@ -112,7 +110,6 @@ class Watcher(FileSystemEventHandler):
             self.ws.events.record("system", "watcher.unavailable", {"error": str(err)})
             return self
         self._observer = observer
-        self._thread = threading.Thread(target=self._loop, name="workspace-watcher", daemon=True)
         self._thread.start()
         self.ws.watcher = self
         self.ws.events.record("system", "watcher.start", {"flush_s": self.flush_s})
@@ -124,8 +121,7 @@ class Watcher(FileSystemEventHandler):
         self._observer.stop()
         self._observer.join()
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._thread.join()
         self.flush()
         self.ws.watcher = None
         self.ws.events.record("system", "watcher.stop", {})
@@ -137,8 +133,6 @@ class Watcher(FileSystemEventHandler):
             except Exception:  # the watcher must never take a run down
                 log.exception("workspace watcher flush failed")
 
-    # ---- events from watchdog -----------------------------------------------------
-
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.is_directory and event.event_type == "modified":
             return
@@ -147,28 +141,22 @@ class Watcher(FileSystemEventHandler):
             rel = self._rel(os.fsdecode(path))
             if rel is None or rel.startswith(IGNORED):
                 continue
-            if event.event_type == "closed":  # the write that closed it was seen already
-                if rel.startswith("submission/") and rel[len("submission/") :] in self._manifest:
-                    self._check_protected(rel[len("submission/") :], self.ws.activity())
-                continue
-            if rel in self._log_files or rel == EVENTS:
-                with self._lock:
-                    self._dirty_logs.add(rel)
-                continue
             who = self.ws.activity()
-            with self._lock:
-                entry = self._changes.setdefault(rel, {"path": rel, "change": event.event_type, "ts": now(), "by": who, "count": 0})
-                entry.update(change=event.event_type, by=who, count=entry["count"] + 1)
             inside = rel.removeprefix("submission/")
             if rel.startswith("submission/") and inside in self._manifest:
                 self._check_protected(inside, who)
-            if rel.startswith(".pristine/"):
-                with self._lock:
-                    self._pristine_touched = True
+            if event.event_type == "closed":  # the write that closed it was seen already
+                continue
+            with self._lock:
+                if rel in self._log_files or rel == EVENTS:
+                    self._dirty_logs.add(rel)
+                    continue
+                entry = self._changes.setdefault(rel, {"path": rel, "change": event.event_type, "ts": now(), "by": who, "count": 0})
+                entry.update(change=event.event_type, by=who, count=entry["count"] + 1)
+                self._pristine_touched |= rel.startswith(".pristine/")
 
     def _rel(self, path: str) -> str | None:
-        prefix = self._prefix
-        return path[len(prefix) :] if path.startswith(prefix) and len(path) > len(prefix) else None
+        return path[len(self._prefix) :] if path.startswith(self._prefix) and len(path) > len(self._prefix) else None
 
     def _check_protected(self, inside: str, who: str) -> None:
         """Hash the file as soon as the change arrives, so a script that edits a
@@ -182,8 +170,6 @@ class Watcher(FileSystemEventHandler):
             hit = {"file": inside, "ts": now(), "by": who, "step": self.ws.experiment_running, "commands": self.ws.commands_running}
             with self._lock:
                 self._protected_hits.append(hit)
-
-    # ---- flushing -----------------------------------------------------------------
 
     def flush(self) -> None:
         """Handle everything queued so far (also called when a step ends)."""
@@ -205,10 +191,6 @@ class Watcher(FileSystemEventHandler):
                 if len(changes) > MAX_LISTED:
                     payload["more"] = len(changes) - MAX_LISTED
                 self.ws.events.record("system", "files.changed", payload)
-
-    def step_finished(self, step: int) -> None:
-        """Called when the engine ends a step, before it returns the record."""
-        self.flush()
 
     def _handle_protected(self, hits: list[dict[str, Any]]) -> None:
         running = self.ws.experiment_running

@@ -73,8 +73,6 @@ class Workspace:
     def file_bus(self) -> bool:
         return self.config.file_bus
 
-    # ---- create / open ------------------------------------------------------------
-
     @classmethod
     def create(cls, task: Task, run_dir: Path | str, file_bus: bool = True, sandbox: str | SandboxSettings | Sandbox = "auto", template: Path = TEMPLATE) -> Workspace:
         """Lay out a new run folder and set up the baseline. On any failure the
@@ -136,8 +134,6 @@ class Workspace:
         ws.refresh_map()
         return ws
 
-    # ---- agents' view -------------------------------------------------------------
-
     def scope(self, role: str) -> Scope:
         """The file API for `role` (raises UnknownRole, a ValueError, for unknown names)."""
         set_name = "file_bus" if self.file_bus else "file_bus_off"
@@ -173,8 +169,6 @@ class Workspace:
             wall_time_s=calls.wall_time_s,
         )
 
-    # ---- workspace map ------------------------------------------------------------
-
     def refresh_map(self) -> str:
         with self._map_lock:
             text = build_map(self)
@@ -198,8 +192,6 @@ class Workspace:
         if not lazy:
             self.refresh_map()
 
-    # ---- watcher ------------------------------------------------------------------
-
     def watch(self, flush_s: float = 0.5):
         """Context manager: a file watcher for the duration of a run."""
         from aiscientist.workspace.watcher import Watcher
@@ -211,7 +203,7 @@ class Workspace:
             self.experiment_running = payload.get("step")
         watcher = self.watcher
         if kind == "experiment.end" and watcher is not None:
-            watcher.step_finished(int(payload["step"]))
+            watcher.flush()  # before the engine returns the record
         if kind == "experiment.recorded":  # the record is visible now; its end event came first
             self.experiment_running = None
             self.changed()
