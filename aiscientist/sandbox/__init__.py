@@ -15,9 +15,11 @@ class SandboxUnavailable(RuntimeError):
     pass
 
 
-def get_sandbox(choice: str | SandboxSettings = "auto") -> Sandbox:
-    """A backend by name or settings. `auto` prefers bwrap and falls back to local
-    with a visible warning."""
+def get_sandbox(choice: str | SandboxSettings | Sandbox = "auto") -> Sandbox:
+    """A backend by name or settings (a ready backend is returned as it is). `auto`
+    prefers bwrap and falls back to local with a visible warning."""
+    if isinstance(choice, Sandbox):
+        return choice
     settings = choice if isinstance(choice, SandboxSettings) else SandboxSettings(backend=choice) if choice in BACKENDS else None
     if settings is None:
         raise SandboxUnavailable(f"unknown sandbox backend {choice!r}; choose one of {', '.join(BACKENDS)}")

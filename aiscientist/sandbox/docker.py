@@ -55,11 +55,10 @@ def docker_problem() -> str | None:
     return None
 
 
-def remove_orphans(client, host: str | None = None) -> list[str]:
+def remove_orphans(client) -> list[str]:
     """Remove this host's sandbox containers whose owner process is gone."""
-    host = host or socket.gethostname()
     removed = []
-    for container in client.containers.list(all=True, filters={"label": [f"{LABEL}.host={host}"]}):
+    for container in client.containers.list(all=True, filters={"label": [f"{LABEL}.host={socket.gethostname()}"]}):
         pid = int(container.labels.get(f"{LABEL}.pid", "0"))
         if not _alive(pid):
             _remove(container)
@@ -92,11 +91,11 @@ def _remove(container) -> None:
 class DockerSandbox(Sandbox):
     name = "docker"
 
-    def __init__(self, settings: SandboxSettings | None = None, client=None):
+    def __init__(self, settings: SandboxSettings):
         from docker.errors import ImageNotFound
 
-        self.settings = settings or SandboxSettings(backend="docker")
-        self.client = client or connect()
+        self.settings = settings
+        self.client = connect()
         self.image = self.settings.image or DEFAULT_IMAGE
         try:
             image = self.client.images.get(self.image)

@@ -233,7 +233,7 @@ def glob_match(rel_path: str, pattern: str) -> bool:
 @functools.lru_cache(maxsize=512)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     parts = []
-    for i, segment in enumerate(pattern.split("/")):
+    for segment in pattern.split("/"):
         if segment == "**":
             parts.append("(?:[^/]+/)*")
             continue

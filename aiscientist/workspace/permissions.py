@@ -59,12 +59,6 @@ class PermissionsFile(BaseModel):
                     raise ValueError(f"{path}: sets.{name}.{role}.append: unknown log(s) {', '.join(sorted(unknown))}")
         return data
 
-    def canonical_role(self, role: str) -> str:
-        return self.aliases.get(role, role)
-
-    def roles(self, set_name: str) -> list[str]:
-        return sorted(self.sets[set_name]) + sorted(self.aliases)
-
 
 class UnknownRole(ValueError):
     pass
@@ -74,10 +68,11 @@ class Policy:
     """One role's rights under one permission set, for one task."""
 
     def __init__(self, perms: PermissionsFile, set_name: str, role: str, task: Task):
-        canonical = perms.canonical_role(role)
+        canonical = perms.aliases.get(role, role)
         rules = perms.sets[set_name].get(canonical)
         if rules is None:
-            raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(perms.roles(set_name))}")
+            known = sorted(perms.sets[set_name]) + sorted(perms.aliases)
+            raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(known)}")
         self.role, self.task, self.logs = role, task, perms.logs
         self.read_globs = _expand(rules.read, task)
         self.write_globs = _expand(rules.write, task)

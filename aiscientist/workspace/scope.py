@@ -93,9 +93,9 @@ class Scope:
         rel = self._clean("list", path)
         with self._guard("list", "read", rel, folder=True), safe_open.entry(self.root, _parts(rel)) as (fd, kind):
             if kind == "file":
-                self._check("read", "list", rel)
+                self._deny_if("list", rel, self.policy.refusal("read", rel))
                 return [rel]
-            self._check_folder("list", rel)
+            self._deny_if("list", rel, self.policy.dir_refusal(rel))
             found = safe_open.entries(fd)
         entries: list[str] = []
         for name, kind in found:
@@ -118,9 +118,9 @@ class Scope:
             raise ToolError(f"invalid regular expression {pattern[:200]!r}: {err}") from None
         with self._guard("search", "read", rel, folder=True), safe_open.entry(self.root, _parts(rel)) as (fd, kind):
             if kind == "file":
-                self._check("read", "search", rel)
+                self._deny_if("search", rel, self.policy.refusal("read", rel))
                 return _matches(regex, [(rel, fd)])
-            self._check_folder("search", rel)
+            self._deny_if("search", rel, self.policy.dir_refusal(rel))
             files = safe_open.walk_files(fd, rel, lambda d: self.policy.dir_refusal(d) is None, lambda f: self.policy.refusal("read", f) is None)
             with closing(files):
                 return _matches(regex, files)
@@ -129,9 +129,7 @@ class Scope:
         """Append to `exp_log` or `impl_log`; the first append of this scope opens
         a new `=== Session N ===` block, later ones continue it."""
         shown = _shown(str(log))
-        reason = self.policy.log_refusal(log)
-        if reason:
-            self._deny("append to", shown, reason)
+        self._deny_if("append to", shown, self.policy.log_refusal(log))
         self._text("append to", shown, "log text", text, MAX_APPEND_BYTES)
         if "\0" in text:
             raise ToolError("log text must not contain NUL characters")
@@ -169,7 +167,7 @@ class Scope:
         rel = self._clean(verb, path)
         if rel == ".":
             self._deny(verb, ".", "that is the run folder itself, not a file")
-        self._check(op, verb, rel)
+        self._deny_if(verb, rel, self.policy.refusal(op, rel))
         return rel
 
     def _clean(self, verb: str, path: str) -> str:
@@ -193,13 +191,7 @@ class Scope:
             self._deny(verb, shown, f"a name in the path is longer than {MAX_NAME_BYTES} bytes")
         return "/".join(parts) or "."
 
-    def _check(self, op: Op, verb: str, rel: str) -> None:
-        reason = self.policy.refusal(op, rel)
-        if reason:
-            self._deny(verb, rel, reason)
-
-    def _check_folder(self, verb: str, rel: str) -> None:
-        reason = self.policy.dir_refusal(rel)
+    def _deny_if(self, verb: str, rel: str, reason: str | None) -> None:
         if reason:
             self._deny(verb, rel, reason)
 
@@ -215,8 +207,8 @@ class Scope:
         except safe_open.Odd as err:
             self._deny(verb, rel, err.reason)
         except (FileNotFoundError, NotADirectoryError):
-            if folder and self.policy.refusal("read", rel) and self.policy.dir_refusal(rel):
-                self._deny(verb, rel, self.policy.dir_refusal(rel) or "")
+            if folder and self.policy.refusal("read", rel):
+                self._deny_if(verb, rel, self.policy.dir_refusal(rel))
             raise ToolError(f"{rel}: no such {'file or folder' if folder else 'file'}") from None
         except IsADirectoryError:
             raise ToolError(f"{rel} is a folder" + ("; use list_files" if op == "read" else "")) from None

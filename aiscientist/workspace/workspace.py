@@ -83,7 +83,7 @@ class Workspace:
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise FileExistsError(f"run folder {root} already exists and is not empty; resume it with Workspace.open")
         existed = root.exists()
-        box = sandbox if _is_backend(sandbox) else get_sandbox(sandbox)
+        box = get_sandbox(sandbox)
         try:
             paths = RunPaths(root)
             shutil.copytree(template, root, ignore=shutil.ignore_patterns(".keep", "permissions.yaml"), dirs_exist_ok=True)
@@ -127,9 +127,7 @@ class Workspace:
         except ValidationError as err:
             raise TaskError(root, "run folder", f"unreadable run state: {err.errors()[0]['msg']}") from None
         permissions = PermissionsFile.load(root / PERMISSIONS)
-        choice = config.sandbox if sandbox is None else sandbox
-        box = choice if _is_backend(choice) else get_sandbox(choice)
-        ws = cls(task, paths, config, permissions, box)
+        ws = cls(task, paths, config, permissions, get_sandbox(config.sandbox if sandbox is None else sandbox))
         ws.events.record("system", "workspace.opened", {"steps_done": len(ws.steps())})
         ws.refresh_map()
         return ws
@@ -242,8 +240,3 @@ def _make_read_only(folder: Path) -> None:
     for path in folder.rglob("*"):
         path.chmod(0o444 if path.is_file() else 0o555)
     folder.chmod(0o555)
-
-
-def _is_backend(sandbox: object) -> bool:
-    """A ready sandbox object rather than a backend name or settings."""
-    return not isinstance(sandbox, (str, SandboxSettings))
