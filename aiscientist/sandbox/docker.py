@@ -107,7 +107,6 @@ class DockerSandbox(Sandbox):
         remove_orphans(self.client)
 
     def limits(self) -> dict[str, Any]:
-        """Container options from the settings: memory, processes, file size, CPUs, GPUs."""
         from docker.types import DeviceRequest, Ulimit
 
         s = self.settings
@@ -154,7 +153,6 @@ class DockerSandbox(Sandbox):
         return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
 
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
-        """Each command gets its own container."""
         call = uuid.uuid4().hex[:12]
         with (
             tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp,

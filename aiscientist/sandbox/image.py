@@ -42,7 +42,6 @@ def skeleton_tar() -> bytes:
 
 
 def build_image(client, tag: str = DEFAULT_IMAGE, rootfs: Path | None = None) -> str:
-    """Import the run image into the engine as `tag`; return the tag."""
     repository, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "latest")
     if rootfs is None:
         changes = [f"LABEL {HOST_RUNTIME}=1", 'CMD ["bash"]']

@@ -40,8 +40,6 @@ MAX_SEARCH_FILE_BYTES = 2_000_000
 
 
 class ScopedWorkspace(Protocol):
-    """What a Scope needs of its workspace."""
-
     paths: RunPaths
     events: EventLog
 
@@ -99,7 +97,7 @@ class Scope:
             found = safe_open.entries(fd)
         entries: list[str] = []
         for name, kind in found:
-            child = _join(rel, name)
+            child = name if rel == "." else f"{rel}/{name}"
             if kind == "dir" and self.policy.dir_refusal(child) is None:
                 entries.append(child + "/")
             elif kind == "file" and self.policy.refusal("read", child) is None:
@@ -284,7 +282,3 @@ def _matches(regex: re.Pattern[str], files: Iterable[tuple[str, int]]) -> list[s
 
 def _parts(rel: str) -> list[str]:
     return [] if rel == "." else rel.split("/")
-
-
-def _join(folder: str, name: str) -> str:
-    return name if folder == "." else f"{folder}/{name}"

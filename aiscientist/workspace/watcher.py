@@ -67,8 +67,6 @@ WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEven
 
 
 class WatchedWorkspace(Protocol):
-    """What the watcher reads and sets on its workspace."""
-
     paths: RunPaths
     events: EventLog
     permissions: PermissionsFile
@@ -161,12 +159,7 @@ class Watcher(FileSystemEventHandler):
     def _check_protected(self, inside: str, who: str) -> None:
         """Hash the file as soon as the change arrives, so a script that edits a
         protected file and soon puts it back is still caught."""
-        target = self.ws.paths.submission / inside
-        try:
-            ok = not target.is_symlink() and hashlib.sha256(target.read_bytes()).hexdigest() == self._manifest[inside]
-        except OSError:
-            ok = False
-        if not ok:
+        if not _intact(self.ws.paths.submission / inside, self._manifest[inside]):
             hit = {"file": inside, "ts": now(), "by": who, "step": self.ws.experiment_running, "commands": self.ws.commands_running}
             with self._lock:
                 self._protected_hits.append(hit)
@@ -194,14 +187,11 @@ class Watcher(FileSystemEventHandler):
 
     def _handle_protected(self, hits: list[dict[str, Any]]) -> None:
         running = self.ws.experiment_running
-        in_steps: dict[int, list[dict[str, Any]]] = {}
-        others = []
+        by_step: dict[int | None, list[dict[str, Any]]] = {}
         for hit in hits:
-            if hit["step"] is not None:
-                in_steps.setdefault(hit["step"], []).append(hit)
-            else:
-                others.append(hit)
-        for step, step_hits in in_steps.items():
+            by_step.setdefault(hit["step"], []).append(hit)
+        others = by_step.pop(None, [])
+        for step, step_hits in by_step.items():
             files = sorted({h["file"] for h in step_hits})
             self.ws.events.record("system", "protected.tampered", {"files": files, "found": "watcher", "step": step, "by": step_hits[0]["by"], "seen_at": step_hits[0]["ts"], "restored": False, "note": "the engine restores protected files after each step; the step is marked invalid"})
             self._pending_invalid.setdefault(step, set()).update(files)
@@ -217,14 +207,8 @@ class Watcher(FileSystemEventHandler):
 
     def _check_pristine(self) -> None:
         """Pristine copies cannot be restored from anywhere: flag them for verify."""
-        bad = []
-        for inside, digest in self._manifest.items():
-            copy = self.ws.paths.pristine / "files" / inside
-            try:
-                if copy.is_symlink() or hashlib.sha256(copy.read_bytes()).hexdigest() != digest:
-                    bad.append(inside)
-            except OSError:
-                bad.append(inside)
+        copies = self.ws.paths.pristine / "files"
+        bad = [inside for inside, digest in self._manifest.items() if not _intact(copies / inside, digest)]
         if bad:
             self.ws.events.record("system", "pristine.tampered", {"files": bad, "found": "watcher", "by": self.ws.activity(), "restored": False})
 
@@ -298,6 +282,14 @@ class Watcher(FileSystemEventHandler):
                     continue
                 if event.get("kind") == "log.append":
                     self._expected.setdefault(event["payload"]["file"], []).extend(event["payload"]["lines"])
+
+
+def _intact(path: Path, digest: str) -> bool:
+    """A regular file (not a link) with this SHA-256."""
+    try:
+        return not path.is_symlink() and hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    except OSError:
+        return False
 
 
 def _first_mismatch(data: bytes, want: list[str]) -> int | None:
