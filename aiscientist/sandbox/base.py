@@ -118,6 +118,15 @@ def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def resolved(paths: Sequence[Path]) -> list[Path]:
+    return [Path(p).resolve() for p in paths]
+
+
+def to_cover(hidden: Sequence[Path], shown: Sequence[Path | str]) -> list[Path]:
+    """The hidden paths that exist inside something shown (the others are out of sight anyway)."""
+    return [p for p in resolved(hidden) if p.exists() and any(p.is_relative_to(s) for s in shown)]
+
+
 def tail(handle: BinaryIO, limit: int = TAIL_CHARS) -> str:
     """The last `limit` characters of a text file open for binary reading."""
     handle.seek(0, os.SEEK_END)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env
+from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, resolved, scrubbed_env, to_cover
 from aiscientist.sandbox.local import python_env, run_commands
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -72,10 +72,6 @@ def _system_args() -> list[str]:
     return args
 
 
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == r or path.is_relative_to(r) for r in roots)
-
-
 class BwrapSandbox(Sandbox):
     name = "bwrap"
 
@@ -87,18 +83,18 @@ class BwrapSandbox(Sandbox):
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", *_system_args()]
         tmp_size = ["--size", str(self.settings.file_size_mb << 20)] if self.settings.file_size_mb else []  # /tmp lives in memory
         args += ["--dev", "/dev", "--proc", "/proc", *tmp_size, "--tmpfs", PRIVATE_TMP]
-        shown = [Path(p).resolve() for p in writable]
+        shown: list[Path | str] = [*resolved(writable)]
         for path in shown:
             args += ["--bind", str(path), str(path)]
-        for path in (Path(p).resolve() for p in readonly):
+        for path in resolved(readonly):
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
                 shown.append(path)
-        shown += [Path(p) for p in (*SYSTEM_DIRS, *python_dirs())]  # e.g. a task shipped inside site-packages
-        for path in (Path(p).resolve() for p in hidden):
-            if path.is_dir() and _inside(path, shown):
+        shown += [*SYSTEM_DIRS, *python_dirs()]  # e.g. a task shipped inside site-packages
+        for path in to_cover(hidden, shown):
+            if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-            elif path.exists() and _inside(path, shown):
+            else:
                 args += ["--ro-bind", "/dev/null", str(path)]
         env = {"HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env(PRIVATE_TMP)}
         for key, value in env.items():

@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, run_each, scrubbed_env
+from aiscientist.sandbox.base import (
+    Mounts, RunResult, Sandbox, SandboxSettings, resolved, run_each, scrubbed_env, to_cover,
+)
 from aiscientist.sandbox.bwrap import runtime_paths
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.local import python_env
@@ -132,12 +134,9 @@ class DockerSandbox(Sandbox):
 
         mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_paths() if self.host_runtime else [])]
         mounts.append(Mount("/tmp", str(private_tmp), type="bind"))
-        mounts += [Mount(str(p), str(p), type="bind") for p in _resolved(writable)]
-        mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in _resolved(readonly) if p.exists()]
-        sources = [m["Source"] for m in mounts]
-        for path in _resolved(hidden):
-            if not path.exists() or not any(path.is_relative_to(s) for s in sources):
-                continue  # not visible in the container anyway
+        mounts += [Mount(str(p), str(p), type="bind") for p in resolved(writable)]
+        mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in resolved(readonly) if p.exists()]
+        for path in to_cover(hidden, [m["Source"] for m in mounts]):
             if path.is_dir():
                 mounts.append(Mount(str(path), None, type="tmpfs", read_only=True, tmpfs_size=4096))
             else:
@@ -205,7 +204,3 @@ class DockerSandbox(Sandbox):
             if container is not None:
                 _remove(container)
         return rc, timed_out
-
-
-def _resolved(paths: Sequence[Path]) -> list[Path]:
-    return [Path(p).resolve() for p in paths]
