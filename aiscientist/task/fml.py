@@ -69,9 +69,7 @@ class FmlFolder:
         return _WORD.sub(fix, text)
 
     def commands(self, key: str, enabled_key: str | None = None) -> list[str]:
-        value = self.config.get(key) or []
-        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
-            raise TaskError(self.config_file, key, "expected a list of command strings")
+        value = self.strings(key)
         if enabled_key is not None and self.config.get(enabled_key) is False:
             return []
         return [self.command(c) for c in value]

@@ -31,12 +31,19 @@ def mean_key(metric: str) -> str:
     return metric if metric.endswith("_mean") else f"{metric}_mean"
 
 
-class MetricSpec(BaseModel):
-    """One metric in `final_info.json`: `{dataset: {"means": {"<name>_mean": v}}}`."""
+class MetricChoice(BaseModel):
+    """A metric named from outside the task (`--metric DATASET/METRIC[:max|min]`);
+    without a direction, the task's own files must supply one."""
 
     model_config = ConfigDict(extra="forbid")
     dataset: str
     name: str
+    direction: Direction | None = None
+
+
+class MetricSpec(MetricChoice):
+    """One metric in `final_info.json`: `{dataset: {"means": {"<name>_mean": v}}}`."""
+
     direction: Direction = "max"
 
     @property
@@ -51,16 +58,6 @@ class MetricSpec(BaseModel):
     def better(self, a: float, b: float) -> bool:
         """True when `a` is strictly better than `b` in this metric's direction."""
         return is_better(a, b, self.direction)
-
-
-class MetricChoice(BaseModel):
-    """A metric named from outside the task (`--metric DATASET/METRIC[:max|min]`);
-    without a direction, the task's own files must supply one."""
-
-    model_config = ConfigDict(extra="forbid")
-    dataset: str
-    name: str
-    direction: Direction | None = None
 
 
 class Constraint(BaseModel):
