@@ -47,10 +47,7 @@ def bwrap_works() -> bool:
 def python_dirs() -> tuple[str, ...]:
     """The interpreter's installation and package folders, outside the system ones."""
     candidates = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()}
-    user_site = site.getusersitepackages()
-    if Path(user_site).is_dir():
-        candidates.add(user_site)
-    found = [Path(p).resolve() for p in candidates if Path(p).is_dir()]
+    found = [Path(p).resolve() for p in (*candidates, site.getusersitepackages()) if Path(p).is_dir()]
     kept = [p for p in found if not any(p.is_relative_to(s) for s in SYSTEM_DIRS)]
     return tuple(sorted({str(p) for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)}))
 
