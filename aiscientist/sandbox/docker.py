@@ -162,12 +162,14 @@ class DockerSandbox(Sandbox):
             private.mkdir()
             private.chmod(0o1777)
             empty.touch()
-            labels = {f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.call": call}
             options = dict(
                 working_dir=str(Path(cwd).resolve()),
                 environment=self.environment(env),
                 mounts=self.mounts(mounts, private, empty),
-                labels={**labels, f"{LABEL}.cwd": str(cwd)},
+                labels={
+                    f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()),
+                    f"{LABEL}.call": call, f"{LABEL}.cwd": str(cwd),
+                },
                 **self.limits(),
             )
             try:

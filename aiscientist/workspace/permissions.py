@@ -102,9 +102,10 @@ class Policy:
         """Why listing or searching folder `rel` is refused ("." is the run folder)."""
         if rel == ".":
             return None
-        reason = self._off_limits(rel)
-        if reason or any(_dir_may_hold(rel, g) for g in self.read_globs):
+        if reason := self._off_limits(rel):
             return reason
+        if any(_dir_may_hold(rel, g) for g in self.read_globs):
+            return None
         return f"outside the areas this role may read ({', '.join(self.read_globs) or 'none'})"
 
     def _off_limits(self, rel: str) -> str | None:
