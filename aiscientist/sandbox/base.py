@@ -93,6 +93,9 @@ class Sandbox(ABC):
 
     name: str
 
+    def __init__(self, settings: SandboxSettings | None = None):
+        self.settings = settings or SandboxSettings(backend=self.name)
+
     def run(
         self,
         commands: Sequence[str],

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, resolved, scrubbed_env, to_cover
+from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, resolved, scrubbed_env, to_cover
 from aiscientist.sandbox.local import python_env, run_commands
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -71,9 +71,6 @@ def _system_args() -> list[str]:
 
 class BwrapSandbox(Sandbox):
     name = "bwrap"
-
-    def __init__(self, settings: SandboxSettings | None = None):
-        self.settings = settings or SandboxSettings(backend="bwrap")
 
     def argv(self, mounts: Mounts, cwd: Path) -> list[str]:
         writable, readonly, hidden = mounts

@@ -96,7 +96,7 @@ class DockerSandbox(Sandbox):
     def __init__(self, settings: SandboxSettings):
         from docker.errors import ImageNotFound
 
-        self.settings = settings
+        super().__init__(settings)
         self.client = connect()
         self.image = self.settings.image or DEFAULT_IMAGE
         try:

@@ -175,9 +175,6 @@ class LocalSandbox(Sandbox):
 
     name = "local"
 
-    def __init__(self, settings: SandboxSettings | None = None):
-        self.settings = settings or SandboxSettings(backend="local")
-
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
             extra = {"TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}

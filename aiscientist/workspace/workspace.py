@@ -90,7 +90,7 @@ class Workspace:
             paths.state.mkdir(parents=True, exist_ok=True)
             shutil.copy2(template / "permissions.yaml", root / PERMISSIONS)
             permissions = PermissionsFile.load(root / PERMISSIONS)
-            config = WorkspaceConfig(file_bus=file_bus, sandbox=getattr(box, "settings", SandboxSettings(backend=box.name)), created_at=now())
+            config = WorkspaceConfig(file_bus=file_bus, sandbox=box.settings, created_at=now())
             (root / CONFIG).write_text(config.model_dump_json(indent=1))
             for log in permissions.logs.values():
                 (root / log).parent.mkdir(parents=True, exist_ok=True)
@@ -214,7 +214,7 @@ class _ObservedSandbox(Sandbox):
     watcher can tell a task's own preprocessing from anything else)."""
 
     def __init__(self, inner: Sandbox, ws: Workspace):
-        self.inner, self.ws, self.name = inner, ws, inner.name
+        self.inner, self.ws, self.name, self.settings = inner, ws, inner.name, inner.settings
 
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         self.ws.commands_running = True
