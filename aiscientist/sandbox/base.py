@@ -116,9 +116,7 @@ class Sandbox(ABC):
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The current environment without provider keys, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
-    env.update(extra or {})
-    return env
+    return {**{k: v for k, v in os.environ.items() if not _SECRET.search(k)}, **(extra or {})}
 
 
 def resolved(paths: Sequence[Path]) -> list[Path]:
