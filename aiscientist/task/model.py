@@ -171,10 +171,10 @@ class Task(BaseModel):
         return value or self.command_timeout_s
 
     def is_protected(self, rel_path: str) -> bool:
-        return any(glob_match(rel_path, p) for p in self.protected)
+        return any(glob_match(rel_path, pattern) for pattern in self.protected)
 
     def is_hidden(self, rel_path: str) -> bool:
-        return any(glob_match(rel_path, p) for p in self.hidden)
+        return any(glob_match(rel_path, pattern) for pattern in self.hidden)
 
     @property
     def editable_globs(self) -> list[str]:
