@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from aiscientist.records import folder_hashes
-from aiscientist.workspace.eventlog import EVENTS, FIELDS, GENESIS, HEAD, LINE_HASH_CHARS, event_hash
+from aiscientist.workspace.eventlog import EVENTS, FIELDS, GENESIS, HEAD, event_hash, line_hashes
 
 
 class Problem(BaseModel):
@@ -130,13 +130,13 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
         if not path.is_file():
             report.problems.append(Problem(file=rel, message="missing"))
             continue
-        lines = path.read_bytes().splitlines(keepends=True)
+        lines = line_hashes(path.read_bytes())
         want = expected.get(rel, [])
         for number, (digest, seq) in enumerate(want, 1):
             if number > len(lines):
                 report.problems.append(Problem(file=rel, line=number, message=f"missing (log truncated; the line was appended at seq {seq})"))
                 break
-            if hashlib.sha256(lines[number - 1]).hexdigest()[:LINE_HASH_CHARS] != digest:
+            if lines[number - 1] != digest:
                 report.problems.append(Problem(file=rel, line=number, message=f"does not match the text appended at seq {seq} (edited, deleted or reordered)"))
                 break
         else:

@@ -42,7 +42,7 @@ from watchdog.observers import Observer
 
 from aiscientist.experiment import ExperimentEngine
 from aiscientist.paths import RunPaths
-from aiscientist.workspace.eventlog import EVENTS, LINE_HASH_CHARS, EventLog, now
+from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes, now
 from aiscientist.workspace.permissions import PermissionsFile
 
 log = logging.getLogger(__name__)
@@ -294,8 +294,8 @@ def _intact(path: Path, digest: str) -> bool:
 
 def _first_mismatch(data: bytes, want: list[str]) -> int | None:
     """The first line of `data` that differs from the expected line hashes."""
-    lines = data.splitlines(keepends=True)
+    have = line_hashes(data)
     for number, digest in enumerate(want, 1):
-        if number > len(lines) or hashlib.sha256(lines[number - 1]).hexdigest()[:LINE_HASH_CHARS] != digest:
+        if number > len(have) or have[number - 1] != digest:
             return number
-    return len(want) + 1 if len(lines) > len(want) else None
+    return len(want) + 1 if len(have) > len(want) else None
