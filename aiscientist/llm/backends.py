@@ -148,24 +148,20 @@ def retry_after(err: Exception) -> float | None:
         headers = getattr(err.response, "headers", None)
     if not headers:
         return None
-    if headers.get("retry-after-ms"):
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
+            return max(0.0, float(headers[name]) * scale)
+        except (KeyError, TypeError, ValueError):
             pass
-    value = headers.get("retry-after")
-    if not value:
+    try:  # an HTTP date
+        return max(0.0, email.utils.parsedate_to_datetime(headers["retry-after"]).timestamp() - time.time())
+    except (KeyError, TypeError, ValueError):
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
 def context_overflow(err: Exception, model: str) -> ContextOverflow:
-    """The provider's message with the model's limit and the request's size in tokens
-    (from the message, else the limit from litellm's model map)."""
+    """The provider's message with the model's limit and the request's size in tokens,
+    the limit from litellm's model map when the message does not say."""
     message = provider_message(err)
     limit, size = context_sizes(message)
     if limit is None:
@@ -176,9 +172,6 @@ def context_overflow(err: Exception, model: str) -> ContextOverflow:
         except Exception:  # a model litellm does not know
             limit = None
     return ContextOverflow(f"{model}: context window exceeded: {message}", limit, size)
-
-
-# ---- scripted model -------------------------------------------------------------------
 
 
 class ScriptedCall(BaseModel):
