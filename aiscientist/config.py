@@ -108,13 +108,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 def _nest(dotted: str, value: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    node = out
-    parts = dotted.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
-    return out
+    """`a.b`, 1 → {"a": {"b": 1}}."""
+    for part in reversed(dotted.split(".")):
+        value = {part: value}
+    return value
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
