@@ -100,10 +100,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(path, "(file)", f"invalid YAML: {err}") from None
     if not isinstance(raw, dict):
         raise ConfigError(path, "(file)", "expected a mapping of settings")
-    try:
-        validate_config(raw)  # name the file that holds a bad key
-    except ConfigError as err:
-        raise ConfigError(path, err.field, err.reason) from None
+    validate_config(raw, source=str(path))  # name the file that holds a bad key
     return raw
 
 
