@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.errors import context_sizes, describe, network_failure, provider_message
 from aiscientist.llm.types import ContextOverflow, ModelConfigError, ModelError, RawToolCall, Reply, ScriptExhausted, describe_validation
+from aiscientist.llm.window import context_window
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
 HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is abandoned
@@ -165,12 +166,7 @@ def context_overflow(err: Exception, model: str) -> ContextOverflow:
     message = provider_message(err)
     limit, size = context_sizes(message)
     if limit is None:
-        try:
-            import litellm
-
-            limit = litellm.get_model_info(model).get("max_input_tokens")
-        except Exception:  # a model litellm does not know
-            limit = None
+        limit = context_window(model, None, offline=False)
     return ContextOverflow(f"{model}: context window exceeded: {message}", limit, size)
 
 
@@ -220,13 +216,7 @@ class ScriptedBackend:
             )
             for i, c in enumerate(entry.tool_calls)
         ]
-        return Reply(
-            content=entry.content,
-            tool_calls=calls,
-            prompt_tokens=entry.prompt_tokens,
-            completion_tokens=entry.completion_tokens,
-            cost=0.0,
-        )
+        return Reply(**entry.model_dump(exclude={"tool_calls"}), tool_calls=calls, cost=0.0)
 
 
 def load_script(path: Path) -> list[ScriptedReply]:
