@@ -40,7 +40,9 @@ def git(paths: RunPaths, *args: str) -> str:
     adopt_legacy_git_dir(paths)
     safe = [word for setting in _SAFE_CONFIG for word in ("-c", setting)]
     command = ["git", f"--git-dir={paths.git_dir}", f"--work-tree={paths.submission}", *safe, *args]
-    done = subprocess.run(command, cwd=paths.submission, capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        command, cwd=paths.submission, capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL
+    )
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
     return done.stdout

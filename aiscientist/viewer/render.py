@@ -124,7 +124,10 @@ def curve_png(run: RunView) -> str | None:
     bad = [s for s in scored if not successful(s)]
     ax.scatter([s.step for s in good], [s.metric for s in good], s=22, color="#1f77b4", label="step metric", zorder=3)
     if bad:
-        ax.scatter([s.step for s in bad], [s.metric for s in bad], s=22, marker="x", color="#d62728", label="not counted (failed / invalid)", zorder=3)
+        ax.scatter(
+            [s.step for s in bad], [s.metric for s in bad], s=22, marker="x", color="#d62728",
+            label="not counted (failed / invalid)", zorder=3,
+        )
     best = [(s.step, s.best_so_far) for s in run.steps if s.best_so_far is not None]
     if best:
         ax.step([b[0] for b in best], [b[1] for b in best], where="post", color="#2ca02c", label="best so far")
