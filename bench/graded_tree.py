@@ -1,11 +1,6 @@
-"""PaperBench's graded-tree format: read it, write it, and re-score it from its leaves.
-
-A graded tree is the rubric with a grade on every node: `id`, `requirements`, `weight`,
-`score`, `valid_score`, `task_category`, `explanation`, `judge_metadata`, `sub_tasks`
-(the fields PaperBench's `GradedTaskNode` reads and writes, in its key order). Leaves
-hold the judge's 0/1 grades; every internal node holds the weighted mean of its
-children. PaperBench's JudgeEval `expected_result.json` files are such trees, and so is
-our `grade.json`. A node whose subtree was graded as a whole is written as a leaf of
+"""PaperBench's graded-tree format (the fields of its `GradedTaskNode`, in its key order): read
+it, write it, and re-score it from its leaves. PaperBench's JudgeEval `expected_result.json` files
+are such trees, and so is our `grade.json`; a subtree graded as a whole is written as a leaf of
 task category "Subtree", as PaperBench does.
 """
 

@@ -1,17 +1,10 @@
 """How well a judge agrees with human grades: PaperBench's JudgeEval, on our judge.
 
-A case is a folder `<paper-id>/<k>/` holding the human-graded tree
-`grading/expected_result.json` and the submission that was graded, already run
-(`submission/`, or `submission.tar` as PaperBench ships it). The paper text comes from
-`<papers>/<paper-id>/paper.md` (and `addendum.md`); by default `<papers>` is the `papers`
-folder beside the cases' root, as in PaperBench's `data/` folder. The judge grades every
-leaf of the expected tree; its 0/1 leaf grades are compared with the expected ones.
-
-Figures, per case and pooled over all cases' leaves, overall and per task category:
-accuracy, and precision, recall and F1 macro-averaged over the pass and fail classes,
-as PaperBench computes them; plus the root score's difference from the expected root.
-Leaves the judge failed to grade are left out of the figures and counted as `invalid`
-(PaperBench leaves out every leaf below an invalid node).
+A case is a folder `<paper-id>/<k>/` holding the human-graded tree `grading/expected_result.json`
+and the submission that was graded, already run (`submission/` or `submission.tar`); the paper
+comes from `<papers>/<paper-id>/` (default: `papers` beside the cases' root, as in PaperBench's
+`data/`). The judge's 0/1 leaf grades are compared with the expected ones as PaperBench does
+(macro-averaged over pass and fail); leaves the judge failed to grade are counted as `invalid`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """PaperBench rubric trees: load, validate, dump unchanged, filter, and score.
 
-A rubric is a tree of requirements. Every node has `id`, `requirements`, `weight`
-(non-negative) and `sub_tasks`; leaves carry `task_category` and (in newer rubrics)
-`finegrained_task_category`, internal nodes carry null or nothing for both. Our one
-extension is an optional `check` on Code Execution / Result Analysis leaves: a
-criterion a program can decide from the files `reproduce.sh` produced
-(see `bench.rubric_checks`). Unknown keys (e.g. a `result` left by an annotator) are kept,
-and the key order and JSON layout of the file are remembered, so `dumps(load(text))`
-gives back the same bytes.
+Our one extension to the format is an optional `check` on Code Execution / Result Analysis
+leaves (`bench.rubric_checks`). Unknown keys are kept, and the file's key order and JSON layout
+remembered, so `dumps(load(text))` gives back the same bytes.
 """
 
 from __future__ import annotations
@@ -72,7 +67,6 @@ class Tree:
             yield from child.walk_paths((*path, i))
 
     def walk(self) -> Iterator[Any]:
-        """This node and all its descendants, depth first."""
         return (node for _, node in self.walk_paths())
 
 
@@ -160,9 +154,6 @@ def validate(root: RubricNode) -> None:
                     raise RubricError(f"internal node {where} has {field} set; only leaves may carry it")
 
 
-# ---- files ------------------------------------------------------------------------------
-
-
 class RubricFormat(BaseModel):
     """How a rubric file was laid out, so dumping reproduces it."""
 
@@ -214,9 +205,6 @@ def _layout(text: str) -> RubricFormat:
     return RubricFormat(indent=indent, ensure_ascii=text.isascii(), trailing_newline=text.endswith("\n"))
 
 
-# ---- views ------------------------------------------------------------------------------
-
-
 def code_dev_view(root: RubricNode) -> RubricNode | None:
     """Only Code Development leaves; internal nodes left without children disappear.
     Weights are kept: a node's score is a weighted mean over the children that remain,
@@ -225,9 +213,6 @@ def code_dev_view(root: RubricNode) -> RubricNode | None:
         return root if root.task_category == CODE_DEV else None
     kept = [child for child in (code_dev_view(c) for c in root.sub_tasks) if child is not None]
     return root.with_sub_tasks(kept) if kept else None
-
-
-# ---- scores -----------------------------------------------------------------------------
 
 
 class LeafGrade(BaseModel):
