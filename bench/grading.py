@@ -1,8 +1,6 @@
-"""Grade one paper-reproduction submission: reproduce, judge, score, write the result.
-
-`grade_submission` is the entry point for the `grade` command and for `bench run` on
-tasks of kind `reproduce`. It writes `grade.json`, the graded tree in PaperBench's format
-(see `bench.graded_tree`), and `grade_summary.json`, this module's `GradeResult` without the tree.
+"""Grade one paper-reproduction submission (the `grade` command, and `bench run` on paper tasks):
+reproduce, judge, score, and write `grade.json` (the graded tree in PaperBench's format,
+`bench.graded_tree`) and `grade_summary.json` (`GradeResult` without the tree).
 """
 
 from __future__ import annotations

@@ -233,6 +233,8 @@ class Judge:
             path, node, subtree = target
             try:
                 grade = self.grade(node, subtree, evidence, parents[path])
+                if subtree or node.task_category != CODE_DEV:  # say why the reproduction's results are missing
+                    grade = grade.model_copy(update={"explanation": _also(grade.explanation, evidence.problem)})
             except Exception as err:  # one leaf's failure must not sink the whole grading
                 log.warning("grading %s failed: %s", node.id, err, exc_info=log.isEnabledFor(logging.DEBUG))
                 grade = LeafGrade(score=0, valid=False, method="error", explanation=f"grading error: {type(err).__name__}: {err}")
@@ -242,14 +244,6 @@ class Judge:
             return dict(pool.map(one, targets))
 
     def grade(self, node: RubricNode, subtree: bool, evidence: Evidence, ancestors: list[str]) -> LeafGrade:
-        """One node's grade; outside Code Development its explanation says why the
-        reproduction's results are missing or incomplete, when they are."""
-        grade = self._grade(node, subtree, evidence, ancestors)
-        if subtree or node.task_category != CODE_DEV:
-            grade = grade.model_copy(update={"explanation": _also(grade.explanation, evidence.problem)})
-        return grade
-
-    def _grade(self, node: RubricNode, subtree: bool, evidence: Evidence, ancestors: list[str]) -> LeafGrade:
         if node.check is not None and not subtree:
             root = evidence.reproduction.copy_dir if evidence.reproduction else Path("/nonexistent")
             produced = evidence.reproduction.produced if evidence.reproduction else set()
