@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from aiscientist.accounting import is_better, signed_gain
-from bench.metrics import RunSummary
+from bench.metrics import RunSummary, group_by
 
 BOOTSTRAP_SAMPLES = 5000
 LEVEL = 0.95
@@ -50,18 +50,15 @@ def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level
 
 def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
     """Every pair of agents on every metric task, over the rounds both scored (two at least)."""
-    scores: dict[tuple[str, str], dict[int, RunSummary]] = {}
-    for run in runs:
-        if run.kind == "improve" and run.score is not None:
-            scores.setdefault((run.task, run.agent), {})[run.round] = run
     out = []
-    for task in sorted({t for t, _ in scores}):
-        agents = sorted(a for t, a in scores if t == task)
-        for a, b in itertools.combinations(agents, 2):
-            rounds = sorted(scores[(task, a)].keys() & scores[(task, b)].keys())
+    scored = [r for r in runs if r.kind == "improve" and r.score is not None]
+    for task, task_runs in group_by(scored, lambda r: r.task).items():
+        scores = {agent: {r.round: r for r in rs} for agent, rs in group_by(task_runs, lambda r: r.agent).items()}
+        for a, b in itertools.combinations(scores, 2):
+            rounds = sorted(scores[a].keys() & scores[b].keys())
             if len(rounds) < 2:
                 continue
-            pairs = [(scores[(task, a)][k], scores[(task, b)][k]) for k in rounds]
+            pairs = [(scores[a][k], scores[b][k]) for k in rounds]
             diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
             low, high = bootstrap_ci(diffs)
             wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)

@@ -208,10 +208,6 @@ def plot_perf_vs_diversity(cells: Sequence[AgentTask], path: Path) -> None:
     _save(fig, ax, path)
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-
-
 def write_report(results: Path, out: Path | None = None, run_pages: bool = True) -> Path:
     """Write every table, plot and page; return the path of index.html."""
     out = out or results / "report"
@@ -262,7 +258,7 @@ def _plots(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], improve: Seque
     images = []
     for info in infos:
         if info.kind == "improve":
-            path = out / f"curves_{_slug(info.name)}.png"
+            path = out / f"curves_{re.sub(r'[^A-Za-z0-9_.-]+', '_', info.name)}.png"
             plot_curves(info, [c for c in cells if c.task == info.name], path)
             images.append((f"{info.name}: best-so-far curves", path))
     if improve:
