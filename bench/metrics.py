@@ -3,11 +3,13 @@
 Normalised improvement is FML-bench's `max(0, gain / |p_best - p_worst|)` on the task's fixed
 range (`bench.fml_metrics`); a task without one (the seed paper's protocol) is ranged over the
 baseline and every compared run's value on it. Steps-to-target is the first step whose
-best-so-far reaches the weakest compared agent's best.
+best-so-far reaches the weakest compared agent's best. Agents are compared pairwise, round k
+against round k per task, with bootstrap confidence intervals and win rates.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +25,8 @@ from aiscientist.experiment import StepRecord
 from bench.fml_metrics import Range, normalized_improvement as ranged_improvement
 
 Direction = Literal["max", "min"]
+BOOTSTRAP_SAMPLES = 5000
+LEVEL = 0.95
 T = TypeVar("T")
 K = TypeVar("K")
 
@@ -299,3 +303,60 @@ def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[floa
     """Per agent: mean, std and count over tasks of every metric in AGENT_METRICS."""
     agents = group_by(cells, lambda c: c.agent)
     return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS} for agent, group in agents.items()}
+
+
+class Pairing(BaseModel):
+    """Agent `a` against agent `b` on one task; differences are signed so that a
+    positive value means `a` scored better."""
+
+    task: str
+    a: str
+    b: str
+    rounds: int
+    mean_diff: float
+    low: float
+    high: float
+    win_rate: float  # a's wins over the paired rounds, ties counted half
+
+    @property
+    def verdict(self) -> str:
+        if self.low > 0:
+            return f"{self.a} better"
+        if self.high < 0:
+            return f"{self.b} better"
+        return "within noise"
+
+
+def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `diffs` (a fixed seed: reports repeat)."""
+    values = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(samples, len(values)))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+
+
+def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
+    """Every pair of agents on every metric task, over the rounds both scored (two at least)."""
+    out = []
+    scored = [r for r in runs if r.kind == "improve" and r.score is not None]
+    for task, task_runs in group_by(scored, lambda r: r.task).items():
+        scores = {agent: {r.round: r for r in rs} for agent, rs in group_by(task_runs, lambda r: r.agent).items()}
+        for a, b in itertools.combinations(scores, 2):
+            rounds = sorted(scores[a].keys() & scores[b].keys())
+            if len(rounds) < 2:
+                continue
+            pairs = [(scores[a][k], scores[b][k]) for k in rounds]
+            diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
+            low, high = bootstrap_ci(diffs)
+            wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)
+            out.append(Pairing(task=task, a=a, b=b, rounds=len(rounds), mean_diff=float(np.mean(diffs)), low=low, high=high, win_rate=wins / len(diffs)))
+    return out
+
+
+def gain_lost_on_test(run: RunSummary) -> bool:
+    """Validation improved on the baseline but the hidden test ended worse than the
+    baseline code's hidden test: the gain did not generalise."""
+    if run.best_val is None or run.baseline is None or run.test_metric is None or run.baseline_test is None:
+        return False
+    return is_better(run.best_val, run.baseline, run.direction) and is_better(run.baseline_test, run.test_metric, run.direction)

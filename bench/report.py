@@ -15,9 +15,8 @@ from pathlib import Path
 
 from aiscientist.agent import toolsets
 from aiscientist.humanize import MISSING, num, plural, pm
-from bench.compare import Pairing, gain_lost_on_test, paired_comparisons
-from bench.metrics import AGENT_METRICS, AgentTask, RunSummary, TaskInfo, agent_averages, aggregate, group_by, load_runs
-from bench.metrics import mean_stderr
+from bench.metrics import AGENT_METRICS, AgentTask, Pairing, RunSummary, TaskInfo, agent_averages, aggregate
+from bench.metrics import gain_lost_on_test, group_by, load_runs, mean_stderr, paired_comparisons
 
 
 Table = tuple[list[str], list[list[str]]]
