@@ -132,9 +132,7 @@ def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer 
         score_difference=graded.score - expected.score,
         invalid=len(grades) - len(leaves),
         agreement=agreements(leaves),
-        prompt_tokens=graded.prompt_tokens,
-        completion_tokens=graded.completion_tokens,
-        cost=graded.cost,
+        **graded.model_dump(include={"prompt_tokens", "completion_tokens", "cost"}),
         tree=graded,
     )
     return result, leaves
