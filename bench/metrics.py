@@ -301,8 +301,8 @@ AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it m
 
 def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[float | None, float | None, int]]]:
     """Per agent: mean, std and count over tasks of every metric in AGENT_METRICS."""
-    agents = group_by(cells, lambda c: c.agent)
-    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS} for agent, group in agents.items()}
+    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS}
+            for agent, group in group_by(cells, lambda c: c.agent).items()}
 
 
 class Pairing(BaseModel):
@@ -327,7 +327,8 @@ class Pairing(BaseModel):
         return "within noise"
 
 
-def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL,
+                 seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of `diffs` (a fixed seed: reports repeat)."""
     values = np.asarray(diffs, dtype=float)
     rng = np.random.default_rng(seed)
@@ -350,7 +351,8 @@ def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
             diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
             low, high = bootstrap_ci(diffs)
             wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)
-            out.append(Pairing(task=task, a=a, b=b, rounds=len(rounds), mean_diff=float(np.mean(diffs)), low=low, high=high, win_rate=wins / len(diffs)))
+            out.append(Pairing(task=task, a=a, b=b, rounds=len(rounds), mean_diff=float(np.mean(diffs)), low=low,
+                               high=high, win_rate=wins / len(diffs)))
     return out
 
 
@@ -359,4 +361,5 @@ def gain_lost_on_test(run: RunSummary) -> bool:
     baseline code's hidden test: the gain did not generalise."""
     if run.best_val is None or run.baseline is None or run.test_metric is None or run.baseline_test is None:
         return False
-    return is_better(run.best_val, run.baseline, run.direction) and is_better(run.baseline_test, run.test_metric, run.direction)
+    improved_on_val = is_better(run.best_val, run.baseline, run.direction)
+    return improved_on_val and is_better(run.baseline_test, run.test_metric, run.direction)
