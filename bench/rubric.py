@@ -154,21 +154,17 @@ def validate(root: RubricNode) -> None:
                     raise RubricError(f"internal node {where} has {field} set; only leaves may carry it")
 
 
-class RubricFormat(BaseModel):
-    """How a rubric file was laid out, so dumping reproduces it."""
+class Rubric(BaseModel):
+    """A rubric and how its file was laid out, so dumping reproduces it."""
 
+    root: RubricNode
     indent: int | None = 4
     ensure_ascii: bool = True
     trailing_newline: bool = True
 
-
-class Rubric(BaseModel):
-    root: RubricNode
-    layout: RubricFormat = Field(default_factory=RubricFormat)
-
     def dumps(self) -> str:
-        text = json.dumps(self.root.to_dict(), indent=self.layout.indent, ensure_ascii=self.layout.ensure_ascii)
-        return text + ("\n" if self.layout.trailing_newline else "")
+        text = json.dumps(self.root.to_dict(), indent=self.indent, ensure_ascii=self.ensure_ascii)
+        return text + ("\n" if self.trailing_newline else "")
 
     def dump(self, path: Path) -> None:
         Path(path).write_text(self.dumps(), encoding="utf-8")
@@ -188,7 +184,10 @@ def loads(text: str, source: str = "<rubric>") -> Rubric:
         validate(root)
     except RubricError as err:
         raise RubricError(f"{source}: {err}") from None
-    return Rubric(root=root, layout=_layout(text))
+    indent = re.search(r"\{\n( +)\"", text)
+    # json.dumps escapes non-ASCII unless told not to; a file holding raw non-ASCII was written without.
+    return Rubric(root=root, indent=len(indent.group(1)) if indent else None, ensure_ascii=text.isascii(),
+                  trailing_newline=text.endswith("\n"))
 
 
 def load(path: str | Path) -> Rubric:
@@ -196,13 +195,6 @@ def load(path: str | Path) -> Rubric:
     if not path.is_file():
         raise RubricError(f"{path}: rubric file not found")
     return loads(path.read_text(encoding="utf-8"), str(path))
-
-
-def _layout(text: str) -> RubricFormat:
-    match = re.search(r"\{\n( +)\"", text)
-    indent = len(match.group(1)) if match else None
-    # json.dumps escapes non-ASCII unless told not to; a file holding raw non-ASCII was written without.
-    return RubricFormat(indent=indent, ensure_ascii=text.isascii(), trailing_newline=text.endswith("\n"))
 
 
 def code_dev_view(root: RubricNode) -> RubricNode | None:
