@@ -97,7 +97,5 @@ def get_embedder(prefer: str = "auto") -> Embedder:
 
 def code_text(task: Task, code_dir: Path) -> str:
     """The editable files of a step snapshot, concatenated in path order."""
-    parts = []
-    for rel in expand_globs(code_dir, task.editable_globs):
-        parts.append(f"# file: {rel}\n" + (code_dir / rel).read_text(errors="replace"))
-    return "\n".join(parts)
+    files = expand_globs(code_dir, task.editable_globs)
+    return "\n".join(f"# file: {rel}\n" + (code_dir / rel).read_text(errors="replace") for rel in files)

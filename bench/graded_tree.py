@@ -87,13 +87,9 @@ def rescore(node: PaperBenchNode, path: NodePath = ()) -> tuple[float, list[Mism
     stored score differs from the re-aggregated one (beyond rounding)."""
     if node.is_leaf:
         return node.score, []
-    mismatches: list[Mismatch] = []
-    pairs = []
-    for i, child in enumerate(node.sub_tasks):
-        score, below = rescore(child, (*path, i))
-        mismatches += below
-        pairs.append((child.weight, score))
-    computed = weighted_mean(pairs)
+    rescored = [rescore(child, (*path, i)) for i, child in enumerate(node.sub_tasks)]
+    computed = weighted_mean([(child.weight, score) for child, (score, _) in zip(node.sub_tasks, rescored)])
+    mismatches = [mismatch for _, below in rescored for mismatch in below]
     if not math.isclose(computed, node.score, rel_tol=1e-9, abs_tol=1e-9):
         mismatches.insert(0, Mismatch(path=path_label(path), id=node.id, stored=node.score, computed=computed))
     return computed, mismatches
