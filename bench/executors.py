@@ -49,11 +49,8 @@ def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> t
         want = workers or min(n_runs, len(cpus))
         cores_per_run = max(1, len(cpus) // max(1, want))
     workers = workers or max(1, min(n_runs, len(cpus) // cores_per_run))
-    slots = []
-    for i in range(workers):
-        start = (i * cores_per_run) % len(cpus)
-        slots.append([cpus[(start + j) % len(cpus)] for j in range(min(cores_per_run, len(cpus)))])
-    return workers, slots
+    width = min(cores_per_run, len(cpus))
+    return workers, [[cpus[(i * cores_per_run + j) % len(cpus)] for j in range(width)] for i in range(workers)]
 
 
 def open_executor(kind: str, address: str | None, slots: list[list[int]]):
