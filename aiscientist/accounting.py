@@ -118,8 +118,6 @@ def run_usage(calls: CallUsage, steps: Sequence[Step]) -> tuple[int, float]:
 
 
 class Totals(BaseModel):
-    """Counts and usage over a run's steps."""
-
     completed: int
     successful: int
     tokens: int

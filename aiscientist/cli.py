@@ -6,7 +6,6 @@ import argparse
 import importlib
 import logging
 import os
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -63,16 +62,9 @@ def main(argv: list[str] | None = None) -> int:
             os.environ[env] = str(Path(flag).resolve())  # read by aiscientist.llm.load_llm_config
     try:
         return int(args.handler(args) or 0)
-    except TaskError as err:
+    except (TaskError, ReplayMiss) as err:
         err_console.print(f"[red]error:[/red] {err}")
-        return 2
-    except ReplayMiss as err:
-        err_console.print(f"[red]error:[/red] {err}")
-        return 1
+        return 2 if isinstance(err, TaskError) else 1
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/yellow]")
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

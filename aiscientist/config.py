@@ -100,21 +100,15 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(path, "(file)", f"invalid YAML: {err}") from None
     if not isinstance(raw, dict):
         raise ConfigError(path, "(file)", "expected a mapping of settings")
-    try:
-        validate_config(raw)  # name the file that holds a bad key
-    except ConfigError as err:
-        raise ConfigError(path, err.field, err.reason) from None
+    validate_config(raw, source=str(path))  # name the file that holds a bad key
     return raw
 
 
 def _nest(dotted: str, value: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    node = out
-    parts = dotted.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
-    return out
+    """`a.b`, 1 → {"a": {"b": 1}}."""
+    for part in reversed(dotted.split(".")):
+        value = {part: value}
+    return value
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -38,10 +38,11 @@ def _env() -> dict[str, str]:
 def git(paths: RunPaths, *args: str) -> str:
     """Run git on the run's submission; raise with git's message on failure."""
     adopt_legacy_git_dir(paths)
-    command = ["git", f"--git-dir={paths.git_dir}", f"--work-tree={paths.submission}"]
-    for setting in _SAFE_CONFIG:
-        command += ["-c", setting]
-    done = subprocess.run([*command, *args], cwd=paths.submission, capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL)
+    safe = [word for setting in _SAFE_CONFIG for word in ("-c", setting)]
+    command = ["git", f"--git-dir={paths.git_dir}", f"--work-tree={paths.submission}", *safe, *args]
+    done = subprocess.run(
+        command, cwd=paths.submission, capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL
+    )
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
     return done.stdout

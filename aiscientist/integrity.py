@@ -1,17 +1,11 @@
 """What a run may leave in a repository copy, checked on the host as plain data.
 
-Evaluation must see exactly the task's files, the editable files and the task's
-declared outputs. The baseline tree (every entry after setup, links recorded as
-links, never followed) is kept in `.pristine/tree.json`; after a run, anything
-else — a changed task file, a new code file outside the editable ones (a module
-that shadows one the evaluator imports, `sitecustomize.py`, a `.pth` file), a
-link that leaves the repository, a FIFO or device — is a violation that makes
-the step invalid. Before a run, the tree is put back to baseline + editable files
-so that nothing one step left behind can act in the next.
-
-The rule for outputs (see docs/contracts.md, "Task outputs"): a task that lists
-`outputs` globs may create only those (plus its metrics file); a task that lists
-none may create any new file that is not code.
+Evaluation must see exactly the task's files, the editable files and the declared
+outputs (docs/contracts.md, "Task outputs"). Against the baseline tree (links recorded,
+never followed), anything else a run leaves — a changed task file, new code outside
+the editable files (a shadowing module, `sitecustomize.py`, a `.pth`), a link out of
+the repository, a FIFO or device — makes the step invalid. Before a run the tree is
+put back to baseline + editable files, so nothing one step left can act in the next.
 """
 
 from __future__ import annotations
@@ -47,13 +41,6 @@ class Entry:
         return cls(kind, digest)
 
 
-def sha256_fd(fd: int) -> str:
-    digest = hashlib.sha256()
-    while chunk := os.read(fd, 1 << 20):
-        digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _parts(rel: str) -> list[str] | None:
     parts = list(Path(rel).parts)
     return parts if parts and not any(p in ("..", "/") for p in parts) else None
@@ -74,7 +61,6 @@ def open_regular(root: Path, rel: str) -> int | None:
 
 
 def read_regular(root: Path, rel: str) -> bytes | None:
-    """The bytes of a regular file (see `open_regular`)."""
     fd = open_regular(root, rel)
     if fd is None:
         return None
@@ -120,10 +106,8 @@ def _file_entry(dir_fd: int, name: str) -> Entry:
         fd = safe_open.open_file(dir_fd, name, hard_links=True)
     except (OSError, safe_open.Link, safe_open.Odd):
         return Entry("other")
-    try:
-        return Entry("file", sha256_fd(fd))
-    finally:
-        os.close(fd)
+    with open(fd, "rb") as opened:  # closes fd
+        return Entry("file", hashlib.file_digest(opened, "sha256").hexdigest())
 
 
 def is_code(rel: str) -> bool:

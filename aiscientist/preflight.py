@@ -51,9 +51,7 @@ def _strip_prefix(words: list[str]) -> list[str]:
     """Drop `VAR=value` assignments and wrappers such as `env`, `timeout 60`."""
     while words:
         head = words[0]
-        if "=" in head and not head.startswith(("-", "/", ".")) and head.split("=", 1)[0].isidentifier():
-            words = words[1:]
-        elif head in WRAPPERS:
+        if head in WRAPPERS or ("=" in head and head.split("=", 1)[0].isidentifier()):
             words = words[1:]
         elif head == "timeout":
             rest = words[1:]

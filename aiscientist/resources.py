@@ -13,18 +13,13 @@ CONFIGS_DIR = PACKAGE_ROOT / "configs"
 WORKSPACE_TEMPLATE = PACKAGE_ROOT / "workspace_template"
 
 
-def packaged_configs() -> dict[str, Path]:
-    """Bare config names (`default`, `flat`, `no_file_bus`, ...) → the shipped files."""
-    return {path.stem: path for path in sorted(CONFIGS_DIR.rglob("*.yaml")) if path.stem != "models"}
-
-
 def resolve_config(name: str | Path) -> Path:
     """A `--config` value: an existing file path, else a packaged config's bare name
     (`flat`, `ablations/flat`, `flat.yaml`)."""
     path = Path(name)
     if path.is_file():
         return path
-    shipped = packaged_configs()
+    shipped = {path.stem: path for path in sorted(CONFIGS_DIR.rglob("*.yaml")) if path.stem != "models"}
     key = path.name.removesuffix(".yaml").removesuffix(".yml")
     if key in shipped and (path.parent == Path(".") or shipped[key].parent.name == path.parent.name):
         return shipped[key]

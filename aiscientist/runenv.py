@@ -41,7 +41,6 @@ def conda_command(task: Task) -> list[str] | None:
 
 
 def in_environment(task: Task, commands: list[str]) -> list[str]:
-    """`commands` as they must be run for `task`'s conda environment."""
     prefix = conda_command(task)
     return commands if prefix is None else [shlex.join([*prefix, command]) for command in commands]
 

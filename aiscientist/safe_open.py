@@ -99,8 +99,9 @@ def open_file(dir_fd: int, name: str, depth: int = 0, write: bool = False, hard_
     info = _lstat(dir_fd, name)
     if info is not None and stat.S_ISLNK(info.st_mode):
         raise Link(depth)
-    if info is not None and not stat.S_ISDIR(info.st_mode) and odd(info, hard_links):
-        raise Odd(odd(info, hard_links) or "")  # never open a device or FIFO at all
+    reason = odd(info, hard_links) if info is not None else None
+    if reason:
+        raise Odd(reason)  # never open a device or FIFO at all
     flags = FILE_FLAGS | (os.O_WRONLY | os.O_CREAT if write else os.O_RDONLY)
     try:
         fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
@@ -198,7 +199,6 @@ def walk_files(dir_fd: int, rel: str, keep_dir: Callable[[str], bool], keep_file
 
 
 def read_all(fd: int, limit: int) -> bytes:
-    """Up to `limit` bytes from the start of an open file."""
     chunks, size = [], 0
     while size < limit:
         chunk = os.pread(fd, min(1 << 20, limit - size), size)

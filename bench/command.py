@@ -53,7 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("out", type=Path, help="new folder: OUT/<agent>/<Task>/<run>/ plus a scoring root (OUT/ml_tasks, OUT/workspace)")
 
 
-
 def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
     options: dict[str, dict[str, str]] = {}
     for item in items:

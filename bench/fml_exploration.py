@@ -1,16 +1,7 @@
-"""FML-bench main's four exploration metrics over per-step code embeddings.
+"""FML-bench main's four exploration metrics over per-step code embeddings (`bench.embed`).
 
-Each validation step's code is the full text of the task's target files (the step
-snapshot where it holds a file, the baseline otherwise, in path order, joined by
-newlines); it is embedded with `bench.embed` (GraphCodeBERT when cached locally,
-else the bundled MiniLM; the row names which). Then, over the N step vectors:
-
-- spread = mean L2 distance to their centroid (float32, as FML-bench computes it);
-- uniqueness = clusters / N, agglomerative clustering with cosine distance, average
-  linkage and distance threshold 0.015 (all-zero vectors form one extra cluster);
-- reach = the largest L2 distance to the baseline code's vector (float64);
-- effective dimension = (Σλ)² / Σλ² of the centred cloud's covariance eigenvalues
-  (float64; 0 for fewer than two steps).
+A step's code is the full text of the task's target files: the step's snapshot where it holds a
+file, the baseline otherwise. Float widths follow FML-bench: spread in float32, the rest in float64.
 """
 
 from __future__ import annotations

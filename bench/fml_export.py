@@ -1,16 +1,8 @@
-"""Our `bench run` results in FML-bench main's terms: its table rows computed
-directly (`fml_rows`), and the same runs written in its result layout
-(`export_results`) so that FML-bench's own scorer, or `bench score`, can read them.
-
-Per (agent, task), the best round (our protocol) is the run FML-bench scores; other
-rounds are exported with a leading `_`, which FML-bench skips. Written:
-
-    OUT/<agent>/<task>/round_<k>/summary.json, step_snapshots/step_NNNN_code.json,
-        final_test/run_final_test/execution_0/{test_info.json | records/bug_test_0.json}
-    OUT/ml_tasks/<task>/config.json, baseline_results/{val_info,test_info}.json
-    OUT/workspace/<task>/repo/<target files at baseline>
-
-so `bench score OUT/<agent> --fml-root OUT` reproduces `fml_rows`.
+"""Our `bench run` results in FML-bench main's terms: its table rows computed directly
+(`fml_rows`), and the same runs written in its result layout (`export_results`), so that
+`bench score OUT/<agent> --fml-root OUT` (or FML-bench's own scorer) reproduces `fml_rows`.
+Per (agent, task) the best round is the run FML-bench scores; the other rounds are exported
+with a leading `_`, which FML-bench skips.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ from aiscientist.task import Task, expand_globs
 from bench.fml_exploration import EXCLUDED, explore_steps
 from bench.fml_metrics import ROW_KEYS, TaskMeta, TaskRun, ValStep, plain, range_of, score, shown
 from bench.fml_results import ResultsError
-from bench.metrics import RunSummary, best_round, load_runs
+from bench.metrics import RunSummary, best_round, group_by, load_runs
 from bench.report import markdown
 
 
@@ -51,12 +43,9 @@ def cells(results: Path) -> dict[str, dict[str, Cell]]:
     runs = load_runs(results)
     if not runs:
         raise ResultsError(f"{results}: no runs/<task>/<agent>/round_<k>/result.json (is it a `bench run --out` folder?)")
-    groups: dict[tuple[str, str], list[RunSummary]] = {}
-    for summary in runs:
-        if summary.kind == "improve":
-            groups.setdefault((summary.agent, summary.task), []).append(summary)
+    groups = group_by([s for s in runs if s.kind == "improve"], lambda s: (s.agent, s.task))
     found: dict[str, dict[str, Cell]] = {}
-    for (agent, name), rounds in sorted(groups.items()):
+    for (agent, name), rounds in groups.items():
         best = best_round(rounds) or min(rounds, key=lambda s: s.round)
         ws = best.folder(results) / "ws"
         task = Task.model_validate_json((ws / "task" / "task.json").read_text())

@@ -1,22 +1,8 @@
-"""FML-bench `main`'s per-task metrics, as its `compute_agent_metrics.py` defines them.
-
-Inputs are one agent's run on one task (`TaskRun`, read from FML-bench's result
-layout by `bench.fml_results` or built from our runs by `bench.fml_export`); the
-output is one row of FML-bench's table under its own column names (`COLUMNS`).
-
-- Raw test: the final test's canonical metric; it falls back to the baseline's test
-  metric when there is no final test, the test crashed, `test_info.json` is missing
-  or unreadable, it flags `constraint_violated`, or every validation step failed.
-- Normalised improvement: max(0, signed gain / |p_best − p_worst|) with the task's
-  fixed range (`RANGES`; p_worst may be the baseline itself); NaN on a degenerate
-  range. The Unlearning metric is scored as −log10(value), lower is better.
-- Over the K validation steps: the best-so-far normalised improvement curve
-  (starting at the summary's baseline); AUC = its mean; first-improvement step =
-  first index where it is > 1e-15; late-gain fraction = (gain at K − gain at K//2)
-  / gain at K (NaN when gain at K ≤ 1e-12); best-improvement step = the last
-  successful step whose metric equals the best validation metric.
-- Valid step ratio = successful validation steps / total steps; val–test |gap| =
-  |NI(best val) − NI(test)|; token cost = tokens / 1e6; wall-clock = seconds / 3600.
+"""FML-bench `main`'s per-task metrics, as its `compute_agent_metrics.py` defines them: one
+agent's run on one task (`TaskRun`, read by `bench.fml_results` or built from our runs by
+`bench.fml_export`) becomes one row of its table under its own column names (`COLUMNS`).
+Where the final test earns no credit (missing, crashed, unreadable, constraint violated, or every
+validation step failed) the baseline's test metric stands in, as FML-bench does.
 """
 
 from __future__ import annotations
@@ -106,17 +92,8 @@ FML_LITE = {
 RANGES: dict[str, TaskMeta] = {**FML_MAIN, **FML_LITE}
 
 COLUMNS = (
-    "raw_test",
-    "baseline_test",
-    "Normalized Improvement",
-    "Val-test |gap|",
-    "Valid step ratio",
-    "AUC-over-steps",
-    "First-improvement step",
-    "Late-gain fraction",
-    "Best-improvement step",
-    "Token cost (M)",
-    "Wall-clock time (h)",
+    "raw_test", "baseline_test", "Normalized Improvement", "Val-test |gap|", "Valid step ratio", "AUC-over-steps",
+    "First-improvement step", "Late-gain fraction", "Best-improvement step", "Token cost (M)", "Wall-clock time (h)",
     *EXPLORATION_COLUMNS,
 )
 ROW_KEYS = (*COLUMNS, "note", "embedder")  # a row as `bench score` and the report print it
@@ -223,7 +200,7 @@ def score(run: TaskRun, meta: TaskMeta, exploration: dict[str, float] | None = N
     val = run.baseline_val if all_val_failed else run.best_val_metric
     ni_val = normalized_improvement(display_transform(val, run.task), display_transform(run.baseline_val, run.task), meta)
     successes = sum(1 for s in run.val_steps if s.success)
-    row: dict[str, float | str | None] = {
+    return {
         "raw_test": _nan(raw_shown),
         "baseline_test": _nan(baseline_shown),
         "Normalized Improvement": ni_test,
@@ -236,7 +213,6 @@ def score(run: TaskRun, meta: TaskMeta, exploration: dict[str, float] | None = N
         **(exploration or dict.fromkeys(EXPLORATION_COLUMNS, NAN)),
         "note": note,
     }
-    return row
 
 
 def _nan(value: float | None) -> float:

@@ -1,13 +1,6 @@
-"""Read one agent's results exactly as FML-bench `main` writes them, and score them.
-
-Layout: `AGENT/<Task>/<run>/summary.json` (run folders starting with `_` or ending
-in `_deprecated` are skipped; the first, in name order, holding a summary is the
-run), the final test in `<run>/*_final_test/run_final_test/execution_*/` or
-`<run>/final_test/run_final_test/execution_*/` (`test_info.json`, or
-`records/bug_test_*.json` when it crashed; the last such folder counts; for
-`ai_scientist_v2` they sit in a sibling run folder), and per-step code in
-`<run>/step_snapshots/step_*_code.json`. Baselines and target files come from the
-FML-bench root's `ml_tasks/<Task>/`.
+"""Read one agent's results exactly as FML-bench `main` writes them (`AGENT/<Task>/<run>/summary.json`,
+the final test, step snapshots; baselines and target files from the FML-bench root's `ml_tasks/<Task>/`),
+and score them.
 """
 
 from __future__ import annotations

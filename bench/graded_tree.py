@@ -1,11 +1,6 @@
-"""PaperBench's graded-tree format: read it, write it, and re-score it from its leaves.
-
-A graded tree is the rubric with a grade on every node: `id`, `requirements`, `weight`,
-`score`, `valid_score`, `task_category`, `explanation`, `judge_metadata`, `sub_tasks`
-(the fields PaperBench's `GradedTaskNode` reads and writes, in its key order). Leaves
-hold the judge's 0/1 grades; every internal node holds the weighted mean of its
-children. PaperBench's JudgeEval `expected_result.json` files are such trees, and so is
-our `grade.json`. A node whose subtree was graded as a whole is written as a leaf of
+"""PaperBench's graded-tree format (the fields of its `GradedTaskNode`, in its key order): read
+it, write it, and re-score it from its leaves. PaperBench's JudgeEval `expected_result.json` files
+are such trees, and so is our `grade.json`; a subtree graded as a whole is written as a leaf of
 task category "Subtree", as PaperBench does.
 """
 
@@ -92,13 +87,9 @@ def rescore(node: PaperBenchNode, path: NodePath = ()) -> tuple[float, list[Mism
     stored score differs from the re-aggregated one (beyond rounding)."""
     if node.is_leaf:
         return node.score, []
-    mismatches: list[Mismatch] = []
-    pairs = []
-    for i, child in enumerate(node.sub_tasks):
-        score, below = rescore(child, (*path, i))
-        mismatches += below
-        pairs.append((child.weight, score))
-    computed = weighted_mean(pairs)
+    rescored = [rescore(child, (*path, i)) for i, child in enumerate(node.sub_tasks)]
+    computed = weighted_mean([(child.weight, score) for child, (score, _) in zip(node.sub_tasks, rescored)])
+    mismatches = [mismatch for _, below in rescored for mismatch in below]
     if not math.isclose(computed, node.score, rel_tol=1e-9, abs_tol=1e-9):
         mismatches.insert(0, Mismatch(path=path_label(path), id=node.id, stored=node.score, computed=computed))
     return computed, mismatches

@@ -1,8 +1,6 @@
-"""Grade one paper-reproduction submission: reproduce, judge, score, write the result.
-
-`grade_submission` is the entry point for the `grade` command and for `bench run` on
-tasks of kind `reproduce`. It writes `grade.json`, the graded tree in PaperBench's format
-(see `bench.graded_tree`), and `grade_summary.json`, this module's `GradeResult` without the tree.
+"""Grade one paper-reproduction submission (the `grade` command, and `bench run` on paper tasks):
+reproduce, judge, score, and write `grade.json` (the graded tree in PaperBench's format,
+`bench.graded_tree`) and `grade_summary.json` (`GradeResult` without the tree).
 """
 
 from __future__ import annotations
@@ -144,13 +142,9 @@ def grade_submission(
         max_depth=max_depth,
         started_at=started.isoformat(timespec="seconds"),
         duration_s=round(time.monotonic() - clock, 3),
-        score=tree.score,
-        valid=tree.valid,
+        **tree.model_dump(include={"score", "valid", "prompt_tokens", "completion_tokens", "cost"}),
         leaves_graded=len(grades),
         leaves_invalid=sum(not g.valid for g in grades.values()),
-        prompt_tokens=tree.prompt_tokens,
-        completion_tokens=tree.completion_tokens,
-        cost=tree.cost,
         reproduction=reproduction,
         reproduction_problem=reproduction.problem if reproduction is not None else None,
         tree=tree,

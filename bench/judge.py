@@ -1,19 +1,10 @@
-"""Grade a submission against a rubric, leaf by leaf, and score the tree.
+"""Grade a submission against a rubric, leaf by leaf (or whole subtrees below a depth limit).
 
-Per graded node (a leaf, or with a depth limit a whole subtree):
-
-* a leaf with a `check` is decided by the check on the files the reproduction produced;
-* a node whose evidence is missing scores 0 by rule, without a model call: no code in the
-  submission (Code Development), no `reproduce.sh` (Code Execution), no file produced by
-  the reproduction (Result Analysis);
-* otherwise the model judge sees the paper, the addendum, the criterion and the most
-  relevant files, and answers in JSON (expectations, reality, score, explanation).
-  Code Development sees the submission's code; Code Execution also `reproduce.sh` and
-  `reproduce.log`; Result Analysis sees `reproduce.sh`, `reproduce.log` and only files
-  the reproduction produced. Files are ranked by TF-IDF similarity to the criterion
-  (deterministic and free, where PaperBench spends a model call on ranking).
-* A node whose grading fails (model error, unparseable answer) scores 0 and is invalid.
-  With the `offline` judge model every node that needs a model is ungraded: 0, invalid.
+A leaf with a `check` is decided by the check; a node whose evidence is missing scores 0 by rule,
+without a model call; any other node goes to the model judge with the paper, the criterion and
+the files most relevant to it, ranked by TF-IDF (deterministic and free, where PaperBench spends a
+model call on ranking). A node whose grading fails scores 0 and is invalid; so does every node
+that needs a model under the `offline` judge.
 """
 
 from __future__ import annotations
@@ -22,7 +13,7 @@ import json
 import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -87,7 +78,10 @@ class JudgeParseError(ValueError):
 
 def parse_answer(text: str, subtree: bool) -> JudgeAnswer:
     """The judge's JSON object, found in plain text or a fenced block; a leaf's score must be 0 or 1."""
-    for candidate in _json_candidates(text or ""):
+    text = text or ""
+    start, end = text.find("{"), text.rfind("}")
+    candidates = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)
+    for candidate in candidates + ([text[start : end + 1]] if 0 <= start < end else []):
         try:
             data = json.loads(candidate)
         except json.JSONDecodeError:
@@ -100,16 +94,7 @@ def parse_answer(text: str, subtree: bool) -> JudgeAnswer:
             if not subtree and answer.score not in (0, 1):
                 raise JudgeParseError(f"a leaf's score must be 0 or 1, got {answer.score}")
             return answer
-    raise JudgeParseError(f"no JSON object with a score in the judge's answer: {(text or '')[:200]!r}")
-
-
-def _json_candidates(text: str) -> list[str]:
-    fenced = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)
-    start, end = text.find("{"), text.rfind("}")
-    return fenced + ([text[start : end + 1]] if 0 <= start < end else [])
-
-
-# ---- the submission as the judge sees it ----------------------------------------------------
+    raise JudgeParseError(f"no JSON object with a score in the judge's answer: {text[:200]!r}")
 
 
 @dataclass
@@ -184,10 +169,8 @@ class Evidence:
     def executed(cls, submission: Path) -> Evidence:
         """A submission whose `reproduce.sh` already ran in place (PaperBench's JudgeEval
         cases): its `reproduce.log` is the log, and any of its files may be a result."""
-        code = [f for f in read_files(submission) if f.path != SCRIPT]
-        script = next(iter(read_files(submission, [SCRIPT])), None)
-        log_file = next(iter(read_files(submission, [LOG])), None)
-        return cls(code, script, log_file, code, None)
+        evidence = cls.collect(submission, None)
+        return replace(evidence, log=next(iter(read_files(submission, [LOG])), None), produced=evidence.code)
 
     @property
     def listing(self) -> list[str]:
@@ -225,9 +208,6 @@ def _also(text: str, note: str | None) -> str:
     return text if not note or note in text else f"{text} ({note})"
 
 
-# ---- the judge ------------------------------------------------------------------------------
-
-
 @dataclass
 class Judge:
     """Grades rubric nodes for one submission. `client` is a model client with
@@ -253,6 +233,8 @@ class Judge:
             path, node, subtree = target
             try:
                 grade = self.grade(node, subtree, evidence, parents[path])
+                if subtree or node.task_category != CODE_DEV:  # say why the reproduction's results are missing
+                    grade = grade.model_copy(update={"explanation": _also(grade.explanation, evidence.problem)})
             except Exception as err:  # one leaf's failure must not sink the whole grading
                 log.warning("grading %s failed: %s", node.id, err, exc_info=log.isEnabledFor(logging.DEBUG))
                 grade = LeafGrade(score=0, valid=False, method="error", explanation=f"grading error: {type(err).__name__}: {err}")
@@ -262,14 +244,6 @@ class Judge:
             return dict(pool.map(one, targets))
 
     def grade(self, node: RubricNode, subtree: bool, evidence: Evidence, ancestors: list[str]) -> LeafGrade:
-        """One node's grade; outside Code Development its explanation says why the
-        reproduction's results are missing or incomplete, when they are."""
-        grade = self._grade(node, subtree, evidence, ancestors)
-        if subtree or node.task_category != CODE_DEV:
-            grade = grade.model_copy(update={"explanation": _also(grade.explanation, evidence.problem)})
-        return grade
-
-    def _grade(self, node: RubricNode, subtree: bool, evidence: Evidence, ancestors: list[str]) -> LeafGrade:
         if node.check is not None and not subtree:
             root = evidence.reproduction.copy_dir if evidence.reproduction else Path("/nonexistent")
             produced = evidence.reproduction.produced if evidence.reproduction else set()

@@ -1,17 +1,10 @@
 """How well a judge agrees with human grades: PaperBench's JudgeEval, on our judge.
 
-A case is a folder `<paper-id>/<k>/` holding the human-graded tree
-`grading/expected_result.json` and the submission that was graded, already run
-(`submission/`, or `submission.tar` as PaperBench ships it). The paper text comes from
-`<papers>/<paper-id>/paper.md` (and `addendum.md`); by default `<papers>` is the `papers`
-folder beside the cases' root, as in PaperBench's `data/` folder. The judge grades every
-leaf of the expected tree; its 0/1 leaf grades are compared with the expected ones.
-
-Figures, per case and pooled over all cases' leaves, overall and per task category:
-accuracy, and precision, recall and F1 macro-averaged over the pass and fail classes,
-as PaperBench computes them; plus the root score's difference from the expected root.
-Leaves the judge failed to grade are left out of the figures and counted as `invalid`
-(PaperBench leaves out every leaf below an invalid node).
+A case is a folder `<paper-id>/<k>/` holding the human-graded tree `grading/expected_result.json`
+and the submission that was graded, already run (`submission/` or `submission.tar`); the paper
+comes from `<papers>/<paper-id>/` (default: `papers` beside the cases' root, as in PaperBench's
+`data/`). The judge's 0/1 leaf grades are compared with the expected ones as PaperBench does
+(macro-averaged over pass and fail); leaves the judge failed to grade are counted as `invalid`.
 """
 
 from __future__ import annotations
@@ -28,6 +21,7 @@ from bench import rubric
 from bench.graded_tree import load_graded
 from bench.grading import LFS_POINTER, make_judge_client, paper_files
 from bench.judge import Completer, Evidence, Judge
+from bench.metrics import group_by
 from bench.rubric import GradedNode, RubricError, aggregate
 
 EXPECTED = Path("grading") / "expected_result.json"
@@ -67,7 +61,7 @@ class JudgeEvalResult(BaseModel):
     mean_abs_score_difference: float
 
 
-Pairs = dict[str, tuple[list[int], list[int]]]  # category -> (expected, predicted)
+Leaf = tuple[str, int, int]  # task category, expected and predicted pass (1) or fail (0)
 
 
 def agreement(expected: list[int], predicted: list[int]) -> Agreement:
@@ -79,6 +73,12 @@ def agreement(expected: list[int], predicted: list[int]) -> Agreement:
     precision, recall, f1, _ = precision_recall_fscore_support(expected, predicted, average="macro", zero_division=0)
     return Agreement(accuracy=float(accuracy_score(expected, predicted)), precision=float(precision), recall=float(recall),
                      f1=float(f1), leaves=len(expected), expected_pass=sum(expected), predicted_pass=sum(predicted))
+
+
+def agreements(leaves: list[Leaf]) -> dict[str, Agreement]:
+    """Agreement overall and per task category."""
+    groups = {OVERALL: leaves} | group_by(leaves, lambda leaf: leaf[0])
+    return {key: agreement([e for _, e, _ in group], [p for _, _, p in group]) for key, group in groups.items()}
 
 
 def find_cases(root: Path) -> list[Path]:
@@ -111,7 +111,8 @@ def submission_of(case: Path, work: Path) -> Path:
     return inner[0] if len(inner) == 1 and not any(p.is_file() for p in work.iterdir()) else work
 
 
-def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer | None, concurrency: int) -> tuple[CaseResult, Pairs]:
+def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer | None,
+                  concurrency: int) -> tuple[CaseResult, list[Leaf]]:
     expected = load_graded(case / EXPECTED)
     root = expected.to_rubric()
     rubric.validate(root)
@@ -121,31 +122,20 @@ def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer 
         submission = submission_of(case, Path(work))
         grades = judge.grade_all(root, Evidence.executed(submission))
     graded = aggregate(root, grades)
-    pairs: Pairs = {OVERALL: ([], [])}
-    invalid = 0
-    expected_leaves = {path: node for path, node in expected.walk_paths() if node.is_leaf}
-    for path, grade in grades.items():
-        if not grade.valid:
-            invalid += 1
-            continue
-        want = expected_leaves[path]
-        for key in (OVERALL, want.task_category or "(none)"):
-            truth, guess = pairs.setdefault(key, ([], []))
-            truth.append(int(want.score >= 0.5))
-            guess.append(int(grade.score >= 0.5))
+    wanted = dict(expected.walk_paths())
+    leaves = [(wanted[path].task_category or "(none)", int(wanted[path].score >= 0.5), int(grade.score >= 0.5))
+              for path, grade in grades.items() if grade.valid]
     result = CaseResult(
         case=f"{case.parent.name}/{case.name}",
         expected_score=expected.score,
         judge_score=graded.score,
         score_difference=graded.score - expected.score,
-        invalid=invalid,
-        agreement={key: agreement(*values) for key, values in pairs.items()},
-        prompt_tokens=graded.prompt_tokens,
-        completion_tokens=graded.completion_tokens,
-        cost=graded.cost,
+        invalid=len(grades) - len(leaves),
+        agreement=agreements(leaves),
+        **graded.model_dump(include={"prompt_tokens", "completion_tokens", "cost"}),
         tree=graded,
     )
-    return result, pairs
+    return result, leaves
 
 
 def run_judge_eval(root: Path, judge_model: str, papers: Path | None = None, concurrency: int = 4,
@@ -153,21 +143,18 @@ def run_judge_eval(root: Path, judge_model: str, papers: Path | None = None, con
     """Grade every case under `root` with the judge and measure its agreement with the expected grades."""
     cases = find_cases(root)
     client = client if client is not None else make_judge_client(judge_model)
-    pooled: Pairs = {}
+    pooled: list[Leaf] = []
     results = []
     for case in cases:
-        result, pairs = evaluate_case(case, papers or case.parents[2] / "papers", judge_model, client, concurrency)
-        for key, (truth, guess) in pairs.items():
-            pooled_truth, pooled_guess = pooled.setdefault(key, ([], []))
-            pooled_truth.extend(truth)
-            pooled_guess.extend(guess)
+        result, leaves = evaluate_case(case, papers or case.parents[2] / "papers", judge_model, client, concurrency)
+        pooled += leaves
         results.append(result)
         if on_case is not None:
             on_case(result)
     return JudgeEvalResult(
         judge_model=judge_model,
         cases=results,
-        agreement={key: agreement(*values) for key, values in pooled.items()},
+        agreement=agreements(pooled),
         mean_abs_score_difference=sum(abs(r.score_difference) for r in results) / len(results),
     )
 

@@ -1,46 +1,34 @@
-"""FML-bench metrics: pure functions over trajectories, and the per-task /
-per-agent aggregation the report prints.
+"""Per-run summaries (`RunSummary`) and the per-task / per-agent aggregation the report prints.
 
-Conventions (FML-bench, paper appendix C and the `main` branch):
-- a step is *completed* when it has a record, *successful* when it produced the
-  target metric, was not tampered with and respected the task's constraints;
-- the per-step curve is the best-so-far validation metric;
-- a run's *score* is the hidden-test metric of its best validation step when the
-  task has test commands (and the test ran), else that step's validation metric;
-- gains are signed by direction (positive = better); normalised improvement is
-  `max(0, gain / |p_best - p_worst|)` on the task's fixed range (FML-bench main's
-  table, our FML-lite entries, or the task's `score_range`; `bench.fml_metrics`),
-  and for a task without one (the seed paper's protocol) the range spans the
-  baseline and every compared run's value on that task; the score's baseline is the
-  baseline code's hidden-test metric when it was measured (the validation
-  baseline otherwise), the curves' baseline is the validation baseline;
-- steps-to-target: the first step whose best-so-far reaches the worst best-run
-  among the compared agents on that task;
-- AUC: the mean of the best-so-far normalised-improvement curve (0 before the first
-  success); on a fixed range over the completed steps, as FML-bench main; else over
-  the assigned steps (the last value carried after the last step).
+Normalised improvement is FML-bench's `max(0, gain / |p_best - p_worst|)` on the task's fixed
+range (`bench.fml_metrics`); a task without one (the seed paper's protocol) is ranged over the
+baseline and every compared run's value on it. Steps-to-target is the first step whose
+best-so-far reaches the weakest compared agent's best. Agents are compared pairwise, round k
+against round k per task, with bootstrap confidence intervals and win rates.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
 
 from aiscientist.agent.outcome import StopReason
-from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, successful, totals  # noqa: F401 (successful: bench.runner)
+from aiscientist.accounting import best_so_far, best_step, is_better, signed_gain, totals
 from aiscientist.experiment import StepRecord
 from bench.fml_metrics import Range, normalized_improvement as ranged_improvement
 
 Direction = Literal["max", "min"]
-
-
-# ---- per-trajectory functions -----------------------------------------------------
+BOOTSTRAP_SAMPLES = 5000
+LEVEL = 0.95
+T = TypeVar("T")
+K = TypeVar("K")
 
 
 def normalised_improvement(value: float | None, baseline: float, scale: Range) -> float:
@@ -94,9 +82,6 @@ def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None
 def mean_stderr(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
     mean, std, n = mean_std(values)
     return mean, (None if std is None else std / math.sqrt(n)), n
-
-
-# ---- the per-run record the runner writes --------------------------------------------
 
 
 class RunSummary(BaseModel):
@@ -163,9 +148,6 @@ def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
     }
 
 
-# ---- aggregation -----------------------------------------------------------------
-
-
 class AgentTask(BaseModel):
     """One agent on one task: its best round plus pooled rates and costs."""
 
@@ -218,38 +200,33 @@ def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
     return min(scored, key=lambda r: (-r.best_val if r.direction == "max" else r.best_val, r.round), default=None)  # type: ignore[operator]
 
 
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """The items in lists by key, in key order."""
+    groups: dict[K, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return dict(sorted(groups.items()))  # type: ignore[type-var]
+
+
 def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTask]]:
     """Per-task facts and per (agent, task) metrics from every run's summary."""
-    tasks: dict[str, list[RunSummary]] = {}
-    for run in runs:
-        tasks.setdefault(run.task, []).append(run)
     infos, cells = [], []
-    for name in sorted(tasks):
-        task_runs = tasks[name]
+    for name, task_runs in group_by(runs, lambda r: r.task).items():
         first = task_runs[0]
-        by_agent: dict[str, list[RunSummary]] = {}
-        for run in task_runs:
-            by_agent.setdefault(run.agent, []).append(run)
+        by_agent = group_by(task_runs, lambda r: r.agent)
         bests = {agent: best_round(rs) for agent, rs in by_agent.items()}
         reached = [b.best_val for b in bests.values() if b is not None and b.best_val is not None]
-        target = None
-        if reached:
-            target = min(reached) if first.direction == "max" else max(reached)
+        target = (min if first.direction == "max" else max)(reached, default=None)
         info = TaskInfo(
+            **first.model_dump(include={"kind", "metric", "direction", "baseline", "score_range"}),
             name=name,
-            kind=first.kind,
-            metric=first.metric,
-            direction=first.direction,
-            baseline=first.baseline,
             score_baseline=first.score_baseline,
             target=target,
             score_span=span((r.score for r in task_runs), first.score_baseline),
             curve_span=span((r.best_val for r in task_runs), first.baseline),
-            score_range=first.score_range,
         )
         infos.append(info)
-        for agent in sorted(by_agent):
-            cells.append(_agent_task(info, by_agent[agent], bests[agent]))
+        cells += [_agent_task(info, by_agent[agent], bests[agent]) for agent in by_agent]
     return infos, cells
 
 
@@ -257,10 +234,11 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
     completed = sum(r.completed for r in runs)
     assigned = sum(r.assigned for r in runs)
     tokens, cost, wall = sum(r.tokens for r in runs), sum(r.cost for r in runs), sum(r.wall_time_s for r in runs)
-    baseline, score_baseline = info.baseline, info.score_baseline
     shown = best if best is not None else min(runs, key=lambda r: r.round)
     score = best.score if best else None
-    gain = signed_gain(score, score_baseline, info.direction) if score is not None and score_baseline is not None else None
+    gain = None
+    if score is not None and info.score_baseline is not None:
+        gain = signed_gain(score, info.score_baseline, info.direction)
     rubric_mean, rubric_stderr, _ = mean_stderr(r.rubric_score for r in runs)
     return AgentTask(
         task=info.name,
@@ -270,7 +248,7 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         best_val=best.best_val if best else None,
         score=score,
         gain=gain,
-        normalised=_normalised(info, score, score_baseline),
+        normalised=_normalised(info, score),
         diversity=shown.diversity,
         embedder=shown.embedder,
         academic_rate=academic_rate(shown.labels.values()),
@@ -283,21 +261,23 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         wall_time_s=wall,
         time_per_step_s=wall / completed if completed else None,
         steps_to_target=steps_to_target(shown.curve, info.target, info.direction) if info.target is not None else None,
-        auc=_auc(info, shown, baseline),
+        auc=_auc(info, shown),
         curve=shown.curve,
         rubric_mean=rubric_mean,
         rubric_stderr=rubric_stderr,
     )
 
 
-def _normalised(info: TaskInfo, score: float | None, baseline: float | None) -> float:
-    return 0.0 if baseline is None else normalised_improvement(score, baseline, info.scale(info.score_span))
-
-
-def _auc(info: TaskInfo, run: RunSummary, baseline: float | None) -> float:
-    if baseline is None:
+def _normalised(info: TaskInfo, score: float | None) -> float:
+    if info.score_baseline is None:
         return 0.0
-    values = [normalised_improvement(v, baseline, info.scale(info.curve_span)) for v in run.curve]
+    return normalised_improvement(score, info.score_baseline, info.scale(info.score_span))
+
+
+def _auc(info: TaskInfo, run: RunSummary) -> float:
+    if info.baseline is None:
+        return 0.0
+    values = [normalised_improvement(v, info.baseline, info.scale(info.curve_span)) for v in run.curve]
     # on a fixed range over the completed steps, as FML-bench main; else over the assigned steps
     return curve_auc(values, len(values) if info.score_range is not None else run.assigned)
 
@@ -321,7 +301,65 @@ AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it m
 
 def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[float | None, float | None, int]]]:
     """Per agent: mean, std and count over tasks of every metric in AGENT_METRICS."""
-    agents: dict[str, list[AgentTask]] = {}
-    for cell in cells:
-        agents.setdefault(cell.agent, []).append(cell)
-    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS} for agent, group in sorted(agents.items())}
+    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS}
+            for agent, group in group_by(cells, lambda c: c.agent).items()}
+
+
+class Pairing(BaseModel):
+    """Agent `a` against agent `b` on one task; differences are signed so that a
+    positive value means `a` scored better."""
+
+    task: str
+    a: str
+    b: str
+    rounds: int
+    mean_diff: float
+    low: float
+    high: float
+    win_rate: float  # a's wins over the paired rounds, ties counted half
+
+    @property
+    def verdict(self) -> str:
+        if self.low > 0:
+            return f"{self.a} better"
+        if self.high < 0:
+            return f"{self.b} better"
+        return "within noise"
+
+
+def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `diffs` (a fixed seed: reports repeat)."""
+    values = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(samples, len(values)))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+
+
+def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
+    """Every pair of agents on every metric task, over the rounds both scored (two at least)."""
+    out = []
+    scored = [r for r in runs if r.kind == "improve" and r.score is not None]
+    for task, task_runs in group_by(scored, lambda r: r.task).items():
+        scores = {agent: {r.round: r for r in rs} for agent, rs in group_by(task_runs, lambda r: r.agent).items()}
+        for a, b in itertools.combinations(scores, 2):
+            rounds = sorted(scores[a].keys() & scores[b].keys())
+            if len(rounds) < 2:
+                continue
+            pairs = [(scores[a][k], scores[b][k]) for k in rounds]
+            diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
+            low, high = bootstrap_ci(diffs)
+            wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)
+            out.append(Pairing(task=task, a=a, b=b, rounds=len(rounds), mean_diff=float(np.mean(diffs)), low=low,
+                               high=high, win_rate=wins / len(diffs)))
+    return out
+
+
+def gain_lost_on_test(run: RunSummary) -> bool:
+    """Validation improved on the baseline but the hidden test ended worse than the
+    baseline code's hidden test: the gain did not generalise."""
+    if run.best_val is None or run.baseline is None or run.test_metric is None or run.baseline_test is None:
+        return False
+    improved_on_val = is_better(run.best_val, run.baseline, run.direction)
+    return improved_on_val and is_better(run.baseline_test, run.test_metric, run.direction)

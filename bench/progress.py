@@ -110,8 +110,6 @@ class GridProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.refresh()
         if self.live is not None:
-            self.live.update(self.table(self.cells()))
             self.live.__exit__(*exc)
-        else:
-            self.refresh()

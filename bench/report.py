@@ -1,21 +1,7 @@
-"""Reports regenerated from a results folder alone (the runs' result.json files).
-
-Writes into RESULTS/report/ (or --out):
-- `utility.md|csv`: per task, the baseline and each agent's best-round score
-  (hidden test where the task has one) and best validation metric — FML-bench's
-  main table;
-- `agents.md|csv`: per agent, mean ± std over tasks of every other metric;
-- `per_task.csv`: every metric of every (agent, task);
-- `rubric.md|csv`: paper tasks, rubric score per agent, mean ± standard error over rounds;
-- `paired.md|csv` (two or more rounds): agent against agent per task, mean paired
-  difference with a bootstrap 95% interval and the win rate;
-- `tools.md|csv`: the tools each agent and role may call (one table in code);
-- `runs.md|csv`: every run with a link to its own page (`aiscientist show`), flagged when
-  the validation gain did not carry over to the hidden test;
-- `curves_<task>.png` (best-so-far validation metric per step, one line per agent),
-  `perf_vs_diversity.png`;
-- `report.md` (all of it) and `index.html` (one self-contained page, images inlined).
-"""
+"""Reports regenerated from a results folder alone (the runs' result.json files), written into
+RESULTS/report/ (or --out): markdown and CSV tables (utility, agents, per_task, rubric, paired, tools,
+runs), PNG plots (best-so-far curves per task, performance vs diversity), `report.md` (all of it) and
+`index.html` (one self-contained page, images inlined)."""
 
 from __future__ import annotations
 
@@ -29,8 +15,8 @@ from pathlib import Path
 
 from aiscientist.agent import toolsets
 from aiscientist.humanize import MISSING, num, plural, pm
-from bench.compare import Pairing, gain_lost_on_test, paired_comparisons
-from bench.metrics import AGENT_METRICS, AgentTask, RunSummary, TaskInfo, agent_averages, aggregate, load_runs, mean_stderr
+from bench.metrics import AGENT_METRICS, AgentTask, Pairing, RunSummary, TaskInfo, agent_averages, aggregate
+from bench.metrics import gain_lost_on_test, group_by, load_runs, mean_stderr, paired_comparisons
 
 
 Table = tuple[list[str], list[list[str]]]
@@ -65,7 +51,7 @@ COLUMNS = {
 
 
 def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[RunSummary]) -> Table:
-    header = ["task", "metric", "dir", "baseline"] + [f"{a}" for a in agents]
+    header = ["task", "metric", "dir", "baseline", *agents]
     rows = []
     by = {(c.task, c.agent): c for c in cells}
     best_runs = {(r.task, r.agent, r.round): r for r in runs}
@@ -83,22 +69,18 @@ def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents:
 
 
 def agents_table(cells: Sequence[AgentTask]) -> Table:
-    averages = agent_averages([c for c in cells])
     header = ["agent", "tasks"] + [label for _, label, _ in AGENT_METRICS]
     rows = []
-    for agent, metrics in averages.items():
-        tasks = sum(1 for c in cells if c.agent == agent)
+    for agent, metrics in agent_averages(cells).items():
+        tasks = sum(c.agent == agent for c in cells)
         rows.append([agent, num(tasks)] + [pm(*metrics[key]) for key, _, _ in AGENT_METRICS])
     return header, rows
 
 
 def rubric_table(runs: Sequence[RunSummary]) -> Table:
-    groups: dict[tuple[str, str], list[RunSummary]] = {}
-    for run in runs:
-        if run.kind == "reproduce":
-            groups.setdefault((run.task, run.agent), []).append(run)
+    groups = group_by([r for r in runs if r.kind == "reproduce"], lambda r: (r.task, r.agent))
     rows = []
-    for (task, agent), group in sorted(groups.items()):
+    for (task, agent), group in groups.items():
         mean, stderr, n = mean_stderr(r.rubric_score for r in group)
         rows.append([task, agent, num(len(group)), num(n), pm(mean, stderr, n)])
     return ["task", "agent", "rounds", "graded", "rubric score (mean ± s.e.)"], rows
@@ -173,9 +155,6 @@ def column_notes(table: Table) -> list[tuple[str, str]]:
     return [(h, COLUMNS[h]) for h in table[0] if h in COLUMNS]
 
 
-# ---- plots --------------------------------------------------------------------------
-
-
 def _figure():
     import matplotlib
 
@@ -228,13 +207,6 @@ def plot_perf_vs_diversity(cells: Sequence[AgentTask], path: Path) -> None:
     _save(fig, ax, path)
 
 
-# ---- the report ---------------------------------------------------------------------
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-
-
 def write_report(results: Path, out: Path | None = None, run_pages: bool = True) -> Path:
     """Write every table, plot and page; return the path of index.html."""
     out = out or results / "report"
@@ -285,7 +257,7 @@ def _plots(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], improve: Seque
     images = []
     for info in infos:
         if info.kind == "improve":
-            path = out / f"curves_{_slug(info.name)}.png"
+            path = out / f"curves_{re.sub(r'[^A-Za-z0-9_.-]+', '_', info.name)}.png"
             plot_curves(info, [c for c in cells if c.task == info.name], path)
             images.append((f"{info.name}: best-so-far curves", path))
     if improve:

@@ -1,13 +1,8 @@
 """PaperBench rubric trees: load, validate, dump unchanged, filter, and score.
 
-A rubric is a tree of requirements. Every node has `id`, `requirements`, `weight`
-(non-negative) and `sub_tasks`; leaves carry `task_category` and (in newer rubrics)
-`finegrained_task_category`, internal nodes carry null or nothing for both. Our one
-extension is an optional `check` on Code Execution / Result Analysis leaves: a
-criterion a program can decide from the files `reproduce.sh` produced
-(see `bench.rubric_checks`). Unknown keys (e.g. a `result` left by an annotator) are kept,
-and the key order and JSON layout of the file are remembered, so `dumps(load(text))`
-gives back the same bytes.
+Our one extension to the format is an optional `check` on Code Execution / Result Analysis
+leaves (`bench.rubric_checks`). Unknown keys are kept, and the file's key order and JSON layout
+remembered, so `dumps(load(text))` gives back the same bytes.
 """
 
 from __future__ import annotations
@@ -72,7 +67,6 @@ class Tree:
             yield from child.walk_paths((*path, i))
 
     def walk(self) -> Iterator[Any]:
-        """This node and all its descendants, depth first."""
         return (node for _, node in self.walk_paths())
 
 
@@ -160,24 +154,17 @@ def validate(root: RubricNode) -> None:
                     raise RubricError(f"internal node {where} has {field} set; only leaves may carry it")
 
 
-# ---- files ------------------------------------------------------------------------------
+class Rubric(BaseModel):
+    """A rubric and how its file was laid out, so dumping reproduces it."""
 
-
-class RubricFormat(BaseModel):
-    """How a rubric file was laid out, so dumping reproduces it."""
-
+    root: RubricNode
     indent: int | None = 4
     ensure_ascii: bool = True
     trailing_newline: bool = True
 
-
-class Rubric(BaseModel):
-    root: RubricNode
-    layout: RubricFormat = Field(default_factory=RubricFormat)
-
     def dumps(self) -> str:
-        text = json.dumps(self.root.to_dict(), indent=self.layout.indent, ensure_ascii=self.layout.ensure_ascii)
-        return text + ("\n" if self.layout.trailing_newline else "")
+        text = json.dumps(self.root.to_dict(), indent=self.indent, ensure_ascii=self.ensure_ascii)
+        return text + ("\n" if self.trailing_newline else "")
 
     def dump(self, path: Path) -> None:
         Path(path).write_text(self.dumps(), encoding="utf-8")
@@ -197,7 +184,10 @@ def loads(text: str, source: str = "<rubric>") -> Rubric:
         validate(root)
     except RubricError as err:
         raise RubricError(f"{source}: {err}") from None
-    return Rubric(root=root, layout=_layout(text))
+    indent = re.search(r"\{\n( +)\"", text)
+    # json.dumps escapes non-ASCII unless told not to; a file holding raw non-ASCII was written without.
+    return Rubric(root=root, indent=len(indent.group(1)) if indent else None, ensure_ascii=text.isascii(),
+                  trailing_newline=text.endswith("\n"))
 
 
 def load(path: str | Path) -> Rubric:
@@ -205,16 +195,6 @@ def load(path: str | Path) -> Rubric:
     if not path.is_file():
         raise RubricError(f"{path}: rubric file not found")
     return loads(path.read_text(encoding="utf-8"), str(path))
-
-
-def _layout(text: str) -> RubricFormat:
-    match = re.search(r"\{\n( +)\"", text)
-    indent = len(match.group(1)) if match else None
-    # json.dumps escapes non-ASCII unless told not to; a file holding raw non-ASCII was written without.
-    return RubricFormat(indent=indent, ensure_ascii=text.isascii(), trailing_newline=text.endswith("\n"))
-
-
-# ---- views ------------------------------------------------------------------------------
 
 
 def code_dev_view(root: RubricNode) -> RubricNode | None:
@@ -225,9 +205,6 @@ def code_dev_view(root: RubricNode) -> RubricNode | None:
         return root if root.task_category == CODE_DEV else None
     kept = [child for child in (code_dev_view(c) for c in root.sub_tasks) if child is not None]
     return root.with_sub_tasks(kept) if kept else None
-
-
-# ---- scores -----------------------------------------------------------------------------
 
 
 class LeafGrade(BaseModel):

@@ -1,17 +1,13 @@
 """Machine-checkable rubric criteria (our extension to PaperBench's rubric format).
 
-A `check` on a Code Execution or Result Analysis leaf is decided from files that the
-reproduction run created or changed; a file that was already in the submission does
-not count (a submission cannot pass by shipping a results file). Paths are relative
-to the submission root. Examples:
+A `check` on a Code Execution or Result Analysis leaf is decided from the files the reproduction
+created or changed (a submission cannot pass by shipping a results file). Paths are relative to the
+submission root; a JSON `path` is dot-separated, or a list of keys (integers index lists). Examples:
 
     {"type": "json_metric", "file": "results/metrics.json", "path": "ece.smoothed", "value": 0.03, "tolerance": 0.01}
     {"type": "json_compare", "file": "results/metrics.json", "left": ["results", "0.1", "ece"], "op": ">", "right": ["results", "0", "ece"]}
     {"type": "file_exists", "file": "results/table.md"}
     {"type": "text_match", "file": "results/table.md", "pattern": "(?i)epsilon"}
-
-A `path` is a dot-separated string, or a list of keys when a key contains a dot;
-integer keys index lists.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The benchmark protocol: agents × tasks × rounds, each run in its own workspace.
 
-Layout of an output folder:
-
-```
-OUT/grid.json                                   the grid as last requested
-OUT/runs/<task>/<agent>/round_<k>/ws/           the run's workspace (step records inside)
-OUT/runs/<task>/<agent>/round_<k>/result.json   RunSummary: written last, marks the run finished
-OUT/runs/<task>/<agent>/round_<k>/labels.json   contribution-judge labels (cache)
-OUT/runs/<task>/<agent>/round_<k>/error.txt     why the last attempt crashed, if it did
-OUT/baselines/<task>/baseline.json              the unchanged code measured once (val and hidden test)
-```
-
-A finished run (result.json present) is never redone; an interrupted one is
-reopened and continues with the steps it has left. Runs execute in a process
-pool sized to the machine, or as Ray tasks (`bench.executors`).
+An output folder holds `grid.json` (the grid as last requested), `runs/<task>/<agent>/round_<k>/`
+(`ws/`, then `result.json` written last to mark the run finished, `labels.json`, `error.txt`) and
+`baselines/<task>/baseline.json` (the unchanged code measured once). A finished run is never
+redone; an interrupted one is reopened and continues with the steps it has left.
 """
 
 from __future__ import annotations
@@ -28,17 +18,24 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any
 
-from aiscientist.accounting import call_usage, run_usage
+from aiscientist.accounting import call_usage, run_usage, successful
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment import StepRecord, best_step, load_steps
+from aiscientist.llm import read_records
+from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
+from aiscientist.result import RunResult, summarise, write_result
 from aiscientist.task import Task, TaskError, load_task
+from aiscientist.workspace import Workspace
 
 from bench.agents import get_agent
+from bench.agents.contribution_judge import judge_diff
+from bench.embed import code_text, get_embedder
 from bench.executors import open_executor, pool_shape, thread_env
 from bench.fml_metrics import range_of
 from bench.grid import GridConfig, RunSpec
-from bench.metrics import RunSummary, successful, summarise_steps
+from bench.grading import grade_task
+from bench.metrics import RunSummary, diversity, summarise_steps
 from bench.progress import GridProgress
 
 
@@ -63,23 +60,8 @@ def is_finished(spec: RunSpec, out: Path) -> bool:
     return (spec.folder(out) / "result.json").is_file()
 
 
-# ---- one run (inside a worker process) -----------------------------------------------
-
-
 def _seed(spec: RunSpec, base: int) -> int:
     return int(hashlib.sha256(f"{base}:{spec.task}:{spec.agent}:{spec.round}".encode()).hexdigest()[:8], 16)
-
-
-def _open_workspace(task: Task, folder: Path, sandbox: str):
-    from aiscientist.workspace import Workspace
-
-    ws_dir = folder / "ws"
-    if ws_dir.exists():
-        if (ws_dir / "state" / "setup.json").is_file():
-            return Workspace.open(ws_dir)
-        shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
-    folder.mkdir(parents=True, exist_ok=True)
-    return Workspace.create(task, ws_dir, sandbox=sandbox)
 
 
 def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
@@ -90,22 +72,20 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     timing = Timing(folder)
     task = load_task(spec.task_path)
     agent = get_agent(spec.agent)
-    options = config.options.get(spec.agent, {})
-    if getattr(agent, "creates_workspace", False):
-        ws_dir = folder / "ws"
-        if ws_dir.exists() and not (ws_dir / "state" / "run.json").is_file():
-            shutil.rmtree(ws_dir)  # created only half-way before a crash
-        folder.mkdir(parents=True, exist_ok=True)
-        stop = _guard(lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, _seed(spec, config.seed), config.sandbox, options))
-        from aiscientist.workspace import Workspace
-
+    options, seed, ws_dir = config.options.get(spec.agent, {}), _seed(spec, config.seed), folder / "ws"
+    own = getattr(agent, "creates_workspace", False)
+    if ws_dir.exists() and not (ws_dir / "state" / ("run.json" if own else "setup.json")).is_file():
+        shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
+    if own:
+        stop = _guard(lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, seed, config.sandbox,
+                                              options))
         ws = Workspace.open(ws_dir)
     else:
-        ws = _open_workspace(task, folder, config.sandbox)
+        ws = Workspace.open(ws_dir) if ws_dir.exists() else Workspace.create(task, ws_dir, sandbox=config.sandbox)
         ws.engine.env.update(thread_env())
-        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=_seed(spec, config.seed), options=options)
+        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
-    summary = finish_run(spec, config, task, ws, folder, stop, timing.close())
+    summary = finish_run(spec, config, task, ws, out, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
     (folder / "result.json").write_text(summary.model_dump_json(indent=1))
     return str(stop)
@@ -117,7 +97,7 @@ class Timing:
 
     def __init__(self, folder: Path):
         folder.mkdir(parents=True, exist_ok=True)
-        self.path, self.folder = folder / "timing.json", folder
+        self.path = folder / "timing.json"
         state = json.loads(self.path.read_text()) if self.path.is_file() else {"wall_time_s": 0.0, "open_since": None}
         if state.get("open_since") is not None:
             ends = [p.stat().st_mtime for p in folder.glob("ws/experiments/step_*/step.json")]
@@ -133,8 +113,6 @@ class Timing:
 
 def _guard(solve: Callable[[], Outcome]) -> Outcome:
     """Run an agent; the ways a run legitimately ends become its outcome."""
-    from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
-
     try:
         return solve()
     except StopRun as stop:  # the step budget, or a model error inside a tool loop
@@ -147,11 +125,10 @@ def _guard(solve: Callable[[], Outcome]) -> Outcome:
         return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600])
 
 
-def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, stop: Outcome, wall: float) -> RunSummary:
+def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome,
+               wall: float) -> RunSummary:
     """Hidden test on the best validation step (once), diversity, judge labels, summaries."""
-    from aiscientist.llm import read_records
-    from aiscientist.result import RunResult, summarise, write_result
-
+    folder = spec.folder(out)
     steps = load_steps(ws.paths)
     direction = task.metric.direction if task.metric else "max"
     best = best_step(task, steps) if task.metric else None
@@ -161,7 +138,7 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
     else:
         test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
         write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop.stop, stop_detail=stop.detail, config={"model": config.model, "steps": config.steps, "round": spec.round}))
-    measured = measure_baseline(task, out_of(folder), config.sandbox) if task.kind == "improve" else {}
+    measured = measure_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
@@ -194,11 +171,6 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws, folder: Path, 
     )
 
 
-def out_of(folder: Path) -> Path:
-    """OUT from OUT/runs/<task>/<agent>/round_<k>."""
-    return folder.parents[3]
-
-
 def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
     """The unchanged code's validation and hidden-test metrics, measured once per
     task (under a file lock, so parallel workers share one measurement)."""
@@ -211,10 +183,7 @@ def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if record.is_file():
             return json.loads(record.read_text())
-        from aiscientist.workspace import Workspace
-
-        if (folder / "ws").exists():
-            shutil.rmtree(folder / "ws")
+        shutil.rmtree(folder / "ws", ignore_errors=True)
         ws = Workspace.create(task, folder / "ws", sandbox=sandbox)
         step = ws.engine.run_step(agent="baseline", hypothesis="baseline: the unchanged code")
         test = ws.engine.run_test(step.step) if step.eligible and task.test_commands else None
@@ -223,20 +192,15 @@ def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         return result
 
 
-def _diversity(task: Task, ws, good: list[StepRecord], prefer: str) -> tuple[float | None, str | None]:
+def _diversity(task: Task, ws: Workspace, good: list[StepRecord], prefer: str) -> tuple[float | None, str | None]:
     if not good:
         return None, None
-    from bench.embed import code_text, get_embedder
-    from bench.metrics import diversity
-
     embedder = get_embedder(prefer)
     vectors = [embedder.embed(code_text(task, ws.paths.root / s.code_path)) for s in good]
     return diversity(vectors), embedder.name
 
 
-def label_steps(task: Task, ws, good: list[StepRecord], cache: Path, model: str) -> dict[str, str]:
-    from bench.agents.contribution_judge import judge_diff
-
+def label_steps(task: Task, ws: Workspace, good: list[StepRecord], cache: Path, model: str) -> dict[str, str]:
     labels: dict[str, str] = json.loads(cache.read_text()) if cache.is_file() else {}
     for step in good:
         key = str(step.step)
@@ -247,19 +211,14 @@ def label_steps(task: Task, ws, good: list[StepRecord], cache: Path, model: str)
     return labels
 
 
-def _rubric(task: Task, ws, folder: Path, config: GridConfig) -> float | None:
+def _rubric(task: Task, ws: Workspace, folder: Path, config: GridConfig) -> float | None:
     """Paper tasks: reproduce and grade the final submission against the rubric (once)."""
     if task.kind != "reproduce":
         return None
-    from bench.grading import grade_task
-
     record = folder / "grade" / "grade.json"  # the graded tree: its root holds the score
     if record.is_file():
         return float(json.loads(record.read_text())["score"])
     return grade_task(task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade").score
-
-
-# ---- the grid ----------------------------------------------------------------------
 
 
 def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
@@ -272,15 +231,10 @@ def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         raise
 
 
-def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> dict[str, Path]:
-    """The improve tasks of these runs whose baseline is not measured yet, by name."""
+def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> list[Task]:
+    """The improve tasks of these runs whose baseline is not measured yet."""
     paths = {s.task: s.task_path for s in todo if not (out / "baselines" / s.task / "baseline.json").is_file()}
-    return {name: path for name, path in paths.items() if load_task(path).kind == "improve"}
-
-
-def _baseline_job(task_path: Path, out: Path, sandbox: str) -> None:
-    """A grid job of its own: a run measures the baseline only if this job has not yet."""
-    measure_baseline(load_task(task_path), out, sandbox)
+    return [task for task in map(load_task, paths.values()) if task.kind == "improve"]
 
 
 def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, Any]:
@@ -293,8 +247,9 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     todo = [s for s in specs if not is_finished(s, out)]
     failures: dict[str, str] = {}
     if todo:
-        # the baselines first, so no run waits for one at its end
-        jobs: list[Job] = [(f"{name}/baseline", _baseline_job, (path, out, config.sandbox)) for name, path in _unmeasured_baselines(todo, out).items()]
+        # the baselines first, as jobs of their own, so no run waits for one at its end
+        baselines = _unmeasured_baselines(todo, out)
+        jobs: list[Job] = [(f"{t.name}/baseline", measure_baseline, (t, out, config.sandbox)) for t in baselines]
         jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
         workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
         with open_executor(config.executor, config.address, slots) as pool:

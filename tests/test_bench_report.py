@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from browser_check import visit
 
-from bench.compare import bootstrap_ci, gain_lost_on_test, paired_comparisons
-from bench.metrics import RunSummary
+from bench.metrics import RunSummary, bootstrap_ci, gain_lost_on_test, paired_comparisons
 from bench.report import LOST, write_report
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,10 +10,10 @@ See docs/contracts.md, "Model client". A typical agent loop:
         result = tool_error_message(call) if call.error else run_tool(call)
 """
 
-from aiscientist.llm.budget import BudgetTracker, append_record, read_records, tracker_for_run
+from aiscientist.llm.budget import read_records
 from aiscientist.llm.client import LLMClient, make_client
 from aiscientist.llm.config import BudgetLimits, LLMConfig, load_llm_config
-from aiscientist.llm.messages import check_arguments, normalize_tools, to_openai_messages, tool_error_message
+from aiscientist.llm.messages import tool_error_message
 from aiscientist.llm.types import (
     BudgetExhausted,
     Completion,
@@ -23,14 +23,11 @@ from aiscientist.llm.types import (
     ModelUnavailable,
     ReplayMiss,
     ScriptExhausted,
-    ToolArgumentError,
-    ToolCall,
 )
 
 __all__ = [
     "BudgetExhausted",
     "BudgetLimits",
-    "BudgetTracker",
     "Completion",
     "ContextOverflow",
     "LLMClient",
@@ -40,15 +37,8 @@ __all__ = [
     "ModelUnavailable",
     "ReplayMiss",
     "ScriptExhausted",
-    "ToolArgumentError",
-    "ToolCall",
-    "append_record",
-    "check_arguments",
     "load_llm_config",
     "make_client",
-    "normalize_tools",
     "read_records",
-    "to_openai_messages",
     "tool_error_message",
-    "tracker_for_run",
 ]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.errors import context_sizes, describe, network_failure, provider_message
 from aiscientist.llm.types import ContextOverflow, ModelConfigError, ModelError, RawToolCall, Reply, ScriptExhausted, describe_validation
+from aiscientist.llm.window import context_window
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
 HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is abandoned
@@ -148,37 +149,25 @@ def retry_after(err: Exception) -> float | None:
         headers = getattr(err.response, "headers", None)
     if not headers:
         return None
-    if headers.get("retry-after-ms"):
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
+            return max(0.0, float(headers[name]) * scale)
+        except (KeyError, TypeError, ValueError):
             pass
-    value = headers.get("retry-after")
-    if not value:
+    try:  # an HTTP date
+        return max(0.0, email.utils.parsedate_to_datetime(headers["retry-after"]).timestamp() - time.time())
+    except (KeyError, TypeError, ValueError):
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
 def context_overflow(err: Exception, model: str) -> ContextOverflow:
-    """The provider's message with the model's limit and the request's size in tokens
-    (from the message, else the limit from litellm's model map)."""
+    """The provider's message with the model's limit and the request's size in tokens,
+    the limit from litellm's model map when the message does not say."""
     message = provider_message(err)
     limit, size = context_sizes(message)
     if limit is None:
-        try:
-            import litellm
-
-            limit = litellm.get_model_info(model).get("max_input_tokens")
-        except Exception:  # a model litellm does not know
-            limit = None
+        limit = context_window(model, None, offline=False)
     return ContextOverflow(f"{model}: context window exceeded: {message}", limit, size)
-
-
-# ---- scripted model -------------------------------------------------------------------
 
 
 class ScriptedCall(BaseModel):
@@ -227,13 +216,7 @@ class ScriptedBackend:
             )
             for i, c in enumerate(entry.tool_calls)
         ]
-        return Reply(
-            content=entry.content,
-            tool_calls=calls,
-            prompt_tokens=entry.prompt_tokens,
-            completion_tokens=entry.completion_tokens,
-            cost=0.0,
-        )
+        return Reply(**entry.model_dump(exclude={"tool_calls"}), tool_calls=calls, cost=0.0)
 
 
 def load_script(path: Path) -> list[ScriptedReply]:

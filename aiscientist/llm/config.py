@@ -18,7 +18,7 @@ RECORD_ENV, REPLAY_ENV = "AISCIENTIST_LLM_RECORD", "AISCIENTIST_LLM_REPLAY"
 
 
 class BudgetLimits(BaseModel):
-    """Per-run limits on model use; None means unlimited."""
+    """Per-run limits on model use (None: unlimited)."""
 
     model_config = ConfigDict(extra="forbid")
     tokens: int | None = Field(None, ge=0)
@@ -49,9 +49,8 @@ class LLMConfig(BaseModel):
 
 
 def load_llm_config(model: str, path: Path | None = None, **overrides: Any) -> LLMConfig:
-    """Settings for `model`: the file's `defaults`, then its `models[model]` entry,
-    then the record/replay environment variables, then `overrides`. The file is
-    optional unless `path` names it explicitly."""
+    """The file's `defaults` ← its `models[model]` entry ← the record/replay environment
+    variables ← `overrides`. The file is optional unless `path` names it."""
     file = Path(path) if path is not None else DEFAULT_MODELS_FILE
     raw: dict[str, Any] = {}
     if file.is_file():

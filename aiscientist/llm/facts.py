@@ -1,10 +1,7 @@
-"""The facts block: the one machine-readable line every agent prompt carries.
+"""The one machine-readable line every agent prompt carries: `FACTS: {json}`.
 
-A prompt states its facts (role, editable files, metric and direction, baseline, step
-budget, counters, the call's arguments) once, as a line `FACTS: {json}` built by
-`facts_line`. The prose around it is for people and language models; the offline policy
-reads only these lines (`read_facts`), the tools offered and the tool calls and results,
-so rewording a prompt cannot change what it does.
+The offline policy reads only these lines (plus the tools, tool calls and results),
+never the prose around them, so rewording a prompt cannot change what it does.
 """
 
 from __future__ import annotations
@@ -16,13 +13,11 @@ PREFIX = "FACTS: "
 
 
 def facts_line(**facts: Any) -> str:
-    """`FACTS: {...}` with the given facts (None values left out)."""
     return PREFIX + json.dumps({k: v for k, v in facts.items() if v is not None}, sort_keys=True, default=str)
 
 
 def task_facts(task: Any, editable: list[str]) -> dict[str, Any]:
-    """What every role may know about the task: metric, direction, baseline, the
-    editable files (run-folder paths) and the kind of task."""
+    """What every role may know about the task (`editable`: run-folder paths)."""
     metric = task.metric
     return {
         "kind": task.kind,
@@ -34,8 +29,7 @@ def task_facts(task: Any, editable: list[str]) -> dict[str, Any]:
 
 
 def read_facts(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """The facts of a conversation: its FACTS lines (system and user messages), later
-    lines overriding earlier ones."""
+    """The FACTS lines of the system and user messages, later ones overriding earlier."""
     facts: dict[str, Any] = {}
     for m in messages:
         content = m.get("content")

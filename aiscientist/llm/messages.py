@@ -108,6 +108,13 @@ _CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\
 
 
 def request_hash(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
-    """Stable key of a request for record/replay (wall-clock stamps masked)."""
-    body = _CLOCK.sub("<time>", canonical_json({"model": model, "messages": messages, "tools": tools}))
-    return hashlib.sha256(body.encode()).hexdigest()
+    """Stable key of a request for record/replay (wall-clock stamps masked): a digest
+    over each part's own digest, so a turn that resends a conversation hashes only
+    its new messages."""
+    parts = [canonical_json(model), canonical_json(tools), *(canonical_json(m) for m in messages)]
+    return hashlib.sha256(b"".join(_part_digest(part) for part in parts)).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _part_digest(part: str) -> bytes:
+    return hashlib.sha256(_CLOCK.sub("<time>", part).encode()).digest()

@@ -21,14 +21,12 @@ from aiscientist.llm.types import ModelUnavailable, Reply
 
 @dataclass
 class Attempts:
-    """What one call went through: attempts made, seconds waited, one entry per retry."""
-
     count: int = 0
     waited_s: float = 0.0
     log: list[dict[str, Any]] = field(default_factory=list)
 
     def fields(self, started: float) -> dict[str, Any]:
-        """The call record's timing fields (`started`: time.monotonic() at the start)."""
+        """The call record's timing fields (`started`: time.monotonic())."""
         return {
             "latency_s": round(time.monotonic() - started, 3),
             "retry_wait_s": round(self.waited_s, 3),

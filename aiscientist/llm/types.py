@@ -8,19 +8,15 @@ from pydantic import BaseModel, Field, ValidationError
 
 
 class ModelError(Exception):
-    """A model call failed for good (after retries, or a non-retryable error).
-    The caller turns it into a failed step; the run goes on."""
+    """A model call failed for good; the caller turns it into a failed step."""
 
 
 class ModelUnavailable(ModelError):
-    """The model kept failing with retryable errors (rate limits, 5xx, timeouts,
-    refused connections) for longer than the call's patience. The run stops and can
-    be resumed later."""
+    """Retryable failures lasted past the call's patience: the run stops resumably."""
 
 
 class ContextOverflow(ModelError):
-    """The request does not fit the model's context window. `limit` and `size` are in
-    tokens, when known."""
+    """The request does not fit the context window (`limit`, `size`: tokens, when known)."""
 
     def __init__(self, message: str, limit: int | None = None, size: int | None = None):
         super().__init__(message)
@@ -42,7 +38,6 @@ class ModelConfigError(ValueError):
 
 
 def describe_validation(err: ValidationError) -> str:
-    """A pydantic error as `field.path: message; ...` on one line."""
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(value)'}: {e['msg']}" for e in err.errors())
 
 
@@ -60,16 +55,13 @@ class ToolArgumentError(ValueError):
 
 
 class RawToolCall(BaseModel):
-    """A tool call as the model sent it; `arguments` is the raw JSON text."""
-
     id: str
     name: str
     arguments: str
 
 
 class Failure(BaseModel):
-    """A call that failed for good, as record/replay stores it: replayed, it raises the
-    same error again."""
+    """A failed call as record/replay stores it: replayed, it raises the same error again."""
 
     kind: Literal["unavailable", "context_overflow", "error"]
     message: str
@@ -89,9 +81,7 @@ class Failure(BaseModel):
 
 
 class Reply(BaseModel):
-    """One model answer before parsing, as stored by record/replay. Token counts and
-    cost are None when the provider did not report them; `failure` is set (and the
-    rest empty) for a recorded call that failed."""
+    """One raw model answer; usage is None when the provider did not report it."""
 
     content: str = ""
     tool_calls: list[RawToolCall] = Field(default_factory=list)
@@ -102,8 +92,7 @@ class Reply(BaseModel):
 
 
 class ToolCall(BaseModel):
-    """A parsed tool call. `error` is set when the arguments were unusable; the agent
-    loop then sends `tool_error_message(call)` back instead of running the tool."""
+    """`error` is set when the arguments were unusable (see `tool_error_message`)."""
 
     id: str
     name: str

@@ -1,18 +1,10 @@
 """The context window: how large it is, and the one rule that makes a request fit it.
 
-The rule (used before sending, and again when a provider still answers "context
-window exceeded"): tool results are clipped to their first 200 characters plus a
-marker, oldest first, until the request's token count is within the budget. Nothing
-else changes: system prompt, instructions, the model's own messages and the newest
-results stay whole as long as clipping older results is enough. A request that does
-not fit once every tool result is clipped is refused with a ContextOverflow naming
-the limit and the request's size, before anything is sent.
-
-The window is the models file's `context_window` when set, else litellm's
-`max_input_tokens` for the model, else DEFAULT_CONTEXT_WINDOW for the offline and
-scripted models. A provider model litellm does not know has no window here: its
-requests are sent as they are, and a provider's overflow answer is trimmed by the
-same rule.
+The rule (before sending, and again after a provider's "context window exceeded"):
+clip tool results to their first 200 characters, oldest first, until the request
+fits; everything else stays whole. What still does not fit is refused, unsent, with
+a ContextOverflow. A model litellm does not know has no window here: its requests are
+sent as they are, and only a provider's overflow answer triggers the rule.
 """
 
 from __future__ import annotations
@@ -31,15 +23,13 @@ RETRY_MARGIN = 0.9  # after an overflow, aim 10% below the provider's limit
 
 @dataclass
 class Fitted:
-    """A request after the rule: its messages, its size in tokens, results clipped."""
-
     messages: list[dict[str, Any]]
     size: int
     clipped: int = 0
 
 
 def context_window(model: str, override: int | None, offline: bool) -> int | None:
-    """Max input tokens of `model` (see the module's docstring for the order)."""
+    """Max input tokens: the models file's `context_window`, else litellm's figure."""
     if override is not None:
         return override
     if offline:
@@ -54,8 +44,6 @@ def context_window(model: str, override: int | None, offline: bool) -> int | Non
 
 
 def fit(counter: TokenCounter, messages: list[dict[str, Any]], tools: list[dict[str, Any]], budget: int | None) -> Fitted:
-    """The trimming rule: clip tool results, oldest first, until the request is at most
-    `budget` tokens (None: no limit) or no tool result is left to clip."""
     size = counter.request(messages, tools)
     if budget is None or size <= budget:
         return Fitted(messages, size)
@@ -83,7 +71,6 @@ def retry_budget(size: int, err: ContextOverflow) -> int:
 
 
 def too_large(model: str, fitted: Fitted, limit: int) -> ContextOverflow:
-    """The error for a request that does not fit even after the rule."""
     how = f"after clipping {fitted.clipped} old tool result(s)" if fitted.clipped else "with no tool result to clip"
     return ContextOverflow(
         f"{model}: the request does not fit the context window: {fitted.size} tokens {how}, the model's limit is {limit} tokens "

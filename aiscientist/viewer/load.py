@@ -139,8 +139,7 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
             continue
         diff_file = path.parent / "diff.patch"
         diff = diff_file.read_text(errors="replace")[:DIFF_CHARS] if diff_file.is_file() else ""
-        fields = {k: raw[k] for k in StepView.model_fields if k in raw and k not in ("diff", "parent")}
-        step = StepView(**fields, diff=diff, parent=parents.get(raw["step"]))
+        step = StepView.model_validate({**raw, "diff": diff, "parent": parents.get(raw["step"])})
         step.hypothesis = step.hypothesis or "(no hypothesis recorded)"
         if not step.success:
             step.outcome = "failed"

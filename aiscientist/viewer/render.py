@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import io
 from html import escape
 
-from aiscientist.accounting import is_better
+from aiscientist.accounting import is_better, successful
 from aiscientist.humanize import duration, money, num, plural
 from aiscientist.viewer.load import Moment, RunView, StepView
-from aiscientist.viewer.plot import curve_png
 
 REFRESH_S = 10  # while a run is going, the page reloads itself (re-written by `show --watch`)
 
@@ -105,6 +106,42 @@ def _moments(moments: list[Moment], empty: str) -> str:
         return f"<p class='note'>{escape(empty)}</p>"
     rows = "".join(f"<tr><td>{escape(m.ts[11:19])}</td><td class='role'>{escape(m.role)}</td><td>{escape(m.text)}</td></tr>" for m in moments)
     return f"<table class='timeline'>{rows}</table>"
+
+
+def curve_png(run: RunView) -> str | None:
+    """The best-so-far curve with every step's metric as a PNG `data:` URI (None: no metric yet)."""
+    scored = [s for s in run.steps if s.metric is not None]
+    if not scored:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7.0, 3.6), dpi=100)
+    good = [s for s in scored if successful(s)]
+    bad = [s for s in scored if not successful(s)]
+    ax.scatter([s.step for s in good], [s.metric for s in good], s=22, color="#1f77b4", label="step metric", zorder=3)
+    if bad:
+        ax.scatter(
+            [s.step for s in bad], [s.metric for s in bad], s=22, marker="x", color="#d62728",
+            label="not counted (failed / invalid)", zorder=3,
+        )
+    best = [(s.step, s.best_so_far) for s in run.steps if s.best_so_far is not None]
+    if best:
+        ax.step([b[0] for b in best], [b[1] for b in best], where="post", color="#2ca02c", label="best so far")
+    if run.baseline is not None:
+        ax.axhline(run.baseline, color="grey", linestyle="--", linewidth=1, label="baseline")
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"{run.metric or 'metric'} ({'higher' if run.direction == 'max' else 'lower'} is better)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
 def render(run: RunView) -> str:

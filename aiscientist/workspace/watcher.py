@@ -61,6 +61,9 @@ logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
 # Written all the time by the system itself (checkpoints, git, the map, the
 # model client's call log, the log mirrors, the run page); not listed as changes.
 IGNORED = ("state/", "WORKSPACE.md", "run.html", "logs/llm_calls.jsonl", ".pristine/logs/")
+# Not watched at all: every checkpoint, git commit and event-head write lands here,
+# and each would wake the watcher's thread (which competes with the run for the GIL).
+UNWATCHED = ("state",)
 MAX_LISTED = 100
 # Only changes: reads (open/close without writing) never reach Python at all.
 WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
@@ -93,6 +96,7 @@ class Watcher(FileSystemEventHandler):
         self._manifest = ws.engine.protected_manifest()
         self._log_files = set(ws.permissions.logs.values())
         self._expected: dict[str, list[str]] = {}
+        self._verified: dict[str, tuple[int, int, bytes]] = {}  # log -> (bytes, lines, sha256) last found intact
         self._events_offset = 0
         self._stop = threading.Event()
         self._observer: Any = None
@@ -101,7 +105,11 @@ class Watcher(FileSystemEventHandler):
     def __enter__(self) -> Watcher:
         observer = Observer()
         try:
-            observer.schedule(self, str(self.root), recursive=True, event_filter=WATCHED)
+            # the top level itself (entries created or removed there), then each folder in it
+            observer.schedule(self, str(self.root), recursive=False, event_filter=WATCHED)
+            for entry in os.scandir(self.root):
+                if entry.is_dir(follow_symlinks=False) and entry.name not in UNWATCHED:
+                    observer.schedule(self, entry.path, recursive=True, event_filter=WATCHED)
             observer.start()
         except OSError as err:  # e.g. inotify limits reached: the engine's own checks still hold
             log.warning("workspace watcher unavailable: %s", err)
@@ -253,7 +261,7 @@ class Watcher(FileSystemEventHandler):
         want = self._expected.get(rel, [])
         path = self.ws.paths.root / rel
         data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
-        line = _first_mismatch(data, want)
+        line = self._first_change(rel, data, want)
         if line is None:
             return None
         lines = data.splitlines(keepends=True)
@@ -267,6 +275,19 @@ class Watcher(FileSystemEventHandler):
             os.replace(tmp, path)
         problem = "text written outside the API" if line > len(want) else "edited, deleted or truncated outside the API"
         return {"problem": f"line {line}: {problem}", "line": line, "now_reads": shown, "restored": restored}
+
+    def _first_change(self, rel: str, data: bytes, want: list[str]) -> int | None:
+        """`_first_mismatch`, with the part found intact last time checked by one digest
+        (hashing line by line in Python would cost more with every step of a long run)."""
+        size, lines, digest = self._verified.get(rel, (0, 0, b""))
+        if not (len(data) >= size and lines <= len(want) and hashlib.sha256(data[:size]).digest() == digest):
+            size, lines = 0, 0
+        line = _first_mismatch(data[size:], want[lines:])
+        if line is not None:
+            self._verified.pop(rel, None)
+            return lines + line
+        self._verified[rel] = (len(data), len(want), hashlib.sha256(data).digest())
+        return None
 
     def _read_new_appends(self) -> None:
         """Extend the expected line hashes with appends recorded since the last look."""
