@@ -13,6 +13,9 @@ def write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+MAP_FILE = "WORKSPACE.md"
+
+
 def _below_root(name: str) -> property:
     return property(lambda self: self.root / name)
 
@@ -29,7 +32,7 @@ class RunPaths:
     git_dir = _below_root("state/submission.git")  # the submission's git directory, outside every sandbox mount
     pristine = _below_root(".pristine")
     result = _below_root("result.json")
-    workspace_map = _below_root("WORKSPACE.md")
+    workspace_map = _below_root(MAP_FILE)
 
     def step_dir(self, step: int) -> Path:
         return self.experiments / f"step_{step:04d}"

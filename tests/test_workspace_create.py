@@ -188,3 +188,18 @@ def test_a_broken_permissions_file_is_named_and_leaves_nothing(tmp_path, task):
     with pytest.raises(ValueError, match="aliases.aide: role 'nobody' is missing from set 'file_bus'"):
         Workspace.create(task, tmp_path / "run", sandbox="local", template=template)
     assert not (tmp_path / "run").exists()
+
+
+def test_the_map_file_is_brought_up_to_date_when_read_not_after_every_step(tmp_path, task):
+    """A step marks WORKSPACE.md out of date without rewriting it; reading it through
+    the file API or from a shell command first brings it up to date."""
+    from aiscientist.agent.shell import run_shell
+
+    ws = Workspace.create(task, tmp_path / "run", sandbox="local")
+    on_disk = ws.paths.workspace_map
+    ws.engine.run_step("experimentation", "baseline")
+    assert "step_0001" not in on_disk.read_text()
+    assert "step_0001" in ws.scope("implementation").read("WORKSPACE.md")
+    ws.engine.run_step("experimentation", "again")
+    assert "step_0002" not in on_disk.read_text()
+    assert "step_0002" in run_shell(ws, "implementation", "cat ../WORKSPACE.md")

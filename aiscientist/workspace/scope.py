@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from typing import Protocol
 
-from aiscientist.paths import RunPaths
+from aiscientist.paths import MAP_FILE, RunPaths
 from aiscientist import safe_open
 from aiscientist.workspace.errors import PermissionDenied, ToolError
 from aiscientist.workspace.eventlog import EventLog
@@ -43,7 +43,9 @@ class ScopedWorkspace(Protocol):
     paths: RunPaths
     events: EventLog
 
-    def changed(self, lazy: bool = False) -> None: ...
+    def changed(self) -> None: ...
+
+    def sync_map(self) -> None: ...
 
 
 class Scope:
@@ -60,6 +62,8 @@ class Scope:
         rel = self._target("read", "read", path)
         if start_line < 1 or (max_lines is not None and max_lines < 1):
             raise ToolError("start_line and max_lines must be at least 1")
+        if rel == MAP_FILE:
+            self.ws.sync_map()
         with self._guard("read", "read", rel), safe_open.file(self.root, rel.split("/")) as fd:
             return _read_lines(fd, start_line, max_lines)
 
@@ -134,14 +138,14 @@ class Scope:
         rel = self.policy.logs[log]
         _, session = self.ws.events.append_text(self.role, rel, text, self._sessions.get(log))
         self._sessions[log] = session
-        self.ws.changed(lazy=True)
+        self.ws.changed()
         return f"appended to {rel} (session {session})"
 
     def _write(self, verb: str, rel: str, data: bytes) -> str:
         with self._guard(verb, "write", rel), safe_open.file(self.root, rel.split("/"), write=True) as fd:
             safe_open.replace_content(fd, data)
         self.ws.events.record(self.role, "file.write", {"path": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-        self.ws.changed(lazy=True)
+        self.ws.changed()
         return f"wrote {len(data)} bytes to {rel}"
 
     def _text(self, verb: str, rel: str, what: str, value: object, limit: int) -> bytes:

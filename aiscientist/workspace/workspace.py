@@ -183,12 +183,16 @@ class Workspace:
             return self.refresh_map()
         return self.paths.workspace_map.read_text()
 
-    def changed(self, lazy: bool = False) -> None:
-        """Something that matters changed: regenerate the map now, or (for agents'
-        writes, which can come in quick runs) when it is next read."""
-        self._map_dirty = True
-        if not lazy:
+    def sync_map(self) -> None:
+        """Bring WORKSPACE.md up to date before someone reads the file itself (the file
+        API, a shell command, the run's end); rewriting it after every change would
+        cost each step a file replacement that nobody may read."""
+        if self._map_dirty or not self.paths.workspace_map.is_file():
             self.refresh_map()
+
+    def changed(self) -> None:
+        """Something the map shows changed: WORKSPACE.md is out of date until synced."""
+        self._map_dirty = True
 
     def watch(self, flush_s: float = 0.5):
         """Context manager: a file watcher for the duration of a run."""
@@ -217,6 +221,8 @@ class _ObservedSandbox(Sandbox):
         self.inner, self.ws, self.name, self.settings = inner, ws, inner.name, inner.settings
 
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
+        if self.ws.experiment_running is None:  # a shell or setup command may read the map
+            self.ws.sync_map()
         self.ws.commands_running = True
         try:
             return self.inner.execute(commands, cwd, timeout, env, mounts)
