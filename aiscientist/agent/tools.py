@@ -1,12 +1,7 @@
-"""Tools every agent calls, defined once: a pydantic argument model (its JSON schema
-is what the model sees) and a handler, bound to one role's file scope.
-
-`Toolbox.call` is the one dispatch path of every agent: it validates arguments, runs
-the handler, and turns every `ToolError` (a denied path, a missing file, an exhausted step budget) into an
-`Error: ...` tool result: agents see their mistakes, the run never crashes on them.
-A handler that fails unexpectedly (a bug, an odd input nobody foresaw) is answered
-the same way, naming the tool and the exception, and recorded as a `tool.crashed`
-event with the end of its traceback.
+"""Tools every agent calls, defined once: a pydantic argument model (its JSON schema is
+what the model sees) and a handler. `Toolbox.call` turns a `ToolError` or an unexpected
+crash (recorded as `tool.crashed`) into an `Error: ...` result: the run never crashes on
+an agent's mistake.
 """
 
 from __future__ import annotations
@@ -82,7 +77,7 @@ class SearchFileArgs(BaseModel):
 
 @functools.lru_cache(maxsize=None)
 def _parameters(args: type[BaseModel]) -> str:
-    """The JSON schema of an argument model (generated once: it takes milliseconds)."""
+    """Cached: generating a JSON schema takes milliseconds."""
     parameters = args.model_json_schema()
     parameters.pop("title", None)
     for prop in parameters.get("properties", {}).values():
@@ -90,13 +85,10 @@ def _parameters(args: type[BaseModel]) -> str:
     return json.dumps(parameters)
 
 
-def parameters_of(args: type[BaseModel]) -> dict[str, Any]:
-    return json.loads(_parameters(args))  # a fresh copy: callers may not share one dict
-
-
 def tool_schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAI function schema of a tool: the one way any schema is made."""
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters_of(args)}}
+    """The OpenAI function schema of a tool (parameters a fresh copy: callers may not share one dict)."""
+    function = {"name": name, "description": description, "parameters": json.loads(_parameters(args))}
+    return {"type": "function", "function": function}
 
 
 @dataclass
@@ -130,7 +122,7 @@ class Toolbox:
         return name in self.tools and self.tools[name].effect
 
     def call(self, call: ToolCall) -> tuple[str, bool]:
-        """(result text, ok). Never raises for the agent's own mistakes."""
+        """(result text, ok)."""
         if call.error:
             return f"Error: {call.error}", False
         tool = self.tools.get(call.name)
@@ -182,23 +174,20 @@ def unencodable(arguments: dict[str, Any]) -> str | None:
 
 
 def crash_report(tool: str, err: Exception) -> tuple[str, dict[str, Any]]:
-    """What the model is told about a tool that raised unexpectedly, and the
-    `tool.crashed` event payload (with the last lines of the traceback)."""
+    """What the model is told, and the `tool.crashed` event payload."""
     error = f"{type(err).__name__}: {err}"[:500].encode(errors="backslashreplace").decode()
     lines = "".join(traceback.format_exception(err)).strip().splitlines()[-6:]
     return f"the tool {tool} failed unexpectedly: {error}", {"tool": tool, "error": error, "traceback": lines}
 
 
 def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, saying so."""
     if len(text) <= limit:
         return text
     return text[: limit - 40] + f"\n... [{len(text) - limit + 40} more characters cut]"
 
 
 def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False) -> list[Tool]:
-    """read/list/search, plus write/edit (and append_log) when the role may write.
-    Crashes of the box's tools are recorded in `scope`'s event log."""
+    """read/list/search, plus write/edit and append_log when asked; crashes are recorded in `scope`'s log."""
     if box.record is None:
         box.record = lambda kind, payload: scope.ws.events.record(scope.role, kind, payload)
 

@@ -1,9 +1,5 @@
-"""The one table of which tools each agent may call, per role.
-
-Every toolbox is built from this table (`pick`), `bench agents` prints it and the
-bench report shows it, so what a comparison gives each arm is written down once.
-`SPECIALIST_TOOLS` are the orchestrator's calls of its specialists (Agent-as-Tool).
-"""
+"""The one table of which tools each agent gives each role: every toolbox is built from it,
+`bench agents` prints it and the bench report shows it."""
 
 from __future__ import annotations
 
@@ -42,7 +38,6 @@ class UnknownToolset(KeyError):
 
 
 def toolset(agent: str, role: str) -> tuple[str, ...]:
-    """The tools `agent` gives `role`, in the order the model sees them."""
     try:
         return TOOLSETS[agent][role]
     except KeyError:
@@ -50,7 +45,6 @@ def toolset(agent: str, role: str) -> tuple[str, ...]:
 
 
 def pick(agent: str, role: str, available: list[Tool], box: Toolbox | None = None) -> Toolbox:
-    """A toolbox holding the table's tools for (agent, role), taken from `available`."""
     by_name = {tool.name: tool for tool in available}
     box = box or Toolbox()
     for name in toolset(agent, role):
@@ -63,14 +57,12 @@ def pick(agent: str, role: str, available: list[Tool], box: Toolbox | None = Non
 
 
 def rows() -> list[dict[str, object]]:
-    """The table as rows: agent, role, tools (what `bench agents --json` prints)."""
     return [{"agent": agent, "role": role, "tools": list(tools)} for agent, roles in TOOLSETS.items() for role, tools in roles.items()] + [
         {"agent": agent, "role": None, "tools": []} for agent, roles in TOOLSETS.items() if not roles
     ]
 
 
 def markdown() -> str:
-    """The table in markdown, for people and the bench report."""
     lines = ["| agent | role | tools |", "|---|---|---|"]
     for row in rows():
         tools = row["tools"]
