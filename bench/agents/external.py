@@ -1,14 +1,7 @@
-"""`external`: any command-line agent, run in the workspace.
-
-The command (option `command`, a shell string) runs with `submission/` as its
-working directory and a `run_experiment` program first on its PATH. That wrapper
-is how steps are counted, as FML-bench does for Claude Code: each call runs the
-task's command list once through the experiment engine (protected files
-restored, metrics read, step.json written) and prints the step's result as JSON;
-once the step budget is spent it refuses (exit 3). The agent learns the task
-from the environment: AISCI_TASK_FILE (the one-screen summary), AISCI_STEPS.
-
-Options: `command` (required), `timeout_s` (default 3600 per session).
+"""`external`: any command-line agent (option `command`, a shell string; `timeout_s`,
+default 3600), run in `submission/` with a `run_experiment` program first on its PATH:
+one counted step per call (as FML-bench counts Claude Code's), its result as JSON; exit 3
+once the budget is spent. The task is in $AISCI_TASK_FILE, the budget in $AISCI_STEPS.
 """
 
 from __future__ import annotations
@@ -64,7 +57,7 @@ class External:
 
 
 def step_main(argv: list[str]) -> int:
-    """`python -m bench.agents.external RUN_DIR AGENT STEPS HYPOTHESIS`: one counted step."""
+    """`python -m bench.agents.external RUN_DIR AGENT STEPS HYPOTHESIS`."""
     from aiscientist.experiment import load_steps
     from aiscientist.workspace import Workspace
 

@@ -1,15 +1,7 @@
-"""Single-conversation tool loops over the kernel: `linear`, `basic` and `iterative`.
-
-- `linear` (Claude-Code-style): file tools plus run_experiment; it keeps refining
-  its own latest version, never resetting to the baseline or to a best copy.
-- `basic` (PaperBench BasicAgent): ReAct with bash, read_file_chunk, search_file,
-  run_experiment and submit; a continue message when a reply has no tool call,
-  a step reminder in every tool result; may submit early.
-- `iterative` (PaperBench IterativeAgent): bash, read_file_chunk and
-  run_experiment only; a "take the next step" prompt after every turn; no submit.
-
-The conversation keeps the system prompt, the task message and the most recent
-messages (older turns are dropped whole), so long runs stay within a context.
+"""Single-conversation tool loops over the kernel: `linear` (Claude-Code-style: refines its
+own latest version), `basic` (PaperBench BasicAgent: ReAct, may submit early) and
+`iterative` (PaperBench IterativeAgent: "take the next step" after every turn, no submit).
+Older turns are dropped whole, so long runs stay within a context.
 """
 
 from __future__ import annotations
@@ -53,8 +45,7 @@ CONTINUE = {
 
 
 class ReactAgent:
-    """One conversation on the kernel's loop; the subclasses differ only in tools
-    (the table in `aiscientist.agent.toolsets`), prompts and when to continue."""
+    """The subclasses differ only in tools (the table), prompts and when to continue."""
 
     name = "react"
     needs_model = True

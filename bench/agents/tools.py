@@ -1,11 +1,5 @@
-"""The baselines' tools: the kernel's tools (`aiscientist.agent`) bound to the `agent`
-role, plus their own `run_experiment`; which ones each baseline offers is in the one
-table, `aiscientist.agent.toolsets`.
-
-File tools go through the workspace's role-scoped API (`agent` role: read task/,
-submission/, scratch/; write the editable files and scratch/). Paths are relative to
-the run folder, e.g. `submission/train.py`. `bash` is the shared shell tool
-(`aiscientist.agent.shell`).
+"""The baselines' tools: the kernel's tools bound to the `agent` role's file scope, plus
+their own `run_experiment`; which ones each baseline offers is in `aiscientist.agent.toolsets`.
 """
 
 from __future__ import annotations
@@ -36,8 +30,6 @@ def step_report(record: Any, metric_label: str) -> str:
 
 
 def experiment_tool(ctx: RunContext) -> Tool:
-    """`run_experiment`: one counted step; its result as JSON."""
-
     def run_experiment(args: RunExperimentArgs) -> str:
         record = ctx.run_step(args.hypothesis or "(no hypothesis given)")
         label = ctx.task.metric.label if ctx.task.metric else "metric"
@@ -47,7 +39,6 @@ def experiment_tool(ctx: RunContext) -> Tool:
 
 
 def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
-    """The tools the table gives baseline `ctx.agent` in `role`."""
     scope = ctx.ws.scope(ROLE_SCOPE)
     box = Toolbox()
     available = [
@@ -62,6 +53,5 @@ def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
 
 
 def system_prompt(role: str, text: str) -> dict[str, str]:
-    """Every agent's system prompt starts with `ROLE: <role>` (for people; the offline
-    policy reads the role from the prompt's FACTS line)."""
+    """`ROLE: <role>` is for people; the offline policy reads the role from the facts line."""
     return {"role": "system", "content": f"ROLE: {role}\n{text.strip()}"}
