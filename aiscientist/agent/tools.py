@@ -186,8 +186,8 @@ def clip(text: str, limit: int) -> str:
     return text[: limit - 40] + f"\n... [{len(text) - limit + 40} more characters cut]"
 
 
-def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False) -> list[Tool]:
-    """read/list/search, plus write/edit and append_log when asked; crashes are recorded in `scope`'s log."""
+def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
+    """Every file tool bound to `scope` (the table picks each agent's); crashes are recorded in its log."""
     if box.record is None:
         box.record = lambda kind, payload: scope.ws.events.record(scope.role, kind, payload)
 
@@ -216,33 +216,25 @@ def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False)
         box.note(f"logs/{a.log}.md")
         return f"appended to {a.log}"
 
-    tools = [
-        Tool("read_file", "Read lines of a file in the workspace.", ReadFileArgs, read),
-        Tool("list_files", "List files under a workspace folder.", ListFilesArgs, listing),
-        Tool("search_files", "Search files for a regular expression; returns path:line: text.", SearchFilesArgs, search),
-    ]
-    if write:
-        tools += [
-            Tool("write_file", "Create or overwrite a file you may write.", WriteFileArgs, write_file, effect=True),
-            Tool("edit_file", "Replace one exact occurrence of `old` with `new` in a file.", EditFileArgs, edit_file, effect=True),
-        ]
-    if logs:
-        tools.append(Tool("append_log", "Append an entry to exp_log or impl_log (append-only).", AppendLogArgs, append_log, effect=True))
-    return tools
-
-
-def chunk_tools(scope: Any) -> list[Tool]:
-    """PaperBench's file tools: `read_file_chunk` and `search_file`."""
-
     def chunk(a: ReadChunkArgs) -> str:
         return scope.read(a.path, start_line=a.start, max_lines=a.n)
 
-    def search(a: SearchFileArgs) -> str:
+    def search_file(a: SearchFileArgs) -> str:  # PaperBench's
         return "\n".join(scope.search(a.pattern, a.path)[:100]) or "(no match)"
 
     return [
+        Tool("read_file", "Read lines of a file in the workspace.", ReadFileArgs, read),
+        Tool("list_files", "List files under a workspace folder.", ListFilesArgs, listing),
+        Tool(
+            "search_files", "Search files for a regular expression; returns path:line: text.", SearchFilesArgs, search
+        ),
+        Tool("write_file", "Create or overwrite a file you may write.", WriteFileArgs, write_file, effect=True),
+        Tool("edit_file", "Replace one exact occurrence of `old` with `new` in a file.", EditFileArgs, edit_file,
+             effect=True),
+        Tool("append_log", "Append an entry to exp_log or impl_log (append-only).", AppendLogArgs, append_log,
+             effect=True),
         Tool("read_file_chunk", "Read `n` lines of a file starting at line `start` (1-based).", ReadChunkArgs, chunk),
-        Tool("search_file", "Search for a regular expression in files under a path.", SearchFileArgs, search),
+        Tool("search_file", "Search for a regular expression in files under a path.", SearchFileArgs, search_file),
     ]
 
 

@@ -44,9 +44,8 @@ def toolset(agent: str, role: str) -> tuple[str, ...]:
         raise UnknownToolset(f"no tool set for agent {agent!r}, role {role!r} in aiscientist.agent.toolsets.TOOLSETS") from None
 
 
-def pick(agent: str, role: str, available: list[Tool], box: Toolbox | None = None) -> Toolbox:
+def pick(agent: str, role: str, available: list[Tool], box: Toolbox) -> Toolbox:
     by_name = {tool.name: tool for tool in available}
-    box = box or Toolbox()
     for name in toolset(agent, role):
         if name in SPECIALIST_TOOLS and role == "orchestrator":
             continue  # specialists are called by the orchestrator's graph, not through a toolbox

@@ -49,7 +49,8 @@ def role_toolbox(rt: RunContext, role: str, scope_role: str | None = None, extra
     """The tools the table gives `role` in this run's arm, bound to `scope_role`'s file scope."""
     scope = rt.ws.scope(scope_role or role)
     box = Toolbox()
-    available = [*file_tools(scope, box, write=True, logs=True), finish_tool(), shell_tool(rt.ws, scope.role, box), *(extra(box) if extra else [])]
+    extras = extra(box) if extra else []
+    available = [*file_tools(scope, box), finish_tool(), shell_tool(rt.ws, scope.role, box), *extras]
     return pick(rt.agent, role, available, box)
 
 

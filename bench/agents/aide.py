@@ -63,10 +63,8 @@ class Journal(BaseModel):
         return [n for n in self.nodes if not n.buggy and n.metric is not None]
 
     def best(self, direction: str) -> Node | None:
-        good = self.good()
-        if not good:
-            return None
-        return max(good, key=lambda n: n.metric) if direction == "max" else min(good, key=lambda n: n.metric)  # type: ignore[arg-type, return-value]
+        sign = 1.0 if direction == "max" else -1.0
+        return max(self.good(), key=lambda n: sign * n.metric, default=None)  # type: ignore[operator]
 
     def debuggable(self) -> list[Node]:
         parents = {n.parent for n in self.nodes}
@@ -89,7 +87,7 @@ class Aide:
     def solve(self, ctx: RunContext) -> Outcome:
         journal = self._load(ctx)
         direction = ctx.task.metric.direction if ctx.task.metric else "max"
-        baseline_code = self._baseline(ctx, journal.target)
+        baseline_code = git(ctx.ws.paths, "show", f"{ctx.ws.engine.BASELINE_TAG}:{journal.target}")
         while ctx.steps_left() > 0:
             rng = ctx.rng
             drafts = sum(n.stage == "draft" for n in journal.nodes)
@@ -157,7 +155,3 @@ class Aide:
 
     def _save(self, ctx: RunContext, journal: Journal) -> None:
         write_atomic(self._path(ctx), json.dumps(journal.model_dump(), indent=1))
-
-    @staticmethod
-    def _baseline(ctx: RunContext, target: str) -> str:
-        return git(ctx.ws.paths, "show", f"{ctx.ws.engine.BASELINE_TAG}:{target}")

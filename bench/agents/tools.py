@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.shell import shell_tool
-from aiscientist.agent.tools import Tool, Toolbox, chunk_tools, file_tools, finish_tool, submit_tool
+from aiscientist.agent.tools import Tool, Toolbox, file_tools, finish_tool, submit_tool
 from aiscientist.agent.toolsets import pick
 
 ROLE_SCOPE = "agent"
@@ -42,8 +42,7 @@ def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
     scope = ctx.ws.scope(ROLE_SCOPE)
     box = Toolbox()
     available = [
-        *file_tools(scope, box, write=True),
-        *chunk_tools(scope),
+        *file_tools(scope, box),
         shell_tool(ctx.ws, ROLE_SCOPE, box),
         experiment_tool(ctx),
         finish_tool("End this turn (the code is ready to run, or you are done)."),
