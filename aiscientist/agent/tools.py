@@ -144,10 +144,11 @@ class Toolbox:
         except (BudgetExhausted, StopRun):
             raise  # the run wraps up: not a failure of this tool
         except Exception as err:
-            message, payload = crash_report(call.name, err)
+            error = f"{type(err).__name__}: {err}"[:500].encode(errors="backslashreplace").decode()
             if self.record is not None:
-                self.record("tool.crashed", payload)
-            return f"Error: {message}", False
+                lines = "".join(traceback.format_exception(err)).strip().splitlines()[-6:]
+                self.record("tool.crashed", {"tool": call.name, "error": error, "traceback": lines})
+            return f"Error: the tool {call.name} failed unexpectedly: {error}", False
         return clip(str(result), RESULT_CHARS), True
 
     def note(self, path: str) -> None:
@@ -156,8 +157,7 @@ class Toolbox:
 
 
 def unencodable(arguments: dict[str, Any]) -> str | None:
-    """Where tool arguments hold text that UTF-8 cannot encode (a lone surrogate,
-    which models can send as `\\udc80` in JSON), said for the model; None when clean."""
+    """Where arguments hold a lone surrogate (models send `\\udc80` in JSON), said for the model; None if clean."""
     stack: list[tuple[str, Any]] = [(k, v) for k, v in arguments.items()]
     while stack:
         where, value = stack.pop()
@@ -171,13 +171,6 @@ def unencodable(arguments: dict[str, Any]) -> str | None:
                 name = ascii(where)[1:-1]
                 return f"{name}: a lone surrogate {ascii(found.group())} at character {found.start()}; send valid Unicode text"
     return None
-
-
-def crash_report(tool: str, err: Exception) -> tuple[str, dict[str, Any]]:
-    """What the model is told, and the `tool.crashed` event payload."""
-    error = f"{type(err).__name__}: {err}"[:500].encode(errors="backslashreplace").decode()
-    lines = "".join(traceback.format_exception(err)).strip().splitlines()[-6:]
-    return f"the tool {tool} failed unexpectedly: {error}", {"tool": tool, "error": error, "traceback": lines}
 
 
 def clip(text: str, limit: int) -> str:

@@ -30,7 +30,9 @@ class Exchange:
 
     @property
     def failed(self) -> bool:
-        return self.result is None or is_error(self.result)
+        """Failed results start with 'Error' (or the wording of a permission error)."""
+        head = (self.result or "").lstrip().lower()
+        return self.result is None or head.startswith(("error", "permissiondenied", "permission denied", "tool error"))
 
     @property
     def path(self) -> str:
@@ -115,11 +117,6 @@ class OfflineBackend:
         stem = request_hash("offline", messages, tools)[:12]
         calls = [RawToolCall(id=f"call_{stem}_{i}", name=name, arguments=json.dumps(args, sort_keys=True)) for i, (name, args) in enumerate(reply.calls)]
         return Reply(content=content, tool_calls=calls, cost=0.0)
-
-
-def is_error(text: str) -> bool:
-    head = text.lstrip().lower()
-    return head.startswith(("error", "permissiondenied", "permission denied", "tool error"))
 
 
 def text_of(content: Any) -> str:

@@ -81,8 +81,7 @@ def parse_marker(text: str) -> Edit | None:
 
 
 def outcome(result: str) -> float | None:
-    """The metric of an experiment result (JSON with `success`/`metric`, or the text
-    `success: true; metric: X`), None when it failed."""
+    """The metric of a result (JSON `success`/`metric`, or text `success: true; metric: X`); None: failed."""
     try:
         data = json.loads(result)
     except json.JSONDecodeError:
@@ -101,8 +100,7 @@ def log_runs(text: str) -> list[tuple[Edit | None, float | None]]:
 
 
 def score(runs: list[tuple[Edit | None, float | None]], direction: str | None, baseline: float | None) -> list[Try]:
-    """Each run's gain over the best before it (the baseline included); a run with
-    no reference (no baseline, first success) counts as a new best."""
+    """Each run's gain over the best before it (baseline included); with no reference a success is a new best."""
     sign = -1.0 if direction == "min" else 1.0
     best, out = baseline, []
     for edit, metric in runs:

@@ -44,8 +44,7 @@ def _read_first(ctx: PolicyContext, paths: list[str], content: str) -> PolicyRep
 
 
 def reader(ctx: PolicyContext) -> PolicyReply:
-    """Skim: one search per file for the lines that matter on the axis (definitions and
-    literals; for evaluation code, the metric lines), then notes from the matches."""
+    """Skim: one search per file for the lines that matter on the axis, then notes from the matches."""
     axis = str(ctx.facts.get("axis", "code"))
     searched = {e.path for e in ctx.calls_to("search_files")}
     todo = [f for f in ctx.facts.get("files") or [] if f not in searched]
@@ -136,8 +135,7 @@ def implementation(ctx: PolicyContext) -> PolicyReply:
 
 
 def experimentation(ctx: PolicyContext) -> PolicyReply:
-    """Run and finish in one turn: the step's outcome is logged by the tool itself, and
-    the orchestrator's status (or, with File-as-Bus off, the call's full output) shows it."""
+    """Run and finish in one turn: the tool itself logs the step's outcome."""
     runs = ctx.calls_to("run_experiment")
     if runs:  # the finish of the first turn was refused: the run failed
         return ctx.finish(f"{BANNER} No experiment ran: {(runs[-1].result or '')[:300]}")

@@ -97,8 +97,7 @@ def run_tool(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
 
 
 def _append_landed(rt: RunContext, call: ToolCall) -> bool:
-    """An append_log that was done but not yet journaled when the run was interrupted
-    (writes are idempotent, and a repeated edit fails harmlessly)."""
+    """An append_log done but not journaled before an interruption (a repeated write or edit is harmless)."""
     if call.name != "append_log" or call.error:
         return False
     path = rt.ws.paths.logs / f"{call.arguments.get('log')}.md"
@@ -118,8 +117,7 @@ def read_or_empty(rt: RunContext, role: str, path: str) -> str:
 
 
 def append_once(rt: RunContext, scope: Any, log: str, marker: str, text: str) -> None:
-    """Append `text` (which starts with the unique `marker`) unless the log already has
-    it: after an interruption the same entry may be offered again and must not repeat."""
+    """Unless the log has `marker` already: after an interruption the same entry may be offered again."""
     path = rt.ws.paths.logs / f"{log}.md"
     if path.is_file() and marker in path.read_text(errors="replace"):
         return

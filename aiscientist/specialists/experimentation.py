@@ -56,8 +56,7 @@ def experiment_tool(rt: RunContext, scope: Any, box: Toolbox, limit: int | None 
 
 
 def run_step_once(rt: RunContext, key: str, hypothesis: str) -> StepRecord:
-    """The step number is noted before the run: after a kill, a step that finished is
-    reused, and one that did not is redone under the same number."""
+    """The step number is noted first: after a kill, a finished step is reused, an unfinished one redone."""
     engine = rt.ws.engine
     planned = rt.journal.intent(key)
     if planned is not None:

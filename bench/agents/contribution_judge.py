@@ -102,9 +102,7 @@ def _changed_lines(diff: str) -> tuple[list[str], list[str]]:
 
 
 def offline_label(diff: str) -> tuple[str, str]:
-    """A mechanical reading of a diff: if the changed lines differ only in numeric or
-    boolean literals (or only in comments and blank lines), engineering; otherwise
-    the code's structure changed, which this stand-in counts as academic."""
+    """Engineering when the changed lines differ only in literals (or comments, blank lines); else academic."""
     removed, added = _changed_lines(diff)
     skeleton = lambda lines: sorted(_LITERAL.sub("<lit>", line) for line in lines)  # noqa: E731
     if skeleton(removed) == skeleton(added):

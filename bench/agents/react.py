@@ -66,15 +66,17 @@ class ReactAgent:
         return run_loop(lambda msgs, tools: ctx.complete(self.role, msgs, tools), box, messages, spec)
 
     def _task_message(self, ctx: RunContext) -> str:
-        editable = [] if ctx.task.kind == "reproduce" else [f"submission/{f}" for f in ctx.editable_files()]
-        return self._prose(ctx) + "\n" + facts_line(role=self.role, steps_budget=ctx.steps_left(), **task_facts(ctx.task, editable))
-
-    def _prose(self, ctx: RunContext) -> str:
-        if ctx.task.kind == "reproduce":
-            paper = f"The paper is at task/paper{ctx.task.paper.suffix}" if ctx.task.paper else "There is no paper file"
-            return f"{ctx.task.summary()}\n\n{paper}; see task/ for the rest. Build the reproduction in submission/ with bash; run_experiment runs: {' ; '.join(ctx.task.commands)}.\nStep budget: {ctx.steps_left()}"
-        files = ", ".join(f"submission/{f}" for f in ctx.editable_files())
-        return f"{ctx.task.summary()}\n\nRun folder paths of the editable files: {files}\nStep budget: {ctx.steps_left()}"
+        task, budget = ctx.task, f"Step budget: {ctx.steps_left()}"
+        if task.kind == "reproduce":
+            editable = []
+            paper = f"The paper is at task/paper{task.paper.suffix}" if task.paper else "There is no paper file"
+            commands = " ; ".join(task.commands)
+            build = f"Build the reproduction in submission/ with bash; run_experiment runs: {commands}."
+            prose = f"{task.summary()}\n\n{paper}; see task/ for the rest. {build}\n{budget}"
+        else:
+            editable = [f"submission/{f}" for f in ctx.editable_files()]
+            prose = f"{task.summary()}\n\nRun folder paths of the editable files: {', '.join(editable)}\n{budget}"
+        return prose + "\n" + facts_line(role=self.role, steps_budget=ctx.steps_left(), **task_facts(task, editable))
 
 
 class Linear(ReactAgent):
