@@ -7,7 +7,6 @@ guards only against power loss); a torn last line is ignored.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -48,8 +47,5 @@ class Journal:
         line = (json.dumps({"kind": kind, "key": key, "value": value}, default=str) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+            with open(self.path, "ab", buffering=0) as handle:  # unbuffered: one write() per line
+                handle.write(line)
