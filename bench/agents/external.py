@@ -6,6 +6,7 @@ once the budget is spent. The task is in $AISCI_TASK_FILE, the budget in $AISCI_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -49,10 +50,8 @@ class External:
             proc.wait()
             return Outcome(stop=StopReason.WALL_TIME, detail=f"external agent timed out after {timeout:g}s")
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)  # no background child outlives the agent
-            except ProcessLookupError:
-                pass
         return Outcome(stop=StopReason.FINISHED) if code == 0 else Outcome(stop=StopReason.AGENT_FAILED, detail=f"external agent exited {code}")
 
 

@@ -37,13 +37,6 @@ read_file_chunk, and run_experiment (one counted step each). There is no submit:
 keep working until the step budget is spent.
 """
 
-CONTINUE = {
-    "linear": "Continue: refine your latest version, then run an experiment.",
-    "basic": "Continue with the task using your tools; call submit when you are done.",
-    "iterative": "Now take the next step: make one small change or check, using your tools.",
-}
-
-
 class ReactAgent:
     """The subclasses differ only in tools (the table), prompts and when to continue."""
 
@@ -51,6 +44,7 @@ class ReactAgent:
     needs_model = True
     role = "react"
     instructions = ""
+    proceed = ""  # the continue message
     continue_every_turn = False
 
     def solve(self, ctx: RunContext) -> Outcome:
@@ -58,7 +52,7 @@ class ReactAgent:
         messages = [system_prompt(self.role, self.instructions), {"role": "user", "content": self._task_message(ctx)}]
         spec = LoopSpec(
             max_turns=15 * ctx.steps + 20,
-            nudge=lambda: f"{CONTINUE[self.role]} ({ctx.steps_left()} steps left)",
+            nudge=lambda: f"{self.proceed} ({ctx.steps_left()} steps left)",
             nudge_every_turn=self.continue_every_turn,
             keep_messages=KEEP_MESSAGES,
             should_stop=lambda: Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() <= 0 else None,
@@ -82,14 +76,17 @@ class ReactAgent:
 class Linear(ReactAgent):
     name = role = "linear"
     instructions = LINEAR
+    proceed = "Continue: refine your latest version, then run an experiment."
 
 
 class Basic(ReactAgent):
     name = role = "basic"
     instructions = BASIC
+    proceed = "Continue with the task using your tools; call submit when you are done."
 
 
 class Iterative(ReactAgent):
     name = role = "iterative"
     instructions = ITERATIVE
+    proceed = "Now take the next step: make one small change or check, using your tools."
     continue_every_turn = True
