@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
+from bench.agents.tools import step_result
 
 WRAPPER = """#!/bin/sh
 # Runs the task's experiment commands once through the experiment engine (one counted step).
@@ -67,7 +68,7 @@ def step_main(argv: list[str]) -> int:
         print(json.dumps({"error": f"step budget spent: {done} of {steps} steps used"}))
         return 3
     record = ws.engine.run_step(agent, hypothesis or "(external agent gave no hypothesis)")
-    print(json.dumps({"step": record.step, "success": record.eligible and record.metric is not None, "metric": record.metric, "error": record.error, "steps_left": steps - done - 1}))
+    print(json.dumps(step_result(record, steps - done - 1)))
     return 0 if record.success else 1
 
 

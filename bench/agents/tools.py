@@ -29,11 +29,18 @@ def step_report(record: Any, metric_label: str) -> str:
     return f"step {record.step}: FAILED: {record.error}"
 
 
+def step_result(record: Any, steps_left: int) -> dict[str, Any]:
+    """What `run_experiment` answers: the tool's JSON, and the external agent's program's."""
+    success = record.eligible and record.metric is not None
+    return {"step": record.step, "success": success, "metric": record.metric, "error": record.error,
+            "steps_left": steps_left}
+
+
 def experiment_tool(ctx: RunContext) -> Tool:
     def run_experiment(args: RunExperimentArgs) -> str:
         record = ctx.run_step(args.hypothesis or "(no hypothesis given)")
         label = ctx.task.metric.label if ctx.task.metric else "metric"
-        return json.dumps({"step": record.step, "success": record.eligible and record.metric is not None, "metric": record.metric, "error": record.error, "steps_left": ctx.steps_left(), "summary": step_report(record, label)})
+        return json.dumps({**step_result(record, ctx.steps_left()), "summary": step_report(record, label)})
 
     return Tool("run_experiment", "Run the task's experiment commands on the current code; counts one step; returns the metric or the error.", RunExperimentArgs, run_experiment)
 
