@@ -199,7 +199,7 @@ def test_a_denied_path_with_nul_and_surrogates_is_recorded_and_verifies(ws: Work
 
 def box_for(ws: Workspace) -> Toolbox:
     box = Toolbox()
-    box.add(*file_tools(ws.scope("flat"), box, write=True, logs=True))
+    box.add(*file_tools(ws.scope("flat"), box))
 
     def boom(args: WriteFileArgs) -> str:
         raise RuntimeError(f"disk on fire while writing {args.path}")

@@ -12,7 +12,7 @@ from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.orchestrator import solve
 from aiscientist.agent.loop import NOT_FINISHED
-from aiscientist.specialists.context import ACTED_KEEP_CHARS, ACTED_MARK, settled
+from aiscientist.specialists.base import ACTED_KEEP_CHARS, ACTED_MARK, settled
 from aiscientist.task import load_task
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,18 +1,12 @@
-"""Replay journal for workspace effects, so a resumed run neither loses nor repeats work.
-
-The graph checkpoint restarts an interrupted decision from its beginning. Effects
-already done in that decision (a file edit, a log entry, a whole specialist call, an
-experiment) are looked up here by a key that names their position in the run
-(decision, call, turn, tool call) and answered from the record instead of being
-done twice. Lines are appended with one `write` each (a killed process cannot lose
-what the kernel already has; no fsync, which would only guard against power loss and
-costs milliseconds per effect); a torn last line is ignored.
+"""Replay journal: effects already done in a decision that a resumed run restarts (a file
+edit, a log entry, a specialist call, an experiment) are answered from the record, keyed
+by their position (decision, call, turn, tool call). One `write` per line (no fsync: that
+guards only against power loss); a torn last line is ignored.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -34,11 +28,11 @@ class Journal:
                 target[entry["key"]] = entry.get("value")
 
     def get(self, key: str) -> Any | None:
-        """The recorded result of `key`, or None when it never finished."""
+        """None when `key` never finished."""
         return self._done.get(key)
 
     def intent(self, key: str) -> Any | None:
-        """What was noted before `key` started (e.g. the step number it would use)."""
+        """What was noted before `key` started (e.g. its step number)."""
         return self._intents.get(key)
 
     def note_intent(self, key: str, value: Any) -> None:
@@ -53,8 +47,5 @@ class Journal:
         line = (json.dumps({"kind": kind, "key": key, "value": value}, default=str) + "\n").encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+            with open(self.path, "ab", buffering=0) as handle:  # unbuffered: one write() per line
+                handle.write(line)

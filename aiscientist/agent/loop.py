@@ -1,11 +1,5 @@
-"""The one tool-calling loop: model call → tool calls → results, until a terminal tool,
-a limit, or a model failure.
-
-Every agent's conversation runs here (a specialist call, a baseline's ReAct loop, a
-coding turn of The AI Scientist); what differs is the `LoopSpec`: turn limit,
-continue message, whether to continue after every turn, how much history to keep,
-and a check run before each model call (step budget, wall time). The orchestrator
-and the flat agent run the same turn split over two checkpointed graph nodes.
+"""The one tool-calling loop of every agent: model call, tool calls, results, until a
+terminal tool, a limit or a model failure. Agents differ only in their `LoopSpec`.
 """
 
 from __future__ import annotations
@@ -41,10 +35,8 @@ class LoopSpec:
 
 
 def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], spec: LoopSpec, run_tool: RunTool | None = None) -> Outcome:
-    """Talk to the model until it calls a terminal tool (`finish`, `submit`) or a limit is
-    reached. `messages` starts with the system prompt and the task message; it holds the
-    conversation (as trimmed) when the loop ends. ModelUnavailable and BudgetExhausted
-    propagate (the caller stops the run); another ModelError ends the loop with `model_error`."""
+    """`messages` (system prompt, task message) holds the trimmed conversation when the loop ends.
+    ModelUnavailable and BudgetExhausted propagate; another ModelError ends the loop with `model_error`."""
     head, recent = messages[:2], messages[2:]
     try:
         for turn in range(spec.max_turns):
@@ -73,10 +65,8 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
 
 
 def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], run_tool: RunTool | None, key: str, finish_after_failure: bool = True) -> Outcome | None:
-    """Run one turn's tool calls, appending a result for each; the outcome when the turn
-    ends the loop (a terminal tool, or a tool raising StopRun: later calls are not run).
-    Without `finish_after_failure`, a `finish` after a failed call of the same turn is
-    refused, so an agent that writes and finishes in one turn cannot misreport a failure."""
+    """Run one turn's tool calls; the outcome when the turn ends the loop (later calls are not run).
+    Refusing a `finish` after a failed call keeps an agent that writes and finishes in one turn honest."""
     ended: Outcome | None = None
     failed = False
     for i, call in enumerate(calls):
@@ -98,8 +88,7 @@ def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], r
 
 
 def call_model(client: Any, ws: Any, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Completion:
-    """One model call of any agent: tool calls rejected before they could run (bad JSON,
-    unknown tool, arguments not matching the schema) become `tool_call.rejected` events."""
+    """One model call of any agent; tool calls rejected before they could run become events."""
     completion = client.complete(messages, tools, role=role)
     for call in completion.invalid_tool_calls:
         ws.events.record(role, "tool_call.rejected", {"tool": call.name, "id": call.id, "error": call.error})
@@ -107,7 +96,7 @@ def call_model(client: Any, ws: Any, role: str, messages: list[dict[str, Any]], 
 
 
 def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:
-    """The stop a valid call of a terminal tool the box offers means (None: not one)."""
+    """The stop a valid call of a terminal tool of the box means (None: not one)."""
     tool = box.tools.get(call.name)
     if call.error is not None or call.name not in TERMINAL or tool is None:
         return None
@@ -119,8 +108,7 @@ def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:
 
 
 def trim(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
-    """The last `keep` messages, starting at an assistant message (so no tool result is
-    left without its call)."""
+    """The last `keep` messages, starting at an assistant message (no tool result without its call)."""
     if len(messages) <= keep:
         return messages
     cut = len(messages) - keep

@@ -1,8 +1,4 @@
-"""Why an agent run (or one loop of it) stopped: one enum for every agent.
-
-`result.json` carries the enum's value in `stop_reason` and the human-readable
-rest in `stop_detail`; code decides on the enum, never on the text.
-"""
+"""Why an agent run (or one loop of it) stopped: code decides on the enum, never on the text."""
 
 from __future__ import annotations
 
@@ -36,8 +32,6 @@ class StopReason(str, Enum):
 
 
 class Outcome(BaseModel):
-    """How a loop or run ended: the enum plus a short text for people."""
-
     stop: StopReason
     detail: str = ""
     turns: int = 0
@@ -48,8 +42,7 @@ class Outcome(BaseModel):
 
 
 class StopRun(Exception):
-    """Raised inside a tool or loop to end the run with `outcome` (e.g. the step budget
-    is spent); the toolbox lets it through, the loop returns the outcome."""
+    """Ends the run with `outcome` from inside a tool (the toolbox lets it through)."""
 
     def __init__(self, stop: StopReason, detail: str = ""):
         super().__init__(detail or stop.value)

@@ -1,14 +1,9 @@
-"""`bash`: the shell tool every agent that has one gets (PaperBench's Basic and Iterative,
-AiScientist's implementation specialist, helper and flat agent).
+"""`bash`: the shell tool, run in `submission/` through the experiments' sandbox backend.
 
-A command runs through the same sandbox backend as experiments (`ws.engine.sandbox`),
-in `submission/`, with a time limit per call and its output clipped. What it may touch
-is set by the sandbox's mounts, not by the prompt: writable are the role's writable
-areas (the first folder of each of its write rules, e.g. submission/ and scratch/);
-protected files are mounted read-only; the task's own folders (hidden test assets, the
-rubric) and `.pristine/` are hidden; there is no network. Every call is recorded as a
-`shell.run` event naming the editable files it changed (found by comparing their
-content before and after), which the toolbox then counts among the call's artifacts.
+What a command may touch is set by the sandbox's mounts, not by the prompt: writable are
+the role's writable areas; protected files are read-only; the task's own folders and
+`.pristine/` are hidden; no network. Each call is a `shell.run` event naming the editable
+files it changed (by content digest), which become the call's artifacts.
 """
 
 from __future__ import annotations
@@ -33,13 +28,12 @@ class BashArgs(BaseModel):
 
 
 def writable_areas(ws: Any, role: str) -> list[Path]:
-    """The top-level folders `role` may write through the file API."""
     names = {glob.split("/", 1)[0] for glob in ws.scope(role).policy.write_globs}
     return [ws.paths.root / name for name in sorted(names) if (ws.paths.root / name).is_dir()]
 
 
 def editable_digests(ws: Any) -> dict[str, str]:
-    """sha256 of every editable file in submission/ ('' for a link or special file)."""
+    """'' for a link or special file."""
     submission = ws.paths.submission
     digests = {}
     for rel in expand_globs(submission, ws.task.editable_globs):
@@ -49,8 +43,7 @@ def editable_digests(ws: Any) -> dict[str, str]:
 
 
 def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> str:
-    """Run `command` in submission/ inside the sandbox; `[exit N]` or `[timed out]`, then
-    the output's tail. `on_change` hears of each editable file the command changed."""
+    """`[exit N]` or `[timed out]`, then the output's tail."""
     task, submission = ws.task, ws.paths.submission
     before = editable_digests(ws)
     writable = writable_areas(ws, role)
@@ -79,9 +72,6 @@ def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None]
 
 
 def shell_tool(ws: Any, role: str, box: Toolbox | None = None) -> Tool:
-    """The `bash` tool for `role` (an effect: a resumed run answers it from the journal);
-    the editable files a command changes become artifacts of `box`."""
-
     def bash(args: BashArgs) -> str:
         return run_shell(ws, role, args.command, box.note if box else None)
 

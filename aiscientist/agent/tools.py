@@ -1,12 +1,7 @@
-"""Tools every agent calls, defined once: a pydantic argument model (its JSON schema
-is what the model sees) and a handler, bound to one role's file scope.
-
-`Toolbox.call` is the one dispatch path of every agent: it validates arguments, runs
-the handler, and turns every `ToolError` (a denied path, a missing file, an exhausted step budget) into an
-`Error: ...` tool result: agents see their mistakes, the run never crashes on them.
-A handler that fails unexpectedly (a bug, an odd input nobody foresaw) is answered
-the same way, naming the tool and the exception, and recorded as a `tool.crashed`
-event with the end of its traceback.
+"""Tools every agent calls, defined once: a pydantic argument model (its JSON schema is
+what the model sees) and a handler. `Toolbox.call` turns a `ToolError` or an unexpected
+crash (recorded as `tool.crashed`) into an `Error: ...` result: the run never crashes on
+an agent's mistake.
 """
 
 from __future__ import annotations
@@ -82,7 +77,7 @@ class SearchFileArgs(BaseModel):
 
 @functools.lru_cache(maxsize=None)
 def _parameters(args: type[BaseModel]) -> str:
-    """The JSON schema of an argument model (generated once: it takes milliseconds)."""
+    """Cached: generating a JSON schema takes milliseconds."""
     parameters = args.model_json_schema()
     parameters.pop("title", None)
     for prop in parameters.get("properties", {}).values():
@@ -90,13 +85,10 @@ def _parameters(args: type[BaseModel]) -> str:
     return json.dumps(parameters)
 
 
-def parameters_of(args: type[BaseModel]) -> dict[str, Any]:
-    return json.loads(_parameters(args))  # a fresh copy: callers may not share one dict
-
-
 def tool_schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAI function schema of a tool: the one way any schema is made."""
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters_of(args)}}
+    """The OpenAI function schema of a tool (parameters a fresh copy: callers may not share one dict)."""
+    function = {"name": name, "description": description, "parameters": json.loads(_parameters(args))}
+    return {"type": "function", "function": function}
 
 
 @dataclass
@@ -130,7 +122,7 @@ class Toolbox:
         return name in self.tools and self.tools[name].effect
 
     def call(self, call: ToolCall) -> tuple[str, bool]:
-        """(result text, ok). Never raises for the agent's own mistakes."""
+        """(result text, ok)."""
         if call.error:
             return f"Error: {call.error}", False
         tool = self.tools.get(call.name)
@@ -152,10 +144,11 @@ class Toolbox:
         except (BudgetExhausted, StopRun):
             raise  # the run wraps up: not a failure of this tool
         except Exception as err:
-            message, payload = crash_report(call.name, err)
+            error = f"{type(err).__name__}: {err}"[:500].encode(errors="backslashreplace").decode()
             if self.record is not None:
-                self.record("tool.crashed", payload)
-            return f"Error: {message}", False
+                lines = "".join(traceback.format_exception(err)).strip().splitlines()[-6:]
+                self.record("tool.crashed", {"tool": call.name, "error": error, "traceback": lines})
+            return f"Error: the tool {call.name} failed unexpectedly: {error}", False
         return clip(str(result), RESULT_CHARS), True
 
     def note(self, path: str) -> None:
@@ -164,8 +157,7 @@ class Toolbox:
 
 
 def unencodable(arguments: dict[str, Any]) -> str | None:
-    """Where tool arguments hold text that UTF-8 cannot encode (a lone surrogate,
-    which models can send as `\\udc80` in JSON), said for the model; None when clean."""
+    """Where arguments hold a lone surrogate (models send `\\udc80` in JSON), said for the model; None if clean."""
     stack: list[tuple[str, Any]] = [(k, v) for k, v in arguments.items()]
     while stack:
         where, value = stack.pop()
@@ -181,24 +173,14 @@ def unencodable(arguments: dict[str, Any]) -> str | None:
     return None
 
 
-def crash_report(tool: str, err: Exception) -> tuple[str, dict[str, Any]]:
-    """What the model is told about a tool that raised unexpectedly, and the
-    `tool.crashed` event payload (with the last lines of the traceback)."""
-    error = f"{type(err).__name__}: {err}"[:500].encode(errors="backslashreplace").decode()
-    lines = "".join(traceback.format_exception(err)).strip().splitlines()[-6:]
-    return f"the tool {tool} failed unexpectedly: {error}", {"tool": tool, "error": error, "traceback": lines}
-
-
 def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, saying so."""
     if len(text) <= limit:
         return text
     return text[: limit - 40] + f"\n... [{len(text) - limit + 40} more characters cut]"
 
 
-def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False) -> list[Tool]:
-    """read/list/search, plus write/edit (and append_log) when the role may write.
-    Crashes of the box's tools are recorded in `scope`'s event log."""
+def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
+    """Every file tool bound to `scope` (the table picks each agent's); crashes are recorded in its log."""
     if box.record is None:
         box.record = lambda kind, payload: scope.ws.events.record(scope.role, kind, payload)
 
@@ -227,33 +209,25 @@ def file_tools(scope: Any, box: Toolbox, write: bool = True, logs: bool = False)
         box.note(f"logs/{a.log}.md")
         return f"appended to {a.log}"
 
-    tools = [
-        Tool("read_file", "Read lines of a file in the workspace.", ReadFileArgs, read),
-        Tool("list_files", "List files under a workspace folder.", ListFilesArgs, listing),
-        Tool("search_files", "Search files for a regular expression; returns path:line: text.", SearchFilesArgs, search),
-    ]
-    if write:
-        tools += [
-            Tool("write_file", "Create or overwrite a file you may write.", WriteFileArgs, write_file, effect=True),
-            Tool("edit_file", "Replace one exact occurrence of `old` with `new` in a file.", EditFileArgs, edit_file, effect=True),
-        ]
-    if logs:
-        tools.append(Tool("append_log", "Append an entry to exp_log or impl_log (append-only).", AppendLogArgs, append_log, effect=True))
-    return tools
-
-
-def chunk_tools(scope: Any) -> list[Tool]:
-    """PaperBench's file tools: `read_file_chunk` and `search_file`."""
-
     def chunk(a: ReadChunkArgs) -> str:
         return scope.read(a.path, start_line=a.start, max_lines=a.n)
 
-    def search(a: SearchFileArgs) -> str:
+    def search_file(a: SearchFileArgs) -> str:  # PaperBench's
         return "\n".join(scope.search(a.pattern, a.path)[:100]) or "(no match)"
 
     return [
+        Tool("read_file", "Read lines of a file in the workspace.", ReadFileArgs, read),
+        Tool("list_files", "List files under a workspace folder.", ListFilesArgs, listing),
+        Tool(
+            "search_files", "Search files for a regular expression; returns path:line: text.", SearchFilesArgs, search
+        ),
+        Tool("write_file", "Create or overwrite a file you may write.", WriteFileArgs, write_file, effect=True),
+        Tool("edit_file", "Replace one exact occurrence of `old` with `new` in a file.", EditFileArgs, edit_file,
+             effect=True),
+        Tool("append_log", "Append an entry to exp_log or impl_log (append-only).", AppendLogArgs, append_log,
+             effect=True),
         Tool("read_file_chunk", "Read `n` lines of a file starting at line `start` (1-based).", ReadChunkArgs, chunk),
-        Tool("search_file", "Search for a regular expression in files under a path.", SearchFileArgs, search),
+        Tool("search_file", "Search for a regular expression in files under a path.", SearchFileArgs, search_file),
     ]
 
 

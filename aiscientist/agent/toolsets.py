@@ -1,9 +1,5 @@
-"""The one table of which tools each agent may call, per role.
-
-Every toolbox is built from this table (`pick`), `bench agents` prints it and the
-bench report shows it, so what a comparison gives each arm is written down once.
-`SPECIALIST_TOOLS` are the orchestrator's calls of its specialists (Agent-as-Tool).
-"""
+"""The one table of which tools each agent gives each role: every toolbox is built from it,
+`bench agents` prints it and the bench report shows it."""
 
 from __future__ import annotations
 
@@ -42,17 +38,14 @@ class UnknownToolset(KeyError):
 
 
 def toolset(agent: str, role: str) -> tuple[str, ...]:
-    """The tools `agent` gives `role`, in the order the model sees them."""
     try:
         return TOOLSETS[agent][role]
     except KeyError:
         raise UnknownToolset(f"no tool set for agent {agent!r}, role {role!r} in aiscientist.agent.toolsets.TOOLSETS") from None
 
 
-def pick(agent: str, role: str, available: list[Tool], box: Toolbox | None = None) -> Toolbox:
-    """A toolbox holding the table's tools for (agent, role), taken from `available`."""
+def pick(agent: str, role: str, available: list[Tool], box: Toolbox) -> Toolbox:
     by_name = {tool.name: tool for tool in available}
-    box = box or Toolbox()
     for name in toolset(agent, role):
         if name in SPECIALIST_TOOLS and role == "orchestrator":
             continue  # specialists are called by the orchestrator's graph, not through a toolbox
@@ -63,14 +56,12 @@ def pick(agent: str, role: str, available: list[Tool], box: Toolbox | None = Non
 
 
 def rows() -> list[dict[str, object]]:
-    """The table as rows: agent, role, tools (what `bench agents --json` prints)."""
     return [{"agent": agent, "role": role, "tools": list(tools)} for agent, roles in TOOLSETS.items() for role, tools in roles.items()] + [
         {"agent": agent, "role": None, "tools": []} for agent, roles in TOOLSETS.items() if not roles
     ]
 
 
 def markdown() -> str:
-    """The table in markdown, for people and the bench report."""
     lines = ["| agent | role | tools |", "|---|---|---|"]
     for row in rows():
         tools = row["tools"]

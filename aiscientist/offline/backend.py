@@ -1,11 +1,7 @@
-"""The `offline` model backend: a deterministic, seeded, non-LLM policy behind the same tools.
-
-A policy sees only what the kernel gives any model, read structurally: the tool
-schemas offered, the tool calls and their results, and the prompts' facts block
-(`aiscientist.llm.facts`); never the prompts' prose. The role is the facts' `role`
-(a conversation without one gets `solo`, which only needs file and experiment tools).
-Policies are stateless: all they know comes from the messages and the seed, so
-record/replay and resume see the same answers. Every reply starts with BANNER.
+"""The `offline` model backend. A policy reads only structures (tool schemas, tool calls and
+results, the prompts' facts block, whose `role` picks it; `solo` without one), never prose.
+Policies are stateless (messages and seed only), so record/replay and resume see the same
+answers. Every reply starts with BANNER.
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ BANNER = "[offline policy: a deterministic engineering-only baseline, not a rese
 
 @dataclass
 class Exchange:
-    """One tool call from the conversation and the result it got (None: none yet)."""
+    """One tool call from the conversation and its result (None: none yet)."""
 
     name: str
     arguments: dict[str, Any]
@@ -34,7 +30,9 @@ class Exchange:
 
     @property
     def failed(self) -> bool:
-        return self.result is None or is_error(self.result)
+        """Failed results start with 'Error' (or the wording of a permission error)."""
+        head = (self.result or "").lstrip().lower()
+        return self.result is None or head.startswith(("error", "permissiondenied", "permission denied", "tool error"))
 
     @property
     def path(self) -> str:
@@ -87,7 +85,7 @@ class PolicyContext:
         return random.Random(f"{self.seed}|{self.role}|{'|'.join(map(str, salt))}")
 
     def finish(self, summary: str, *before: tuple[str, dict[str, Any]]) -> PolicyReply:
-        """`before`'s calls, then the role's closing tool (finish or submit) in the same turn."""
+        """`before`'s calls, then the role's closing tool in the same turn."""
         calls = list(before)
         if "finish" in self.tool_names:
             calls.append(("finish", {"summary": summary}))
@@ -102,7 +100,6 @@ _lock = threading.Lock()
 
 
 def register_role_policy(role: str, handler: Handler, replace: bool = False) -> None:
-    """Answer conversations whose facts name `role` with `handler`."""
     with _lock:
         if role in POLICIES and POLICIES[role] is not handler and not replace:
             raise ValueError(f"an offline policy for role {role!r} is already registered")
@@ -120,12 +117,6 @@ class OfflineBackend:
         stem = request_hash("offline", messages, tools)[:12]
         calls = [RawToolCall(id=f"call_{stem}_{i}", name=name, arguments=json.dumps(args, sort_keys=True)) for i, (name, args) in enumerate(reply.calls)]
         return Reply(content=content, tool_calls=calls, cost=0.0)
-
-
-def is_error(text: str) -> bool:
-    """Tool results that report a failure start with 'Error' (tool_error_message does)."""
-    head = text.lstrip().lower()
-    return head.startswith(("error", "permissiondenied", "permission denied", "tool error"))
 
 
 def text_of(content: Any) -> str:

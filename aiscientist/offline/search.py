@@ -27,8 +27,6 @@ NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf"
 
 @dataclass(frozen=True)
 class Edit:
-    """One change of one literal: the exact line edit and what it means."""
-
     path: str
     name: str
     line: int
@@ -49,7 +47,7 @@ class Edit:
             return None  # a flag
 
     def marker(self) -> str:
-        """`CHANGE {...}`: short enough to survive a clipped hypothesis (no line texts)."""
+        """Short enough to survive a clipped hypothesis (no line texts)."""
         return MARK + json.dumps({"path": self.path, "name": self.name, "line": self.line, "before": self.before, "after": self.after}, sort_keys=True)
 
     def args(self) -> dict[str, str]:
@@ -72,7 +70,6 @@ class Try:
 
 
 def parse_marker(text: str) -> Edit | None:
-    """The last CHANGE marker in `text`, or None."""
     start = text.rfind(MARK)
     if start < 0:
         return None
@@ -84,8 +81,7 @@ def parse_marker(text: str) -> Edit | None:
 
 
 def outcome(result: str) -> float | None:
-    """The metric of an experiment result (JSON with `success`/`metric`, or the text
-    `success: true; metric: X`), None when it failed."""
+    """The metric of a result (JSON `success`/`metric`, or text `success: true; metric: X`); None: failed."""
     try:
         data = json.loads(result)
     except json.JSONDecodeError:
@@ -104,8 +100,7 @@ def log_runs(text: str) -> list[tuple[Edit | None, float | None]]:
 
 
 def score(runs: list[tuple[Edit | None, float | None]], direction: str | None, baseline: float | None) -> list[Try]:
-    """Each run's gain over the best before it (the baseline included); a run with
-    no reference (no baseline, first success) counts as a new best."""
+    """Each run's gain over the best before it (baseline included); with no reference a success is a new best."""
     sign = -1.0 if direction == "min" else 1.0
     best, out = baseline, []
     for edit, metric in runs:
@@ -119,7 +114,7 @@ def score(runs: list[tuple[Edit | None, float | None]], direction: str | None, b
 
 
 def next_change(contents: dict[str, str], tries: list[Try], rng: random.Random) -> Edit | None:
-    """The next change to try (see the module docstring), or None when none is left."""
+    """See the module docstring; None when no change is left."""
     done = [t for t in tries if t.edit is not None]
     held: dict[tuple[str, str, int], set[str]] = {}
     for t in done:
@@ -133,7 +128,7 @@ def next_change(contents: dict[str, str], tries: list[Try], rng: random.Random) 
 
 
 def options_of(contents: dict[str, str]) -> list[Edit]:
-    """Every change one step away: each candidate up and down (flags toggled)."""
+    """Each candidate up and down (flags toggled)."""
     out = []
     for path in sorted(contents):
         for cand in candidates.find_candidates(contents[path]):
@@ -160,8 +155,7 @@ def undo(contents: dict[str, str], edit: Edit) -> Edit | None:
 
 
 def revert_last(contents: dict[str, str], tries: list[Try]) -> Edit | None:
-    """The edit undoing the last try if it set no new best and its file still holds it
-    (applied to `contents`)."""
+    """The edit undoing the last try if it set no new best and its file still holds it (applied to `contents`)."""
     last = tries[-1] if tries else None
     back = undo(contents, last.edit) if last is not None and not last.kept and last.edit is not None else None
     if back is not None:

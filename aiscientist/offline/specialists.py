@@ -1,12 +1,13 @@
-"""Offline policies of AiScientist's Tier-1 specialists and Tier-2 readers.
+"""Offline policies of AiScientist's orchestrator, Tier-1 specialists and Tier-2 readers.
 
-They use the real tools: readers skim the files their facts name, comprehension writes
-`paper_analysis/summary.md` from the facts, prioritization ranks every one-step change
-of the editable files' literals, implementation reverts the last change if it set no
-new best and applies the next one `search.next_change` picks (the tries come from
-logs/exp_log.md, or from the orchestrator's `context` with File-as-Bus off),
-experimentation runs the hypothesis it was given. Each ends with its closing tool in
-the turn that does the work.
+They use the real tools, each ending with its closing tool in the turn that does the work.
+The orchestrator calls comprehension, prioritization, then implementation and
+experimentation in turn until the step budget is spent (with File-as-Bus on, several
+calls per decision). Implementation reverts a change that set no new best and applies the
+next one `search.next_change` picks; its tries come from logs/exp_log.md, or, with
+File-as-Bus off, from the step outcomes the orchestrator passes in `context`. The
+hypothesis experimentation gets is the change's marker, so the log pairs each change
+with its metric.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ import aiscientist.offline.search as search
 from aiscientist.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.offline.solo import Call, editable, read_call, replay, tries
 
+STEP_BLOCK = re.compile(r"^\[step (\d+)\] .*?(?=^\[step \d+\] |^details: |\Z)", re.M | re.S)
+FOCUS = "targets, metric and baseline, method structure, evaluation protocol"
+GUIDANCE = "every one-step change of a literal, each direction"
+REVISE = "revert the last change unless it set a new best, then apply the next untried change"
+KEPT = "the best validated step is kept."
 PLAN, SUMMARY, EXP_LOG = "plan/prioritized_tasks.md", "paper_analysis/summary.md", "logs/exp_log.md"
 CODE_LINES = r'^\s*(?:def|class) \w+|^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=\s*(?:[-+]?[\d.]|True|False)|^(?:"""|# )'
 LOG_LINES = r"^\[step \d+\] |^success: "
@@ -38,8 +44,7 @@ def _read_first(ctx: PolicyContext, paths: list[str], content: str) -> PolicyRep
 
 
 def reader(ctx: PolicyContext) -> PolicyReply:
-    """Skim: one search per file for the lines that matter on the axis (definitions and
-    literals; for evaluation code, the metric lines), then notes from the matches."""
+    """Skim: one search per file for the lines that matter on the axis, then notes from the matches."""
     axis = str(ctx.facts.get("axis", "code"))
     searched = {e.path for e in ctx.calls_to("search_files")}
     todo = [f for f in ctx.facts.get("files") or [] if f not in searched]
@@ -130,8 +135,7 @@ def implementation(ctx: PolicyContext) -> PolicyReply:
 
 
 def experimentation(ctx: PolicyContext) -> PolicyReply:
-    """Run and finish in one turn: the step's outcome is logged by the tool itself, and
-    the orchestrator's status (or, with File-as-Bus off, the call's full output) shows it."""
+    """Run and finish in one turn: the tool itself logs the step's outcome."""
     runs = ctx.calls_to("run_experiment")
     if runs:  # the finish of the first turn was refused: the run failed
         return ctx.finish(f"{BANNER} No experiment ran: {(runs[-1].result or '')[:300]}")
@@ -147,7 +151,48 @@ def helper(ctx: PolicyContext) -> PolicyReply:
     return PolicyReply(f"{BANNER} Noting the job.", [("write_file", {"path": f"scratch/{slug}.md", "content": f"{BANNER}\nJob: {job}\n"})])
 
 
+def orchestrator(ctx: PolicyContext) -> PolicyReply:
+    """With File-as-Bus on: understand + plan + first change; then measure + next change."""
+    f = ctx.facts
+    count, bus = f.get("counters") or {}, f.get("bus", True)
+    steps_done, budget = int(f.get("steps_done", 0)), int(f.get("steps_budget", 1))
+    if "comprehension" not in ctx.tool_names or steps_done >= budget:
+        reason = f"{BANNER} step budget spent ({steps_done} steps); {KEPT}"
+        return PolicyReply(f"{BANNER} Submitting.", [("submit", {"reason": reason})])
+    calls: list[Call] = []
+    if not count.get("comprehension"):
+        calls.append(("comprehension", {"focus": FOCUS}))
+    if not count.get("prioritization") and (bus or not calls):
+        analysis = "" if bus else next((e.result or "" for e in reversed(ctx.calls_to("comprehension"))), "")
+        calls.append(("prioritization", {"guidance": GUIDANCE, "context": analysis}))
+    specialist = [e for e in ctx.history if e.name in ("implementation", "experimentation")]
+    if not calls and specialist and specialist[-1].name == "implementation":
+        marker = search.parse_marker(specialist[-1].result or "")
+        untried = "no untried change is left: the current code, measured again"
+        hypothesis = f"{marker.marker()} {marker.what} (an untested offline guess)" if marker else untried
+        calls.append(("experimentation", {"hypothesis": hypothesis}))
+        if marker is None and steps_done + 1 < budget:
+            return PolicyReply(f"{BANNER} Nothing new to try: measuring the current code.", calls)
+        if bus and steps_done + 1 >= budget:  # nothing left to change after the last step
+            submit = ("submit", {"reason": f"{BANNER} the last step of the budget ran; {KEPT}"})
+            return PolicyReply(f"{BANNER} The last step, then submit.", [*calls, submit])
+    if bus or not calls:
+        calls.append(("implementation", {"mode": "explore", "task": REVISE, "context": "" if bus else _outcomes(ctx)}))
+    return PolicyReply(f"{BANNER} {', '.join(name for name, _ in calls)}.", calls)
+
+
+def _outcomes(ctx: PolicyContext) -> str:
+    """Every `[step N]` outcome block seen (in implementation contexts and experimentation results), once each."""
+    blocks: dict[int, str] = {}
+    for e in ctx.history:
+        sources = {"implementation": str(e.arguments.get("context", "")), "experimentation": e.result or ""}
+        for match in STEP_BLOCK.finditer(sources.get(e.name, "")):
+            blocks.setdefault(int(match.group(1)), match.group(0).strip())
+    return "\n".join(blocks[k] for k in sorted(blocks))
+
+
 for _role, _handler in {
+    "orchestrator": orchestrator,
     "comprehension-reader": reader,
     "comprehension": comprehension,
     "prioritization": prioritization,

@@ -6,7 +6,7 @@ from typing import Any
 
 from aiscientist.agent.context import RunContext
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
-from aiscientist.specialists.context import facts, task_brief
+from aiscientist.specialists.base import facts, task_brief
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
 You are the Tier-0 orchestrator of AiScientist, an autonomous ML research engineer. You

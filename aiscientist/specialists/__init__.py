@@ -1,9 +1,4 @@
-"""Tier-1 specialists, each a tool of the orchestrator with a typed argument schema.
-
-`SPECIALISTS[name]` = (argument model, run function, description). A call gets a fresh
-private context, runs its own tool loop against `ws.scope(role)`, and returns a
-`SpecialistResult` (bounded summary + artifacts).
-"""
+"""Tier-1 specialists, tools of the orchestrator: `SPECIALISTS[name]` = (argument model, run, description)."""
 
 from __future__ import annotations
 

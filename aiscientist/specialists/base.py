@@ -1,13 +1,11 @@
-"""A specialist call on the kernel's loop: fresh private context, own tools, a turn limit, finish.
-
-A specialist call starts from two messages (its role's system prompt and the call's
-instructions), talks to the model until it calls `finish(summary)` or runs out of
-turns, and returns a bounded summary plus the artifacts it wrote. Effects are
-journaled by position so a resumed run replays them instead of redoing them.
+"""A specialist call on the kernel's loop: a fresh private context (system prompt and the
+call's instructions), its own tools, a turn limit, `finish(summary)`; the prompt blocks
+the calls share. Effects are journaled by position: a resumed run replays them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,15 +18,17 @@ from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.shell import shell_tool
 from aiscientist.agent.tools import Tool, Toolbox, clip, file_tools, finish_tool
 from aiscientist.agent.toolsets import pick
+from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.types import ToolCall
-from aiscientist.specialists.context import settled
+from aiscientist.workspace.errors import ToolError
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
+ACTED_KEEP_CHARS = 200
+ACTED_MARK = "\n[... clipped: you have acted since this result; call the tool again if you need it whole]"
 
 
 class SpecialistResult(BaseModel):
-    """What a specialist hands back. `full_output` is only shown to the orchestrator
-    when File-as-Bus is off (then it is the only way results travel)."""
+    """`full_output` is shown to the orchestrator only with File-as-Bus off (then results travel only so)."""
 
     role: str
     summary: str
@@ -46,30 +46,36 @@ class SpecialistResult(BaseModel):
 
 
 def role_toolbox(rt: RunContext, role: str, scope_role: str | None = None, extra: Callable[[Toolbox], list[Tool]] | None = None) -> Toolbox:
-    """The tools the table (`aiscientist.agent.toolsets`) gives `role` in this run's arm,
-    bound to `scope_role`'s file scope (default: the role's own)."""
+    """The tools the table gives `role` in this run's arm, bound to `scope_role`'s file scope."""
     scope = rt.ws.scope(scope_role or role)
     box = Toolbox()
-    available = [*file_tools(scope, box, write=True, logs=True), finish_tool(), shell_tool(rt.ws, scope.role, box), *(extra(box) if extra else [])]
+    extras = extra(box) if extra else []
+    available = [*file_tools(scope, box), finish_tool(), shell_tool(rt.ws, scope.role, box), *extras]
     return pick(rt.agent, role, available, box)
 
 
-def run_loop(rt: RunContext, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None) -> tuple[str, bool, int]:
-    """(summary, finished, turns) of the kernel's loop for one specialist call.
-    BudgetExhausted and ModelUnavailable propagate (the run wraps up, or stops
-    resumably); another ModelError ends this call as failed."""
+def run_loop(
+    rt: RunContext, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None
+) -> SpecialistResult:
+    """One specialist call (`ok`: it finished; `full_output`: the summary). BudgetExhausted and
+    ModelUnavailable propagate; another ModelError ends this call as failed."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     spec = LoopSpec(max_turns=max_turns or rt.config.specialists.max_turns, nudge=lambda: NUDGE, key=f"{key}.t", finish_after_failure=False)
     outcome = kernel_loop(lambda msgs, tools: rt.complete(role, settled(msgs, box.is_effect), tools), box, messages, spec, lambda call, pos: run_tool(rt, box, call, pos))
     if outcome.stop is StopReason.FINISHED:
-        return outcome.summary or "(no summary)", True, outcome.turns
-    if outcome.stop is StopReason.MODEL_ERROR:
-        return f"model error, {role} stopped: {outcome.detail}", False, outcome.turns
-    return f"{role} stopped after {outcome.turns} turns without calling finish", False, outcome.turns
+        summary = outcome.summary or "(no summary)"
+    elif outcome.stop is StopReason.MODEL_ERROR:
+        summary = f"model error, {role} stopped: {outcome.detail}"
+    else:
+        summary = f"{role} stopped after {outcome.turns} turns without calling finish"
+    ok = outcome.stop is StopReason.FINISHED
+    return SpecialistResult(
+        role=role, summary=summary, artifacts=box.artifacts, full_output=summary, ok=ok, turns=outcome.turns
+    )
 
 
 def run_tool(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
-    """Run one tool call; effects already done before a resume are answered from the journal."""
+    """Effects already done before a resume are answered from the journal."""
     if not box.is_effect(call.name):
         box.current_key = key
         return box.call(call)[0]
@@ -91,8 +97,7 @@ def run_tool(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
 
 
 def _append_landed(rt: RunContext, call: ToolCall) -> bool:
-    """An append_log that was done but not yet journaled when the run was interrupted
-    (writes are idempotent, and a repeated edit fails harmlessly)."""
+    """An append_log done but not journaled before an interruption (a repeated write or edit is harmless)."""
     if call.name != "append_log" or call.error:
         return False
     path = rt.ws.paths.logs / f"{call.arguments.get('log')}.md"
@@ -101,9 +106,7 @@ def _append_landed(rt: RunContext, call: ToolCall) -> bool:
 
 
 def read_or_empty(rt: RunContext, role: str, path: str) -> str:
-    """A workspace file as `role` may see it; empty when absent or not allowed."""
-    from aiscientist.workspace.errors import ToolError
-
+    """Empty when absent or not `role`'s to read."""
     scope = rt.ws.scope(role)
     if scope.policy.refusal("read", path) is not None:
         return ""  # not this role's to see (File-as-Bus off): no attempt, no denial on record
@@ -114,9 +117,78 @@ def read_or_empty(rt: RunContext, role: str, path: str) -> str:
 
 
 def append_once(rt: RunContext, scope: Any, log: str, marker: str, text: str) -> None:
-    """Append `text` (which starts with the unique `marker`) unless the log already has
-    it: after an interruption the same entry may be offered again and must not repeat."""
+    """Unless the log has `marker` already: after an interruption the same entry may be offered again."""
     path = rt.ws.paths.logs / f"{log}.md"
     if path.is_file() and marker in path.read_text(errors="replace"):
         return
     scope.append(log, text)
+
+
+def with_file(rt: RunContext, result: SpecialistResult, path: str) -> SpecialistResult:
+    """`result` with `path` (the file the call must write) in its full output; not ok when missing."""
+    text = read_or_empty(rt, result.role, path)
+    if not text:
+        result.ok, result.summary = False, result.summary + f" ({path} was not written)"
+    result.full_output = f"{result.summary}\n\n## {path}\n{text}" if text else result.summary
+    return result
+
+
+def task_brief(rt: RunContext, description: bool = True) -> str:
+    """Without the description (for roles that only run and judge), a pointer to it."""
+    task = rt.task
+    files = ", ".join(f"submission/{p}" for p in task.editable_globs) or "(none)"
+    text = re.sub(r"^Editable files:.*$", f"Editable files: {files}", task.summary(), count=1, flags=re.M)
+    if not description and task.description.strip():
+        text = text.split("\n\n", 1)[0] + "\n(The task's description: task/task.md.)"
+    return text + f"\nStep budget: {rt.steps} experiment steps in total."
+
+
+def facts(rt: RunContext, role: str, **extra: Any) -> str:
+    editable = [f"submission/{p}" for p in rt.task.editable_globs]
+    counts = {"steps_done": rt.steps_done(), "steps_budget": rt.steps}
+    return facts_line(role=role, bus=rt.ws.file_bus, **counts, **task_facts(rt.task, editable), **extra)
+
+
+def bus_rules(rt: RunContext) -> str:
+    if rt.ws.file_bus:
+        return (
+            "File-as-Bus: the workspace files are the shared memory. Read what other specialists wrote "
+            "(paper_analysis/, plan/prioritized_tasks.md, logs/exp_log.md, logs/impl_log.md, experiments/) "
+            "instead of expecting it in your instructions."
+        )
+    return (
+        "File-as-Bus is OFF: you cannot read other specialists' areas or the logs. Everything you need "
+        "from earlier work is in the context of your instructions."
+    )
+
+
+def call_brief(rt: RunContext, request: str, context: str, *after: str, description: bool = True) -> str:
+    """The task, the bus rules, the request, the orchestrator's context, then `after` (empty parts dropped)."""
+    context = f"Context from the orchestrator:\n{context}" if context else ""
+    parts = [task_brief(rt, description), bus_rules(rt), request, context, *after]
+    return "\n\n".join(p for p in parts if p)
+
+
+def steps_used(rt: RunContext) -> str:
+    return f"Steps used so far: {rt.steps_done()} of {rt.steps}."
+
+
+def tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "[...]\n" + text[-limit:]
+
+
+def settled(messages: list[dict[str, Any]], is_effect: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """The conversation as sent next: tool results older than the agent's latest effect (write, edit,
+    log, experiment) shrink to their head. It has acted on them; the files hold the current truth."""
+    acted = -1
+    for i, m in enumerate(messages):
+        if any(is_effect(c["function"]["name"]) for c in m.get("tool_calls") or []):
+            acted = i
+    out = []
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        long = isinstance(content, str) and len(content) > ACTED_KEEP_CHARS + len(ACTED_MARK)
+        if i < acted and m.get("role") == "tool" and long:
+            m = {**m, "content": content[:ACTED_KEEP_CHARS] + ACTED_MARK}
+        out.append(m)
+    return out

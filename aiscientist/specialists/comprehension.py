@@ -1,9 +1,5 @@
-"""Comprehension: understand the task, paper and code; write `paper_analysis/`.
-
-Tier-2 readers look at independent axes in parallel threads, each in its own fresh
-context with read-only tools; the specialist then merges their notes into
-`paper_analysis/summary.md` (targets, metrics, baseline, method structure,
-ambiguities, implementation details).
+"""Comprehension: Tier-2 readers look at independent axes in parallel threads (fresh
+contexts, read-only tools); the specialist merges their notes into `paper_analysis/summary.md`.
 """
 
 from __future__ import annotations
@@ -14,9 +10,9 @@ from pydantic import BaseModel, Field
 
 from aiscientist import notices
 from aiscientist.agent.context import RunContext
-from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import call_brief, facts, task_brief
 from aiscientist.agent.tools import clip
+from aiscientist.specialists.base import SpecialistResult, call_brief, facts, role_toolbox, run_loop, task_brief
+from aiscientist.specialists.base import with_file
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
 SUMMARY = "paper_analysis/summary.md"
@@ -62,8 +58,7 @@ def reader_files(rt: RunContext, axis: str) -> list[str]:
 
 
 def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
-    """A reader that did not finish (a model error, or out of turns) is a failure: its
-    text is not saved as notes, and the call reports not ok, naming it."""
+    """A reader that did not finish is a failure: no notes saved, the call not ok, naming it."""
     axes = rt.config.specialists.readers
     with ThreadPoolExecutor(max_workers=max(1, len(axes))) as pool:
         results = dict(zip(axes, pool.map(lambda axis: _read_axis(rt, key, axis), axes)))
@@ -88,28 +83,18 @@ def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
         f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
         facts(rt, ROLE, args=args.model_dump()),
     )
-    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
-    artifacts = written + [a for a in box.artifacts if a not in written]
-    analysis = read_or_empty(rt, ROLE, SUMMARY)
-    if not analysis:
-        ok, summary = False, summary + f" ({SUMMARY} was not written)"
+    result = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    result.artifacts = written + [a for a in box.artifacts if a not in written]
     if failed:
-        ok = False
-        summary = "; ".join(f"reader '{axis}' failed: {clip(text, 300)}" for axis, text in failed.items()) + f"\n{summary}"
-    full = f"{summary}\n\n## {SUMMARY}\n{analysis}" if analysis else summary
-    return SpecialistResult(role=ROLE, summary=summary, artifacts=artifacts, full_output=full, ok=ok, turns=turns)
+        failures = "; ".join(f"reader '{axis}' failed: {clip(text, 300)}" for axis, text in failed.items())
+        result.ok, result.summary = False, f"{failures}\n{result.summary}"
+    return with_file(rt, result, SUMMARY)
 
 
 def _read_axis(rt: RunContext, key: str, axis: str) -> tuple[str, bool]:
-    """One Tier-2 reader: fresh context, read-only tools. (notes, True) when it
-    finished; (why it stopped, False) otherwise."""
+    """(notes, True) when the reader finished; (why it stopped, False) otherwise."""
     box = role_toolbox(rt, READER_ROLE, scope_role=ROLE)
-    user = "\n\n".join(
-        [
-            task_brief(rt),
-            f"Axis: {axis} - {AXES[axis]}",
-            "Start with these files: " + ", ".join(reader_files(rt, axis)),
-        ]
-    )
-    summary, finished, _ = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
-    return clip(summary, NOTES_CHARS), finished
+    start = "Start with these files: " + ", ".join(reader_files(rt, axis))
+    user = "\n\n".join([task_brief(rt), f"Axis: {axis} - {AXES[axis]}", start])
+    result = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
+    return clip(result.summary, NOTES_CHARS), result.ok

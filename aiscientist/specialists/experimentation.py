@@ -1,9 +1,6 @@
-"""Experimentation: run the task's command list as one counted step, judge it, log it.
-
-`run_experiment` is the only way anything runs an experiment (the flat ablation uses
-the same tool). It refuses once the step budget is spent, compares the step with the
-baseline, target and best so far, appends the outcome to `exp_log.md`, and keeps the
-best-so-far code as the git tag `best` in `submission/`.
+"""Experimentation: `run_experiment` (the flat ablation's too) runs the task's commands as
+one counted step, compares it with baseline, target and best, logs it to `exp_log.md`, and
+tags the best-so-far code `best` in `submission/`.
 """
 
 from __future__ import annotations
@@ -15,9 +12,9 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.context import RunContext
 from aiscientist.experiment import StepRecord
 from aiscientist.gitrepo import git
-from aiscientist.specialists.base import SpecialistResult, append_once, role_toolbox, run_loop
-from aiscientist.specialists.context import call_brief, facts, steps_used
 from aiscientist.agent.tools import Tool, Toolbox
+from aiscientist.specialists.base import SpecialistResult, append_once, call_brief, facts, role_toolbox, run_loop
+from aiscientist.specialists.base import steps_used
 from aiscientist.workspace.errors import ToolError
 
 ROLE = "experimentation"
@@ -42,7 +39,7 @@ End with finish(summary): outcome, metric, and what it suggests next."""
 
 
 def experiment_tool(rt: RunContext, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
-    """`run_experiment`, logging through `scope`; at most `limit` runs through this toolbox."""
+    """At most `limit` runs through this toolbox."""
     runs: list[int] = []
 
     def run_experiment(args: RunExperimentArgs) -> str:
@@ -59,10 +56,7 @@ def experiment_tool(rt: RunContext, scope: Any, box: Toolbox, limit: int | None 
 
 
 def run_step_once(rt: RunContext, key: str, hypothesis: str) -> StepRecord:
-    """Run one step, or return the step this journal position already ran.
-
-    The step number is noted before the run: after a kill, a step that finished is
-    reused, and one that did not is redone under the same number by the engine."""
+    """The step number is noted first: after a kill, a finished step is reused, an unfinished one redone."""
     engine = rt.ws.engine
     planned = rt.journal.intent(key)
     if planned is not None:
@@ -78,7 +72,7 @@ def run_step_once(rt: RunContext, key: str, hypothesis: str) -> StepRecord:
 
 
 def improved(rt: RunContext, record: StepRecord) -> bool:
-    """Whether `record` beats both the stated baseline and every earlier step."""
+    """`record` beats both the stated baseline and every earlier step."""
     task = rt.task
     if not record.eligible or record.metric is None or task.metric is None:
         return False
@@ -98,7 +92,7 @@ def _tag_if_best(rt: RunContext, record: StepRecord) -> None:
 
 
 def describe(rt: RunContext, record: StepRecord) -> str:
-    """The step's outcome in a few lines (what exp_log.md and the agent get)."""
+    """What exp_log.md and the agent get."""
     task = rt.task
     metric = task.metric
     best = rt.best_step()
@@ -126,10 +120,11 @@ def run(rt: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult
     scope = rt.ws.scope(ROLE)
     box = role_toolbox(rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)])
     user = call_brief(rt, f"Hypothesis: {args.hypothesis}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump()), description=False)
-    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    result = run_loop(rt, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
-    full = summary
     for step_dir in outcomes:
         record = StepRecord.model_validate_json((rt.ws.paths.root / step_dir / "step.json").read_text())
-        full += "\n\n" + describe(rt, record) + f"\nstderr tail:\n{(rt.ws.paths.root / step_dir / 'stderr.txt').read_text()[-1500:]}"
-    return SpecialistResult(role=ROLE, summary=summary, artifacts=box.artifacts, full_output=full, ok=ok and bool(outcomes), turns=turns)
+        stderr = (rt.ws.paths.root / step_dir / "stderr.txt").read_text()[-1500:]
+        result.full_output += f"\n\n{describe(rt, record)}\nstderr tail:\n{stderr}"
+    result.ok = result.ok and bool(outcomes)
+    return result

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.specialists.base import SpecialistResult, role_toolbox, run_loop
-from aiscientist.specialists.context import bus_rules, facts, task_brief
+from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, role_toolbox, run_loop, task_brief
 
 ROLE = "helper"
 
@@ -24,5 +23,4 @@ everything else is read-only. Keep it short. End with finish(summary)."""
 def run(rt: RunContext, key: str, args: HelperArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE)
     user = "\n\n".join([task_brief(rt), bus_rules(rt), f"Job: {args.job}", *([f"Context:\n{args.context}"] if args.context else []), facts(rt, ROLE, args=args.model_dump())])
-    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key, max_turns=min(6, rt.config.specialists.max_turns))
-    return SpecialistResult(role=ROLE, summary=summary, artifacts=box.artifacts, full_output=summary, ok=ok, turns=turns)
+    return run_loop(rt, ROLE, SYSTEM, user, box, key, max_turns=min(6, rt.config.specialists.max_turns))

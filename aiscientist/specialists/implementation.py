@@ -1,9 +1,5 @@
-"""Implementation: change the editable code in `submission/` and log it in `impl_log.md`.
-
-Modes: `full` (implement a planned change end to end), `fix` (repair what the last
-experiment showed broken), `explore` (try a new idea from the plan). In mode `fix` the
-tail of `exp_log.md` is put into the specialist's context so the fix follows the
-evidence; other modes read the log when they need it.
+"""Implementation: change the editable code in `submission/`, log it in `impl_log.md`. In
+mode `fix` the tail of `exp_log.md` is in the context, so the fix follows the evidence.
 """
 
 from __future__ import annotations
@@ -14,9 +10,9 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.gitrepo import git
-from aiscientist.specialists.base import SpecialistResult, append_once, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import call_brief, facts, tail
 from aiscientist.agent.tools import clip
+from aiscientist.specialists.base import SpecialistResult, append_once, call_brief, facts, read_or_empty, role_toolbox
+from aiscientist.specialists.base import run_loop, tail
 
 ROLE = "implementation"
 
@@ -41,12 +37,13 @@ def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE)
     exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
     user = call_brief(rt, f"Mode: {args.mode}\n\nTask: {args.task}", args.context, f"## Tail of logs/exp_log.md\n{exp_tail}" if exp_tail else "", facts(rt, ROLE, args=args.model_dump()))
-    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
-    changed = [a for a in box.artifacts if a.startswith("submission/")]
+    result = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    changed = ", ".join(a for a in box.artifacts if a.startswith("submission/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
-    entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {', '.join(changed) or 'none'}\n{clip(summary, 2000)}"
+    entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"
     append_once(rt, scope, "impl_log", marker, entry)
-    full = summary
     if not rt.ws.file_bus:  # the orchestrator sees the full output only without the bus
-        full += "\n\nCode now differs from the baseline in:\n" + (git(rt.ws.paths, "diff", "--no-ext-diff", "--no-textconv", "--stat", "baseline") or "(nothing)")
-    return SpecialistResult(role=ROLE, summary=summary, artifacts=[*box.artifacts, "logs/impl_log.md"], full_output=full, ok=ok, turns=turns)
+        diff = git(rt.ws.paths, "diff", "--no-ext-diff", "--no-textconv", "--stat", "baseline")
+        result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
+    result.artifacts = [*box.artifacts, "logs/impl_log.md"]
+    return result

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.specialists.base import SpecialistResult, read_or_empty, role_toolbox, run_loop
-from aiscientist.specialists.context import call_brief, facts, steps_used
+from aiscientist.specialists.base import SpecialistResult, call_brief, facts, role_toolbox, run_loop, steps_used
+from aiscientist.specialists.base import with_file
 
 ROLE = "prioritization"
 PLAN = "plan/prioritized_tasks.md"
@@ -30,9 +30,4 @@ End with finish(summary) - the top entries in a few lines."""
 def run(rt: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE)
     user = call_brief(rt, f"Guidance: {args.guidance}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump()))
-    summary, ok, turns = run_loop(rt, ROLE, SYSTEM, user, box, key)
-    plan = read_or_empty(rt, ROLE, PLAN)
-    if not plan:
-        ok, summary = False, summary + f" ({PLAN} was not written)"
-    full = f"{summary}\n\n## {PLAN}\n{plan}" if plan else summary
-    return SpecialistResult(role=ROLE, summary=summary, artifacts=box.artifacts, full_output=full, ok=ok, turns=turns)
+    return with_file(rt, run_loop(rt, ROLE, SYSTEM, user, box, key), PLAN)

@@ -1,12 +1,7 @@
-"""`ai-scientist`: The AI Scientist (v1)-style broad exploration.
-
-One model call proposes a list of ideas (JSON). Each idea is explored on its own,
-starting from the baseline code (the editable files are reset with git between
-ideas): up to 5 experiment runs, each prepared by a coding turn (a short tool
-loop with the file tools), and each failed run followed by up to 4 fix attempts.
-When the list runs out, a new batch of ideas is asked for, seeing the titles
-already tried. Progress lives in `state/ai_scientist.json` so an interrupted run
-continues with the idea it was on.
+"""`ai-scientist`: The AI Scientist (v1)-style broad exploration. A model call proposes
+ideas (JSON); each is explored from the baseline code: up to 5 runs, each prepared by a
+coding turn (a short tool loop), each failed run followed by up to 4 fixes. Then new ideas,
+seeing the titles tried. `state/ai_scientist.json` lets a run resume on its idea.
 """
 
 from __future__ import annotations
@@ -61,7 +56,6 @@ class Progress(BaseModel):
 
 
 def parse_ideas(text: str) -> list[Idea]:
-    """Ideas from a ```json block (or the first JSON list in the text)."""
     match = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.S) or re.search(r"(\[.*\])", text, re.S)
     if not match:
         return []

@@ -1,14 +1,8 @@
-"""`aide`: AIDE-style tree search over one target file.
-
-A journal of nodes (plan, code, step, metric, buggy, parent). Policy, with AIDE's
-defaults: draft from the baseline until there are 5 drafts; then, with probability
-0.5, debug a random buggy leaf whose debug depth is at most 3; otherwise improve
-the best node greedily (draft again if no node works yet). Each operator is one
-model call answering with a plan and one code block that replaces the whole
-target file; each node costs one experiment step. Unlike AIDE, the metric comes
-from the task's metrics file through the experiment engine (AIDE asks a second
-model call to read it from the output); the journal lives in
-`state/aide_journal.json` so an interrupted run continues.
+"""`aide`: AIDE-style tree search over one target file, with AIDE's defaults: draft from
+the baseline until there are 5 drafts; then, with probability 0.5, debug a random buggy
+leaf of debug depth at most 3; otherwise improve the best node. Each node is one model
+call (a plan and the whole target file) and one step. Unlike AIDE, the metric comes from
+the engine, not a second model call. `state/aide_journal.json` lets a run resume.
 """
 
 from __future__ import annotations
@@ -24,7 +18,6 @@ from aiscientist.gitrepo import git
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.paths import write_atomic
 from aiscientist.task import expand_globs
-
 from aiscientist.agent.outcome import Outcome, StopReason
 from bench.agents.tools import system_prompt
 
@@ -70,10 +63,8 @@ class Journal(BaseModel):
         return [n for n in self.nodes if not n.buggy and n.metric is not None]
 
     def best(self, direction: str) -> Node | None:
-        good = self.good()
-        if not good:
-            return None
-        return max(good, key=lambda n: n.metric) if direction == "max" else min(good, key=lambda n: n.metric)  # type: ignore[arg-type, return-value]
+        sign = 1.0 if direction == "max" else -1.0
+        return max(self.good(), key=lambda n: sign * n.metric, default=None)  # type: ignore[operator]
 
     def debuggable(self) -> list[Node]:
         parents = {n.parent for n in self.nodes}
@@ -81,8 +72,7 @@ class Journal(BaseModel):
 
 
 def extract_code(text: str) -> tuple[str, str | None]:
-    """(plan, code) from an answer: the text before the first fenced block, and the
-    longest fenced block (None when the answer has no code block)."""
+    """(text before the first fenced block, longest fenced block or None)."""
     blocks = re.findall(r"```[\w+-]*\n(.*?)```", text, re.S)
     if not blocks:
         return text.strip(), None
@@ -97,7 +87,7 @@ class Aide:
     def solve(self, ctx: RunContext) -> Outcome:
         journal = self._load(ctx)
         direction = ctx.task.metric.direction if ctx.task.metric else "max"
-        baseline_code = self._baseline(ctx, journal.target)
+        baseline_code = git(ctx.ws.paths, "show", f"{ctx.ws.engine.BASELINE_TAG}:{journal.target}")
         while ctx.steps_left() > 0:
             rng = ctx.rng
             drafts = sum(n.stage == "draft" for n in journal.nodes)
@@ -125,8 +115,6 @@ class Aide:
             self._save(ctx, journal)
         return Outcome(stop=StopReason.STEP_BUDGET)
 
-    # ---- prompts -------------------------------------------------------------------
-
     def _messages(self, ctx: RunContext, journal: Journal, stage: str, parent: Node | None, code: str, direction: str) -> list[dict[str, Any]]:
         parts = [ctx.task.summary(), f"Target file: {journal.target}", f"## Stage: {stage}", STAGE_TEXT[stage]]
         memory = [n for n in journal.good()][-MEMORY_NODES:]
@@ -146,8 +134,6 @@ class Aide:
         path = ctx.ws.paths.step_dir(step) / "stderr.txt"
         text = path.read_text(errors="replace")[-2000:] if path.is_file() else ""
         return f"```\n{text}\n```" if text.strip() else ""
-
-    # ---- journal persistence ----------------------------------------------------------
 
     @staticmethod
     def _path(ctx: RunContext):
@@ -169,7 +155,3 @@ class Aide:
 
     def _save(self, ctx: RunContext, journal: Journal) -> None:
         write_atomic(self._path(ctx), json.dumps(journal.model_dump(), indent=1))
-
-    @staticmethod
-    def _baseline(ctx: RunContext, target: str) -> str:
-        return git(ctx.ws.paths, "show", f"{ctx.ws.engine.BASELINE_TAG}:{target}")

@@ -1,10 +1,5 @@
-"""`aiscientist`, `aiscientist-nobus`, `aiscientist-flat`: this system and its
-ablation arms, run through `aiscientist.orchestrator.solve`.
-
-`solve` creates (or resumes) its own workspace, so these agents take the run
-folder rather than a prepared RunContext. Each run gets a models file with its own
-seed (the project's `configs/models.yaml` plus `seed`), so rounds of the offline
-policy differ.
+"""`aiscientist` and its ablation arms, run through `aiscientist.orchestrator.solve` (which
+makes its own workspace). Each run's models file carries its seed, so offline rounds differ.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ class AiScientist:
         from aiscientist.orchestrator import solve
 
         models_file = run_dir.parent / "models.yaml"
-        raw = yaml.safe_load(DEFAULT_MODELS_FILE.read_text()) if DEFAULT_MODELS_FILE.is_file() else {}
-        raw = raw or {}
+        raw = (yaml.safe_load(DEFAULT_MODELS_FILE.read_text()) if DEFAULT_MODELS_FILE.is_file() else None) or {}
         raw.setdefault("defaults", {})["seed"] = seed
         if model in (raw.get("models") or {}):
             raw["models"][model] = {**(raw["models"][model] or {}), "seed": seed}

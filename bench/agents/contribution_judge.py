@@ -1,8 +1,5 @@
-"""The academic-vs-engineering judge behind the academic contribution rate.
-
-A model reads one successful step's diff against the baseline and classifies it
-(FML-bench: a model judge compares modified and baseline code). An empty diff
-is engineering without a call: no change contributes nothing to the method.
+"""The academic-vs-engineering judge of one step's diff against the baseline (as FML-bench's
+model judge); an empty diff is engineering without a call.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import tool_schema
 from aiscientist.llm.facts import facts_line
+from aiscientist.offline import PolicyContext, PolicyReply
 from aiscientist.task import Task
 from bench.agents.tools import system_prompt
 
@@ -40,7 +38,6 @@ without changing what the method does.
 A change that mixes both is academic as soon as the method itself changes.
 Judge only what the diff does, not what its comments claim. Call `classify` once.
 """
-
 
 
 class ClassifyArgs(BaseModel):
@@ -88,8 +85,6 @@ def judge_diff(task: Task, diff: str, model: str, log_dir: Path) -> str:
     return label
 
 
-# ---- the offline stand-in ------------------------------------------------------------
-
 _LITERAL = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|\b(?:True|False|true|false)\b")
 
 
@@ -107,9 +102,7 @@ def _changed_lines(diff: str) -> tuple[list[str], list[str]]:
 
 
 def offline_label(diff: str) -> tuple[str, str]:
-    """A mechanical reading of a diff: if the changed lines differ only in numeric or
-    boolean literals (or only in comments and blank lines), engineering; otherwise
-    the code's structure changed, which this stand-in counts as academic."""
+    """Engineering when the changed lines differ only in literals (or comments, blank lines); else academic."""
     removed, added = _changed_lines(diff)
     skeleton = lambda lines: sorted(_LITERAL.sub("<lit>", line) for line in lines)  # noqa: E731
     if skeleton(removed) == skeleton(added):
@@ -117,10 +110,7 @@ def offline_label(diff: str) -> tuple[str, str]:
     return "academic", "the structure of the code changed, not only literal values"
 
 
-def offline_policy(ctx):
-    """Offline answer for the contribution-judge role (registered by bench.agents)."""
-    from aiscientist.offline import PolicyReply
-
+def offline_policy(ctx: PolicyContext) -> PolicyReply:
     text = ctx.messages[-1].get("content", "") if ctx.messages else ""
     match = re.search(r"```diff\n(.*)\n```", text, re.S)
     label, reason = offline_label(match.group(1) if match else "")

@@ -1,18 +1,12 @@
-"""`external`: any command-line agent, run in the workspace.
-
-The command (option `command`, a shell string) runs with `submission/` as its
-working directory and a `run_experiment` program first on its PATH. That wrapper
-is how steps are counted, as FML-bench does for Claude Code: each call runs the
-task's command list once through the experiment engine (protected files
-restored, metrics read, step.json written) and prints the step's result as JSON;
-once the step budget is spent it refuses (exit 3). The agent learns the task
-from the environment: AISCI_TASK_FILE (the one-screen summary), AISCI_STEPS.
-
-Options: `command` (required), `timeout_s` (default 3600 per session).
+"""`external`: any command-line agent (option `command`, a shell string; `timeout_s`,
+default 3600), run in `submission/` with a `run_experiment` program first on its PATH:
+one counted step per call (as FML-bench counts Claude Code's), its result as JSON; exit 3
+once the budget is spent. The task is in $AISCI_TASK_FILE, the budget in $AISCI_STEPS.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -22,6 +16,7 @@ from pathlib import Path
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
+from bench.agents.tools import step_result
 
 WRAPPER = """#!/bin/sh
 # Runs the task's experiment commands once through the experiment engine (one counted step).
@@ -56,15 +51,13 @@ class External:
             proc.wait()
             return Outcome(stop=StopReason.WALL_TIME, detail=f"external agent timed out after {timeout:g}s")
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)  # no background child outlives the agent
-            except ProcessLookupError:
-                pass
         return Outcome(stop=StopReason.FINISHED) if code == 0 else Outcome(stop=StopReason.AGENT_FAILED, detail=f"external agent exited {code}")
 
 
 def step_main(argv: list[str]) -> int:
-    """`python -m bench.agents.external RUN_DIR AGENT STEPS HYPOTHESIS`: one counted step."""
+    """`python -m bench.agents.external RUN_DIR AGENT STEPS HYPOTHESIS`."""
     from aiscientist.experiment import load_steps
     from aiscientist.workspace import Workspace
 
@@ -75,7 +68,7 @@ def step_main(argv: list[str]) -> int:
         print(json.dumps({"error": f"step budget spent: {done} of {steps} steps used"}))
         return 3
     record = ws.engine.run_step(agent, hypothesis or "(external agent gave no hypothesis)")
-    print(json.dumps({"step": record.step, "success": record.eligible and record.metric is not None, "metric": record.metric, "error": record.error, "steps_left": steps - done - 1}))
+    print(json.dumps(step_result(record, steps - done - 1)))
     return 0 if record.success else 1
 
 

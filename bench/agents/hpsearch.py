@@ -12,7 +12,6 @@ from __future__ import annotations
 from aiscientist.agent.context import RunContext
 from aiscientist.candidates import Change, propose_changes
 from aiscientist.experiment import best_step
-
 from aiscientist.agent.outcome import Outcome, StopReason
 
 RESTART_PROBABILITY = 0.2
@@ -41,7 +40,7 @@ class HPSearch:
 
     @staticmethod
     def _propose(ctx: RunContext, rng, n: int) -> list[tuple[str, Change]]:
-        """Up to `n` changes spread over the editable files, applied to the files."""
+        """Up to `n` changes spread over the editable files, applied."""
         sources = {rel: ctx.read_code(rel) for rel in ctx.editable_files()}
         files = [rel for rel, text in sources.items() if propose_changes(text, rng, 1)]
         changes: list[tuple[str, Change]] = []

@@ -1,15 +1,7 @@
-"""Single-conversation tool loops over the kernel: `linear`, `basic` and `iterative`.
-
-- `linear` (Claude-Code-style): file tools plus run_experiment; it keeps refining
-  its own latest version, never resetting to the baseline or to a best copy.
-- `basic` (PaperBench BasicAgent): ReAct with bash, read_file_chunk, search_file,
-  run_experiment and submit; a continue message when a reply has no tool call,
-  a step reminder in every tool result; may submit early.
-- `iterative` (PaperBench IterativeAgent): bash, read_file_chunk and
-  run_experiment only; a "take the next step" prompt after every turn; no submit.
-
-The conversation keeps the system prompt, the task message and the most recent
-messages (older turns are dropped whole), so long runs stay within a context.
+"""Single-conversation tool loops over the kernel: `linear` (Claude-Code-style: refines its
+own latest version), `basic` (PaperBench BasicAgent: ReAct, may submit early) and
+`iterative` (PaperBench IterativeAgent: "take the next step" after every turn, no submit).
+Older turns are dropped whole, so long runs stay within a context.
 """
 
 from __future__ import annotations
@@ -45,21 +37,14 @@ read_file_chunk, and run_experiment (one counted step each). There is no submit:
 keep working until the step budget is spent.
 """
 
-CONTINUE = {
-    "linear": "Continue: refine your latest version, then run an experiment.",
-    "basic": "Continue with the task using your tools; call submit when you are done.",
-    "iterative": "Now take the next step: make one small change or check, using your tools.",
-}
-
-
 class ReactAgent:
-    """One conversation on the kernel's loop; the subclasses differ only in tools
-    (the table in `aiscientist.agent.toolsets`), prompts and when to continue."""
+    """The subclasses differ only in tools (the table), prompts and when to continue."""
 
     name = "react"
     needs_model = True
     role = "react"
     instructions = ""
+    proceed = ""  # the continue message
     continue_every_turn = False
 
     def solve(self, ctx: RunContext) -> Outcome:
@@ -67,7 +52,7 @@ class ReactAgent:
         messages = [system_prompt(self.role, self.instructions), {"role": "user", "content": self._task_message(ctx)}]
         spec = LoopSpec(
             max_turns=15 * ctx.steps + 20,
-            nudge=lambda: f"{CONTINUE[self.role]} ({ctx.steps_left()} steps left)",
+            nudge=lambda: f"{self.proceed} ({ctx.steps_left()} steps left)",
             nudge_every_turn=self.continue_every_turn,
             keep_messages=KEEP_MESSAGES,
             should_stop=lambda: Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() <= 0 else None,
@@ -75,28 +60,33 @@ class ReactAgent:
         return run_loop(lambda msgs, tools: ctx.complete(self.role, msgs, tools), box, messages, spec)
 
     def _task_message(self, ctx: RunContext) -> str:
-        editable = [] if ctx.task.kind == "reproduce" else [f"submission/{f}" for f in ctx.editable_files()]
-        return self._prose(ctx) + "\n" + facts_line(role=self.role, steps_budget=ctx.steps_left(), **task_facts(ctx.task, editable))
-
-    def _prose(self, ctx: RunContext) -> str:
-        if ctx.task.kind == "reproduce":
-            paper = f"The paper is at task/paper{ctx.task.paper.suffix}" if ctx.task.paper else "There is no paper file"
-            return f"{ctx.task.summary()}\n\n{paper}; see task/ for the rest. Build the reproduction in submission/ with bash; run_experiment runs: {' ; '.join(ctx.task.commands)}.\nStep budget: {ctx.steps_left()}"
-        files = ", ".join(f"submission/{f}" for f in ctx.editable_files())
-        return f"{ctx.task.summary()}\n\nRun folder paths of the editable files: {files}\nStep budget: {ctx.steps_left()}"
+        task, budget = ctx.task, f"Step budget: {ctx.steps_left()}"
+        if task.kind == "reproduce":
+            editable = []
+            paper = f"The paper is at task/paper{task.paper.suffix}" if task.paper else "There is no paper file"
+            commands = " ; ".join(task.commands)
+            build = f"Build the reproduction in submission/ with bash; run_experiment runs: {commands}."
+            prose = f"{task.summary()}\n\n{paper}; see task/ for the rest. {build}\n{budget}"
+        else:
+            editable = [f"submission/{f}" for f in ctx.editable_files()]
+            prose = f"{task.summary()}\n\nRun folder paths of the editable files: {', '.join(editable)}\n{budget}"
+        return prose + "\n" + facts_line(role=self.role, steps_budget=ctx.steps_left(), **task_facts(task, editable))
 
 
 class Linear(ReactAgent):
     name = role = "linear"
     instructions = LINEAR
+    proceed = "Continue: refine your latest version, then run an experiment."
 
 
 class Basic(ReactAgent):
     name = role = "basic"
     instructions = BASIC
+    proceed = "Continue with the task using your tools; call submit when you are done."
 
 
 class Iterative(ReactAgent):
     name = role = "iterative"
     instructions = ITERATIVE
+    proceed = "Now take the next step: make one small change or check, using your tools."
     continue_every_turn = True

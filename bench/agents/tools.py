@@ -1,11 +1,5 @@
-"""The baselines' tools: the kernel's tools (`aiscientist.agent`) bound to the `agent`
-role, plus their own `run_experiment`; which ones each baseline offers is in the one
-table, `aiscientist.agent.toolsets`.
-
-File tools go through the workspace's role-scoped API (`agent` role: read task/,
-submission/, scratch/; write the editable files and scratch/). Paths are relative to
-the run folder, e.g. `submission/train.py`. `bash` is the shared shell tool
-(`aiscientist.agent.shell`).
+"""The baselines' tools: the kernel's tools bound to the `agent` role's file scope, plus
+their own `run_experiment`; which ones each baseline offers is in `aiscientist.agent.toolsets`.
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.shell import shell_tool
-from aiscientist.agent.tools import Tool, Toolbox, chunk_tools, file_tools, finish_tool, submit_tool
+from aiscientist.agent.tools import Tool, Toolbox, file_tools, finish_tool, submit_tool
 from aiscientist.agent.toolsets import pick
 
 ROLE_SCOPE = "agent"
@@ -35,24 +29,27 @@ def step_report(record: Any, metric_label: str) -> str:
     return f"step {record.step}: FAILED: {record.error}"
 
 
-def experiment_tool(ctx: RunContext) -> Tool:
-    """`run_experiment`: one counted step; its result as JSON."""
+def step_result(record: Any, steps_left: int) -> dict[str, Any]:
+    """What `run_experiment` answers: the tool's JSON, and the external agent's program's."""
+    success = record.eligible and record.metric is not None
+    return {"step": record.step, "success": success, "metric": record.metric, "error": record.error,
+            "steps_left": steps_left}
 
+
+def experiment_tool(ctx: RunContext) -> Tool:
     def run_experiment(args: RunExperimentArgs) -> str:
         record = ctx.run_step(args.hypothesis or "(no hypothesis given)")
         label = ctx.task.metric.label if ctx.task.metric else "metric"
-        return json.dumps({"step": record.step, "success": record.eligible and record.metric is not None, "metric": record.metric, "error": record.error, "steps_left": ctx.steps_left(), "summary": step_report(record, label)})
+        return json.dumps({**step_result(record, ctx.steps_left()), "summary": step_report(record, label)})
 
     return Tool("run_experiment", "Run the task's experiment commands on the current code; counts one step; returns the metric or the error.", RunExperimentArgs, run_experiment)
 
 
 def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
-    """The tools the table gives baseline `ctx.agent` in `role`."""
     scope = ctx.ws.scope(ROLE_SCOPE)
     box = Toolbox()
     available = [
-        *file_tools(scope, box, write=True),
-        *chunk_tools(scope),
+        *file_tools(scope, box),
         shell_tool(ctx.ws, ROLE_SCOPE, box),
         experiment_tool(ctx),
         finish_tool("End this turn (the code is ready to run, or you are done)."),
@@ -62,6 +59,5 @@ def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
 
 
 def system_prompt(role: str, text: str) -> dict[str, str]:
-    """Every agent's system prompt starts with `ROLE: <role>` (for people; the offline
-    policy reads the role from the prompt's FACTS line)."""
+    """`ROLE: <role>` is for people; the offline policy reads the role from the facts line."""
     return {"role": "system", "content": f"ROLE: {role}\n{text.strip()}"}
