@@ -8,7 +8,6 @@ together.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -18,23 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from aiscientist.accounting import CallUsage, call_usage
+from aiscientist.appendfile import LockedAppendFile
 from aiscientist.llm.config import BudgetLimits
 from aiscientist.llm.types import BudgetExhausted
 
 CALLS_LOG = Path("logs") / "llm_calls.jsonl"
-
-
-def append_record(path: Path, record: dict[str, Any]) -> None:
-    """Append one JSON line atomically (O_APPEND, one write, under an exclusive lock)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, line)
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -61,6 +48,7 @@ class BudgetTracker:
     def __init__(self, limits: BudgetLimits, log_path: Path | None = None):
         self.limits = limits
         self.log_path = log_path
+        self._log = LockedAppendFile(log_path) if log_path is not None else None
         self._lock = threading.Lock()
         self._used = call_usage(read_records(log_path) if log_path else [])
         self._reserved = Reservation(0, 0.0, 0)
@@ -110,8 +98,9 @@ class BudgetTracker:
                 self._reserved.calls -= 1
             record = {**record, "run_elapsed_s": round(self.elapsed_s(), 3)}
             self._used.add(record)
-            if self.log_path is not None:
-                append_record(self.log_path, record)
+            if self._log is not None:  # one O_APPEND write: a line is never torn by another writer
+                with self._log.locked() as fd:
+                    os.write(fd, (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode())
             return record
 
 

@@ -130,6 +130,7 @@ def solve(
     result = finish(rt, info, stop_reason, detail, final=not resumable)
     ws.events.record("orchestrator", "run.stopped" if resumable else "run.end", {"stop_reason": stop_reason.value, "stop_detail": detail, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
     _save(ws, info.model_copy(update={"finished": not resumable, "stop_reason": stop_reason}))
+    forget_run(run_dir)  # closes its call log; a later client rebuilds the tracker from it
     return result
 
 

@@ -9,9 +9,8 @@ the first line of a markdown log that no longer matches, and a mirror copy of
 each markdown log under `.pristine/logs/` lets the watcher restore it.
 
 Writers serialise on a thread lock and an exclusive `flock` of events.jsonl
-(across processes) and write each line with a single O_APPEND write. The file
-stays open between appends: closing it after each would wake the run's file
-watcher once more per event. `state/events_head.json` keeps the last seq,
+(across processes; `LockedAppendFile`, which keeps the file open) and write each
+line with a single O_APPEND write. `state/events_head.json` keeps the last seq,
 hash and the expected log sizes, so truncation at a line boundary is caught.
 
 The chain is plain sha256, not keyed: it proves that nothing was changed by
@@ -23,18 +22,17 @@ with full write access who knows the scheme.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import re
-import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from aiscientist.appendfile import LockedAppendFile
 
 GENESIS = "0" * 64
 EVENTS = "logs/events.jsonl"
@@ -101,10 +99,8 @@ class EventLog:
         self.head_path = self.root / HEAD
         self._sessions: dict[Path, tuple[int, int]] = {}  # log -> (bytes counted, sessions in them)
         self._head: dict[str, Any] = {}  # the head this object last wrote: valid while the log keeps its size
-        self._thread_lock = threading.RLock()
-        self._depth = 0  # nested holds of the lock by this thread
-        self._fd: tuple[int, int] | None = None  # (descriptor, the process that opened it)
-        self._closer: weakref.finalize | None = None
+        self._file = LockedAppendFile(self.path)
+        self._head_folder_made = False
 
     def record(self, role: str, kind: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         """Append one event and return it."""
@@ -175,39 +171,11 @@ class EventLog:
 
     @contextmanager
     def _locked(self, shared: bool = False) -> Iterator[int]:
-        with self._thread_lock:
-            fd = self._open() if self._depth == 0 else self._fd[0]  # type: ignore[index]
-            if self._depth == 0:
-                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            self._depth += 1
-            try:
-                yield fd
-            finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-
-    def _open(self) -> int:
-        """The log's descriptor; opened again in a forked child (a shared description
-        would share its lock) or when the path names another file than the one open."""
-        if self._fd is not None:
-            fd, pid = self._fd
-            try:
-                here, there = os.stat(self.path), os.fstat(fd)
-                if pid == os.getpid() and (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
-                    return fd
-            except FileNotFoundError:
-                pass
-            assert self._closer is not None
-            if pid == os.getpid():
-                self._closer()  # closes the old descriptor
-            else:
-                self._closer.detach()  # the parent's: not ours to close
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.head_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        self._fd, self._closer = (fd, os.getpid()), weakref.finalize(self, os.close, fd)
-        return fd
+        with self._file.locked(shared) as fd:
+            if not self._head_folder_made:
+                self.head_path.parent.mkdir(parents=True, exist_ok=True)
+                self._head_folder_made = True
+            yield fd
 
     def _append_event(self, fd: int, role: str, kind: str, payload: dict[str, Any], log_size: tuple[str, int] | None = None) -> dict[str, Any]:
         size = os.fstat(fd).st_size
