@@ -105,3 +105,26 @@ def test_a_damaged_pristine_copy_is_flagged_and_verify_names_it(ws):
     assert flagged and flagged[0]["payload"]["files"] == ["data.py"]
     problems = [str(p) for p in verify_run(ws.paths.root).problems]
     assert problems == [".pristine/files/data.py: differs from its pristine hash"]
+
+
+def test_an_earlier_line_changed_after_the_log_was_found_intact_is_still_caught(ws):
+    """The watcher compares only the new part line by line once a log was found intact;
+    an edit to the part it already checked, of the same length and followed by a normal
+    append, must still be seen and put back."""
+    scope = ws.scope("experimentation")
+    with ws.watch(flush_s=0.05) as watcher:
+        scope.append("exp_log", "step 1: baseline reproduced")
+        time.sleep(0.5)  # the change reaches the watcher, which finds the log intact
+        watcher.flush()
+        log = ws.paths.logs / "exp_log.md"
+        original = log.read_text()
+        forged = original.replace("baseline reproduced", "baseline beaten!!!!")
+        assert len(forged) == len(original)
+        log.write_text(forged)
+        scope.append("exp_log", "step 2: larger learning rate")
+        time.sleep(0.5)
+        watcher.flush()
+    assert log.read_text().startswith(original) and "beaten" not in log.read_text()
+    tampered = [e["payload"] for e in kinds(ws) if e["kind"] == "log.tampered"]
+    assert tampered and tampered[0]["file"] == "logs/exp_log.md" and tampered[0]["restored"] is True
+    assert tampered[0]["line"] == 2  # line 1 is the session header

@@ -96,7 +96,7 @@ class Watcher(FileSystemEventHandler):
         self._manifest = ws.engine.protected_manifest()
         self._log_files = set(ws.permissions.logs.values())
         self._expected: dict[str, list[str]] = {}
-        self._verified: dict[str, tuple[int, int, bytes]] = {}  # log -> (bytes, lines, sha256) last found intact
+        self._verified: dict[str, tuple[bytes, int]] = {}  # log -> (its content, its line count) last found intact
         self._events_offset = 0
         self._stop = threading.Event()
         self._observer: Any = None
@@ -277,16 +277,16 @@ class Watcher(FileSystemEventHandler):
         return {"problem": f"line {line}: {problem}", "line": line, "now_reads": shown, "restored": restored}
 
     def _first_change(self, rel: str, data: bytes, want: list[str]) -> int | None:
-        """`_first_mismatch`, with the part found intact last time checked by one digest
-        (hashing line by line in Python would cost more with every step of a long run)."""
-        size, lines, digest = self._verified.get(rel, (0, 0, b""))
-        if not (len(data) >= size and lines <= len(want) and hashlib.sha256(data[:size]).digest() == digest):
-            size, lines = 0, 0
-        line = _first_mismatch(data[size:], want[lines:])
+        """`_first_mismatch`, with the part found intact last time compared as bytes
+        (hashing every line at every look would cost more with every step of a run)."""
+        intact, lines = self._verified.get(rel, (b"", 0))
+        if lines > len(want) or not data.startswith(intact):
+            intact, lines = b"", 0
+        line = _first_mismatch(data[len(intact) :], want[lines:])
         if line is not None:
             self._verified.pop(rel, None)
             return lines + line
-        self._verified[rel] = (len(data), len(want), hashlib.sha256(data).digest())
+        self._verified[rel] = (data, len(want))
         return None
 
     def _read_new_appends(self) -> None:
