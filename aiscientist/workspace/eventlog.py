@@ -27,7 +27,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -100,7 +100,6 @@ class EventLog:
         self._sessions: dict[Path, tuple[int, int]] = {}  # log -> (bytes counted, sessions in them)
         self._head: dict[str, Any] = {}  # the head this object last wrote: valid while the log keeps its size
         self._file = LockedAppendFile(self.path)
-        self._head_folder_made = False
 
     def record(self, role: str, kind: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         """Append one event and return it."""
@@ -169,13 +168,8 @@ class EventLog:
         with self._locked(shared=True):
             return self._read_head()
 
-    @contextmanager
-    def _locked(self, shared: bool = False) -> Iterator[int]:
-        with self._file.locked(shared) as fd:
-            if not self._head_folder_made:
-                self.head_path.parent.mkdir(parents=True, exist_ok=True)
-                self._head_folder_made = True
-            yield fd
+    def _locked(self, shared: bool = False) -> AbstractContextManager[int]:
+        return self._file.locked(shared)
 
     def _append_event(self, fd: int, role: str, kind: str, payload: dict[str, Any], log_size: tuple[str, int] | None = None) -> dict[str, Any]:
         size = os.fstat(fd).st_size
@@ -211,7 +205,11 @@ class EventLog:
     def _write_head(self, head: dict[str, Any]) -> None:
         """Overwrite in place, padded with spaces to at least the old length:
         truncating first makes ext4 flush the file on close (100x slower)."""
-        fd = os.open(self.head_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.head_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # state/ not made yet
+            self.head_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.head_path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             data = canonical(head)
             os.pwrite(fd, data.ljust(max(HEAD_PAD, os.fstat(fd).st_size)), 0)

@@ -179,16 +179,17 @@ class Workspace:
         if stable:
             with self._map_lock:
                 return build_map(self, stable=True)
-        if self._map_dirty or not self.paths.workspace_map.is_file():
-            return self.refresh_map()
-        return self.paths.workspace_map.read_text()
+        return self.refresh_map() if self._map_stale() else self.paths.workspace_map.read_text()
 
     def sync_map(self) -> None:
         """Bring WORKSPACE.md up to date before someone reads the file itself (the file
         API, a shell command, the run's end); rewriting it after every change would
         cost each step a file replacement that nobody may read."""
-        if self._map_dirty or not self.paths.workspace_map.is_file():
+        if self._map_stale():
             self.refresh_map()
+
+    def _map_stale(self) -> bool:
+        return self._map_dirty or not self.paths.workspace_map.is_file()
 
     def changed(self) -> None:
         """Something the map shows changed: WORKSPACE.md is out of date until synced."""
