@@ -128,3 +128,34 @@ def test_an_earlier_line_changed_after_the_log_was_found_intact_is_still_caught(
     tampered = [e["payload"] for e in kinds(ws) if e["kind"] == "log.tampered"]
     assert tampered and tampered[0]["file"] == "logs/exp_log.md" and tampered[0]["restored"] is True
     assert tampered[0]["line"] == 2  # line 1 is the session header
+
+
+def test_a_change_is_attributed_to_who_was_active_when_it_happened(ws):
+    """Changes reach the run's process in batches, possibly after the active role
+    changed: each is attributed by its arrival time, not by when it is handled."""
+    ws.set_active("implementation")
+    during_implementation = time.monotonic()
+    ws.set_step(7)
+    during_step = time.monotonic()
+    ws.set_step(None)
+    ws.set_active("helper")
+    assert ws.activity_at(during_implementation) == ("implementation", None, False)
+    assert ws.activity_at(during_step) == ("step_0007 (implementation)", 7, False)
+    assert ws.activity_at(time.monotonic()) == ("helper", None, False)
+
+
+def test_the_observer_runs_in_a_process_of_its_own_and_stops_with_the_watch(ws):
+    import os
+
+    with ws.watch(flush_s=10) as watcher:
+        child = watcher._observer._process
+        assert child.is_alive() and child.pid != os.getpid()
+        ws.set_active("helper")
+        (ws.paths.root / "scratch.txt").write_text("note\n")  # the top level is watched too
+        deadline = time.monotonic() + 5
+        while not (seen := [c for e in kinds(ws) if e["kind"] == "files.changed" for c in e["payload"]["changes"] if c["path"] == "scratch.txt"]):
+            assert time.monotonic() < deadline, "the change never arrived"
+            time.sleep(0.05)
+            watcher.flush()  # takes what the observer has seen so far
+        assert seen[0]["by"] == "helper"
+    assert not child.is_alive()

@@ -1,7 +1,8 @@
-"""A watchdog observer over the run folder while a run is active.
+"""A watch over the run folder while a run is active.
 
-Every file change is queued with its time and the active role or experiment,
-and written to the event log in batches (`files.changed`). Two kinds of change
+watchdog's observer runs in a process of its own (`aiscientist.fswatch`). Every file
+change it reports is queued with its time and the role or experiment active when it
+happened, and written to the event log in batches (`files.changed`). Two kinds of change
 are checked on the spot:
 
 - protected files in submission/: hashed as soon as the change arrives. Outside
@@ -26,47 +27,20 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
-from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-
 from aiscientist.experiment import ExperimentEngine
+from aiscientist.fswatch import Change, ObserverProcess, WatchSpec, intact
 from aiscientist.paths import RunPaths
 from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes, now
 from aiscientist.workspace.permissions import PermissionsFile
 
 log = logging.getLogger(__name__)
 
-
-class _StopRace(logging.Filter):
-    """watchdog logs an error when a change arrives while its observer stops;
-    nothing is wrong (the final flush handles what was delivered)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "called when the thread is inactive" not in record.getMessage()
-
-
-logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
-
 # Written all the time by the system itself (checkpoints, git, the map, the
 # model client's call log, the log mirrors, the run page); not listed as changes.
 IGNORED = ("state/", "WORKSPACE.md", "run.html", "logs/llm_calls.jsonl", ".pristine/logs/")
-# Not watched at all: every checkpoint, git commit and event-head write lands here,
-# and each would wake the watcher's thread (which competes with the run for the GIL).
+# Not watched at all: every checkpoint, git commit and event-head write lands here.
 UNWATCHED = ("state",)
 MAX_LISTED = 100
-# Only changes: reads (open/close without writing) never reach Python at all.
-WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 
 
 class WatchedWorkspace(Protocol):
@@ -75,17 +49,14 @@ class WatchedWorkspace(Protocol):
     permissions: PermissionsFile
     engine: ExperimentEngine
     experiment_running: int | None
-    commands_running: bool
     watcher: Any
 
-    def activity(self) -> str: ...
+    def activity_at(self, at: float) -> tuple[str, int | None, bool]: ...
 
 
-class Watcher(FileSystemEventHandler):
+class Watcher:
     def __init__(self, ws: WatchedWorkspace, flush_s: float = 0.5):
         self.ws, self.flush_s = ws, flush_s
-        self.root = Path(os.path.realpath(ws.paths.root))
-        self._prefix = str(self.root) + os.sep
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._changes: dict[str, dict[str, Any]] = {}
@@ -99,17 +70,12 @@ class Watcher(FileSystemEventHandler):
         self._verified: dict[str, tuple[bytes, int]] = {}  # log -> (its content, its line count) last found intact
         self._events_offset = 0
         self._stop = threading.Event()
-        self._observer: Any = None
+        self._observer: ObserverProcess | None = None
         self._thread = threading.Thread(target=self._loop, name="workspace-watcher", daemon=True)
 
     def __enter__(self) -> Watcher:
-        observer = Observer()
+        observer = ObserverProcess(WatchSpec(os.path.realpath(self.ws.paths.root), UNWATCHED, IGNORED, self._manifest), self._receive)
         try:
-            # the top level itself (entries created or removed there), then each folder in it
-            observer.schedule(self, str(self.root), recursive=False, event_filter=WATCHED)
-            for entry in os.scandir(self.root):
-                if entry.is_dir(follow_symlinks=False) and entry.name not in UNWATCHED:
-                    observer.schedule(self, entry.path, recursive=True, event_filter=WATCHED)
             observer.start()
         except OSError as err:  # e.g. inotify limits reached: the engine's own checks still hold
             log.warning("workspace watcher unavailable: %s", err)
@@ -125,7 +91,6 @@ class Watcher(FileSystemEventHandler):
         if self._observer is None:
             return
         self._observer.stop()
-        self._observer.join()
         self._stop.set()
         self._thread.join()
         self.flush()
@@ -135,45 +100,41 @@ class Watcher(FileSystemEventHandler):
     def _loop(self) -> None:
         while not self._stop.wait(self.flush_s):
             try:
-                self.flush()
+                self.flush(sync=False)
             except Exception:  # the watcher must never take a run down
                 log.exception("workspace watcher flush failed")
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory and event.event_type == "modified":
-            return
-        paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
-        for path in paths:
-            rel = self._rel(os.fsdecode(path))
-            if rel is None or rel.startswith(IGNORED):
-                continue
-            who = self.ws.activity()
-            inside = rel.removeprefix("submission/")
-            if rel.startswith("submission/") and inside in self._manifest:
-                self._check_protected(inside, who)
-            if event.event_type == "closed":  # the write that closed it was seen already
-                continue
-            with self._lock:
-                if rel in self._log_files or rel == EVENTS:
-                    self._dirty_logs.add(rel)
-                    continue
-                entry = self._changes.setdefault(rel, {"path": rel, "change": event.event_type, "ts": now(), "by": who, "count": 0})
-                entry.update(change=event.event_type, by=who, count=entry["count"] + 1)
-                self._pristine_touched |= rel.startswith(".pristine/")
+    def _receive(self, changes: list[Change]) -> None:
+        """Queue a batch from the observer, each change attributed to whoever was
+        active when it happened."""
+        try:
+            for change in changes:
+                self._queue(change)
+        except Exception:  # the watcher must never take a run down
+            log.exception("workspace watcher could not queue changes")
 
-    def _rel(self, path: str) -> str | None:
-        return path[len(self._prefix) :] if path.startswith(self._prefix) and len(path) > len(self._prefix) else None
-
-    def _check_protected(self, inside: str, who: str) -> None:
-        """Hash the file as soon as the change arrives, so a script that edits a
-        protected file and soon puts it back is still caught."""
-        if not _intact(self.ws.paths.submission / inside, self._manifest[inside]):
-            hit = {"file": inside, "ts": now(), "by": who, "step": self.ws.experiment_running, "commands": self.ws.commands_running}
+    def _queue(self, change: Change) -> None:
+        who, step, commands = self.ws.activity_at(change.at)
+        rel = change.rel
+        if change.intact is False:  # hashed by the observer when the change arrived
+            hit = {"file": rel.removeprefix("submission/"), "ts": change.ts, "by": who, "step": step, "commands": commands}
             with self._lock:
                 self._protected_hits.append(hit)
+        if change.kind == "closed":  # the write that closed it was seen already
+            return
+        with self._lock:
+            if rel in self._log_files or rel == EVENTS:
+                self._dirty_logs.add(rel)
+                return
+            entry = self._changes.setdefault(rel, {"path": rel, "change": change.kind, "ts": change.ts, "by": who, "count": 0})
+            entry.update(change=change.kind, by=who, count=entry["count"] + 1)
+            self._pristine_touched |= rel.startswith(".pristine/")
 
-    def flush(self) -> None:
-        """Handle everything queued so far (also called when a step ends)."""
+    def flush(self, sync: bool = True) -> None:
+        """Handle everything queued so far (also called when a step ends); with `sync`,
+        first everything the observer has seen up to now."""
+        if sync and self._observer is not None and not self._stop.is_set():
+            self._observer.sync()
         with self._flush_lock:
             with self._lock:
                 changes, self._changes = list(self._changes.values()), {}
@@ -216,7 +177,7 @@ class Watcher(FileSystemEventHandler):
     def _check_pristine(self) -> None:
         """Pristine copies cannot be restored from anywhere: flag them for verify."""
         copies = self.ws.paths.pristine / "files"
-        bad = [inside for inside, digest in self._manifest.items() if not _intact(copies / inside, digest)]
+        bad = [inside for inside, digest in self._manifest.items() if not intact(str(copies / inside), digest)]
         if bad:
             self.ws.events.record("system", "pristine.tampered", {"files": bad, "found": "watcher", "by": self.ws.activity(), "restored": False})
 
@@ -303,14 +264,6 @@ class Watcher(FileSystemEventHandler):
                     continue
                 if event.get("kind") == "log.append":
                     self._expected.setdefault(event["payload"]["file"], []).extend(event["payload"]["lines"])
-
-
-def _intact(path: Path, digest: str) -> bool:
-    """A regular file (not a link) with this SHA-256."""
-    try:
-        return not path.is_symlink() and hashlib.sha256(path.read_bytes()).hexdigest() == digest
-    except OSError:
-        return False
 
 
 def _first_mismatch(data: bytes, want: list[str]) -> int | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import threading
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,9 @@ class Workspace:
         self.experiment_running: int | None = None
         self.map_cache = MapCache()
         self.commands_running = False
+        # (monotonic time, activity, running step, task commands running) at each change
+        # of these: the watcher attributes a file change to who was active when it happened
+        self._timeline: deque[tuple[float, str, int | None, bool]] = deque(maxlen=1024)
         self.watcher = None
         self._map_dirty = True
         self._map_lock = threading.Lock()
@@ -140,11 +145,32 @@ class Workspace:
     def set_active(self, who: str) -> None:
         """Name the role or experiment now working; file changes are attributed to it."""
         self.active = who
+        self._note_activity()
+
+    def set_step(self, step: int | None) -> None:
+        """Note that an experiment step started (its number) or ended (None)."""
+        self.experiment_running = step
+        self._note_activity()
+
+    def set_commands(self, running: bool) -> None:
+        """Note that the sandbox's commands started or ended."""
+        self.commands_running = running
+        self._note_activity()
 
     def activity(self) -> str:
         """Who is acting now: the running experiment (and its caller) or the active role."""
         running = self.experiment_running
         return f"step_{running:04d} ({self.active})" if running is not None else self.active
+
+    def activity_at(self, at: float) -> tuple[str, int | None, bool]:
+        """(who was acting, the step running, whether task commands ran) at `time.monotonic()` `at`."""
+        for noted, who, step, commands in reversed(list(self._timeline)):
+            if noted <= at:
+                return who, step, commands
+        return self.activity(), self.experiment_running, self.commands_running
+
+    def _note_activity(self) -> None:
+        self._timeline.append((time.monotonic(), self.activity(), self.experiment_running, self.commands_running))
 
     def steps(self) -> list[StepRecord]:
         return load_steps(self.paths)
@@ -203,12 +229,12 @@ class Workspace:
 
     def _on_engine_event(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "experiment.start":
-            self.experiment_running = payload.get("step")
+            self.set_step(payload.get("step"))
         watcher = self.watcher
         if kind == "experiment.end" and watcher is not None:
             watcher.flush()  # before the engine returns the record
         if kind == "experiment.recorded":  # the record is visible now; its end event came first
-            self.experiment_running = None
+            self.set_step(None)
             self.changed()
             return
         self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
@@ -224,11 +250,11 @@ class _ObservedSandbox(Sandbox):
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         if self.ws.experiment_running is None:  # a shell or setup command may read the map
             self.ws.sync_map()
-        self.ws.commands_running = True
+        self.ws.set_commands(True)
         try:
             return self.inner.execute(commands, cwd, timeout, env, mounts)
         finally:
-            self.ws.commands_running = False
+            self.ws.set_commands(False)
 
 
 def _write_task_folder(task: Task, folder: Path) -> None:
