@@ -9,6 +9,8 @@ from pathlib import Path
 
 import litellm
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aiscientist.llm import ContextOverflow, LLMConfig, make_client, read_records
 from aiscientist.llm.tokens import TokenCounter
@@ -48,6 +50,7 @@ def test_a_growing_conversation_counts_only_its_new_messages(monkeypatch: pytest
 
     def counting(**kwargs):
         texts.extend(m.get("content") or "" for m in kwargs.get("messages") or [])
+        texts.append(kwargs.get("text") or "")
         return real(**kwargs)
 
     monkeypatch.setattr(litellm, "token_counter", counting)
@@ -58,6 +61,30 @@ def test_a_growing_conversation_counts_only_its_new_messages(monkeypatch: pytest
     texts.clear()
     assert counter.request(messages, TOOLS) == real(model="", messages=messages, tools=TOOLS) > first
     assert [t for t in texts if t] == ["one more line, new this turn"]  # the rest came from the cache
+
+
+@settings(max_examples=30, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=4000), min_size=1, max_size=4), model=st.sampled_from(["", "gpt-4o"]))
+def test_counts_equal_litellms_counter_for_any_text(texts: list[str], model: str) -> None:
+    messages = [{"role": ("user", "assistant", "tool")[i % 3], "content": text, **({"tool_call_id": f"c{i}"} if i % 3 == 2 else {})} for i, text in enumerate(texts)]
+    assert TokenCounter(model).request(messages, []) == litellm.token_counter(model=model, messages=messages)
+
+
+def test_a_prompt_that_changes_only_towards_its_end_recounts_only_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    real, counted = litellm.token_counter, []
+
+    def counting(**kwargs):
+        counted.append(kwargs.get("text") or "".join(m.get("content") or "" for m in kwargs.get("messages") or []))
+        return real(**kwargs)
+
+    monkeypatch.setattr(litellm, "token_counter", counting)
+    counter, stable = TokenCounter(""), _code("stable", 200)  # many pieces of litellm's length
+    first = [{"role": "user", "content": stable + "Status: step 1 of 9"}]
+    second = [{"role": "user", "content": stable + "Status: step 2 of 9"}]
+    counter.request(first, [])
+    counted.clear()
+    assert counter.request(second, []) == real(model="", messages=second)
+    assert sum(len(text) for text in counted) < 2 * 1024 < len(stable)  # the last piece, not the stable start
 
 
 def test_the_rule_clips_the_oldest_tool_results_until_the_request_fits() -> None:

@@ -4,8 +4,11 @@
 tokens, a fixed reply primer, and the tool definitions (their count depends only on
 whether M has a system message). An agent resends the same messages and the same tool
 schemas on every turn, so each part is counted once, keyed by its content, and a
-request costs the tokenizer only its new messages. The total equals counting the
-whole request at once (tests/test_llm_window.py checks it).
+request costs the tokenizer only its new messages. With tiktoken, litellm counts a
+text as the sum of its pieces of a fixed length; a long message's text is counted
+the same way, each piece cached, so a prompt that repeats an earlier one's start
+costs the tokenizer only the pieces that differ. The total equals counting the whole
+request at once (tests/test_llm_window.py checks it).
 """
 
 from __future__ import annotations
@@ -34,9 +37,33 @@ def _primer(model: str) -> int:
     return _counter(model, messages=[])
 
 
+@functools.lru_cache(maxsize=64)
+def _pieces(model: str) -> tuple[int, int] | None:
+    """(piece length, longest text counted exactly) when litellm counts a text for
+    `model` with tiktoken as the sum of its fixed-length pieces; None when its
+    tokenizer counts a text whole (a Hugging Face tokenizer)."""
+    try:
+        from litellm.litellm_core_utils.token_counter import TIKTOKEN_ENCODE_CHUNK_SIZE_CHARS, TOKEN_COUNTER_MAX_EXACT_CHARS
+        from litellm.utils import select_tokenizer
+
+        if select_tokenizer(model)["type"] == "openai_tokenizer":
+            return TIKTOKEN_ENCODE_CHUNK_SIZE_CHARS, TOKEN_COUNTER_MAX_EXACT_CHARS
+    except Exception:  # another litellm version: messages are counted whole
+        pass
+    return None
+
+
 @functools.lru_cache(maxsize=8192)
 def _message_tokens(model: str, message: str) -> int:
-    return _counter(model, messages=[json.loads(message)]) - _primer(model)
+    parsed, pieces = json.loads(message), _pieces(model)
+    content = parsed.get("content")
+    if pieces and isinstance(content, str) and pieces[0] < len(content) <= pieces[1]:
+        # the rest of the message, then each piece of its text: a prompt that differs
+        # from an earlier one only towards its end reuses the counts of its start
+        piece = pieces[0]
+        rest = _counter(model, messages=[{**parsed, "content": ""}]) - _primer(model)
+        return rest + sum(_text_tokens(model, content[i : i + piece]) for i in range(0, len(content), piece))
+    return _counter(model, messages=[parsed]) - _primer(model)
 
 
 @functools.lru_cache(maxsize=256)
@@ -45,7 +72,7 @@ def _tool_tokens(model: str, tools: str, system: bool) -> int:
     return _counter(model, messages=prefix, tools=json.loads(tools)) - _counter(model, messages=prefix)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=8192)
 def _text_tokens(model: str, text: str) -> int:
     return _counter(model, text=text)
 

@@ -154,12 +154,17 @@ def build_graph(rt: RunContext, checkpointer: Any):
         return END if state.get("stop_reason") else "decide"
 
     graph = StateGraph(OrchestratorState)
-    graph.add_node("decide", decide)
-    graph.add_node("act", act)
+    graph.add_node("decide", lambda state: _changed(state, decide(state)))
+    graph.add_node("act", lambda state: _changed(state, act(state)))
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", after_decide, ["act", END])
     graph.add_conditional_edges("act", after_act, ["decide", END])
     return graph.compile(checkpointer=checkpointer)
+
+
+def _changed(state: OrchestratorState, update: dict[str, Any]) -> dict[str, Any]:
+    """The keys `update` changes: each written key is a row in every checkpoint's writes."""
+    return {key: value for key, value in update.items() if key not in state or state[key] != value}
 
 
 def _run_specialist(rt: RunContext, call: ToolCall, key: str) -> SpecialistResult | str:
