@@ -3,7 +3,7 @@
 Each inotify event costs about 120 µs of CPU in watchdog's pipeline (a reader thread, a
 queue, a dispatcher thread). Inside the run's process those threads would compete with
 the run for the GIL at every event; here they run in a child process, which sends what
-it saw every BATCH_S, or at once when asked to `sync`. Protected files are hashed in the
+it saw every BATCH_S. Protected files are hashed in the
 child as soon as their change arrives, so an edit that is soon undone is still caught.
 This module imports nothing heavy: the child is forked from a bare server process.
 """
@@ -35,7 +35,7 @@ from watchdog.observers import Observer
 
 BATCH_S = 0.02
 START_TIMEOUT_S = 60.0
-SYNC_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 5.0
 # Only changes: reads (open/close without writing) never leave the kernel.
 WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 
@@ -112,31 +112,26 @@ def observe(spec: WatchSpec, conn: Connection) -> None:
     conn.send(("ready", None))
     try:
         while True:
-            request = conn.recv() if conn.poll(BATCH_S) else None
-            if request == "stop":
+            stopping = conn.poll(BATCH_S)  # the only request is "stop"
+            if stopping:
                 observer.stop()
                 observer.join()
             batch = collector.take()
             if batch:
                 conn.send(("changes", batch))
-            if request in ("sync", "stop"):
-                conn.send((request, None))
-            if request == "stop":
+            if stopping:
+                conn.send(("stopped", None))
                 return
     except (EOFError, OSError):  # the run's process is gone
         observer.stop()
 
 
 class ObserverProcess:
-    """The run's side: starts the child, hands each batch to `on_changes` (on a thread
-    of its own), and can wait until everything the child has seen was handed over."""
+    """The run's side: starts the child and hands each batch to `on_changes`, on a
+    thread of its own, until `stop` (which hands over the last batch first)."""
 
     def __init__(self, spec: WatchSpec, on_changes: Callable[[list[Change]], None]):
         self.spec, self.on_changes = spec, on_changes
-        self._conn: Connection | None = None
-        self._send_lock = threading.Lock()
-        self._answered = threading.Condition()
-        self._answers: list[str] = []
         self._reader = threading.Thread(target=self._read, name="workspace-watcher-reader", daemon=True)
 
     def start(self) -> None:
@@ -157,42 +152,23 @@ class ObserverProcess:
         self._conn = mine
         self._reader.start()
 
-    def sync(self) -> None:
-        """Return once every change the child's observer has handled so far is handed
-        to `on_changes` (a change still on its way through watchdog comes later)."""
-        self._ask("sync")
-
     def stop(self) -> None:
-        self._ask("stop")
-        self._reader.join(SYNC_TIMEOUT_S)
-        self._process.join(SYNC_TIMEOUT_S)
+        try:
+            self._conn.send("stop")
+        except OSError:  # the child is gone already
+            pass
+        self._reader.join(STOP_TIMEOUT_S)
+        self._process.join(STOP_TIMEOUT_S)
         if self._process.is_alive():
             self._process.kill()
-
-    def _ask(self, request: str) -> None:
-        with self._send_lock:
-            with self._answered:
-                self._answers.clear()
-            try:
-                self._conn.send(request)
-            except OSError:  # the child is gone; there is nothing left to wait for
-                return
-            with self._answered:
-                self._answered.wait_for(lambda: request in self._answers or not self._reader.is_alive(), SYNC_TIMEOUT_S)
+        self._conn.close()
 
     def _read(self) -> None:
         while True:
             try:
                 kind, payload = self._conn.recv()
             except (EOFError, OSError):
-                break
-            if kind == "changes":
-                self.on_changes(payload)
-                continue
-            with self._answered:
-                self._answers.append(kind)
-                self._answered.notify_all()
-            if kind == "stop":
-                break
-        with self._answered:
-            self._answered.notify_all()
+                return
+            if kind == "stopped":
+                return
+            self.on_changes(payload)

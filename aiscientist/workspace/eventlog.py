@@ -155,8 +155,11 @@ class EventLog:
 
     def _mirror(self, rel: str, offset: int, data: bytes) -> None:
         path = self.mirror_path(rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the first append of the run
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.pwrite(fd, data, offset)
             os.ftruncate(fd, offset + len(data))

@@ -24,13 +24,12 @@ import json
 import logging
 import os
 import threading
-from pathlib import Path
 from typing import Any, Protocol
 
 from aiscientist.experiment import ExperimentEngine
 from aiscientist.fswatch import Change, ObserverProcess, WatchSpec, intact
 from aiscientist.paths import RunPaths
-from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes, now
+from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes
 from aiscientist.workspace.permissions import PermissionsFile
 
 log = logging.getLogger(__name__)
@@ -100,7 +99,7 @@ class Watcher:
     def _loop(self) -> None:
         while not self._stop.wait(self.flush_s):
             try:
-                self.flush(sync=False)
+                self.flush()
             except Exception:  # the watcher must never take a run down
                 log.exception("workspace watcher flush failed")
 
@@ -130,11 +129,8 @@ class Watcher:
             entry.update(change=change.kind, by=who, count=entry["count"] + 1)
             self._pristine_touched |= rel.startswith(".pristine/")
 
-    def flush(self, sync: bool = True) -> None:
-        """Handle everything queued so far (also called when a step ends); with `sync`,
-        first everything the observer has seen up to now."""
-        if sync and self._observer is not None and not self._stop.is_set():
-            self._observer.sync()
+    def flush(self) -> None:
+        """Handle everything queued so far."""
         with self._flush_lock:
             with self._lock:
                 changes, self._changes = list(self._changes.values()), {}

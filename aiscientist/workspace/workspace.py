@@ -228,11 +228,10 @@ class Workspace:
         return Watcher(self, flush_s=flush_s)
 
     def _on_engine_event(self, kind: str, payload: dict[str, Any]) -> None:
+        # no flush of the watcher here: a change that arrives late is still
+        # attributed to the step it happened in (activity_at)
         if kind == "experiment.start":
             self.set_step(payload.get("step"))
-        watcher = self.watcher
-        if kind == "experiment.end" and watcher is not None:
-            watcher.flush()  # before the engine returns the record
         if kind == "experiment.recorded":  # the record is visible now; its end event came first
             self.set_step(None)
             self.changed()
