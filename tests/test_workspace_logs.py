@@ -191,3 +191,22 @@ def test_verify_command_line(logged_run, tmp_path):
     delete(copy / "logs" / "impl_log.md", 2)
     done = subprocess.run([sys.executable, "-m", "aiscientist", "verify", str(copy)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "logs/impl_log.md line 2" in done.stdout, done.stderr
+
+
+def test_an_entry_offered_again_after_an_interruption_is_written_once(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from aiscientist.specialists.base import RECENT_LOG_BYTES, append_once
+
+    ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
+    rt, scope, log = SimpleNamespace(ws=ws), ws.scope("implementation"), ws.paths.logs / "impl_log.md"
+    entry = "[call d1.c0] mode: full\ntask: add a warm-up"
+    append_once(rt, scope, "impl_log", "[call d1.c0] mode: full", entry)
+    append_once(rt, scope, "impl_log", "[call d1.c0] mode: full", entry)  # the same call, resumed
+    assert log.read_text().count("[call d1.c0]") == 1
+    # only the recent part is looked at, so the check does not grow with the log
+    for i in range(RECENT_LOG_BYTES // 1000 + 1):
+        scope.append("impl_log", f"[call d{i + 2}.c0] mode: fix\n" + "x" * 1000)
+    append_once(rt, scope, "impl_log", "[call d1.c0] mode: full", entry)
+    assert log.read_text().count("[call d1.c0]") == 2
+    assert verify_run(ws.paths.root).clean
