@@ -5,17 +5,20 @@ queue, a dispatcher thread). Inside the run's process those threads would compet
 the run for the GIL at every event; here they run in a child process, which sends what
 it saw every BATCH_S. Protected files are hashed in the
 child as soon as their change arrives, so an edit that is soon undone is still caught.
-This module imports nothing heavy: the child is forked from a bare server process.
+The child is `python -m aiscientist.fswatch` (not multiprocessing, whose children
+import the parent's main script again); it imports nothing heavy.
 """
 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
 from datetime import datetime, timezone
+from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Callable, NamedTuple
 
@@ -135,19 +138,24 @@ class ObserverProcess:
         self._reader = threading.Thread(target=self._read, name="workspace-watcher-reader", daemon=True)
 
     def start(self) -> None:
-        """Raises OSError with the child's reason when it cannot watch."""
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])
-        mine, theirs = context.Pipe()
-        self._process = context.Process(target=observe, args=(self.spec, theirs), name="workspace-observer", daemon=True)
-        self._process.start()
+        """Raises OSError with the reason when the child cannot watch."""
+        mine, theirs = Pipe()
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+        command = [sys.executable, "-m", "aiscientist.fswatch", str(theirs.fileno())]
+        self._process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
         theirs.close()
-        if not mine.poll(START_TIMEOUT_S):
+        try:
+            mine.send(self.spec)
+            if not mine.poll(START_TIMEOUT_S):
+                raise OSError(f"the file observer process did not start within {START_TIMEOUT_S:.0f} s")
+            kind, detail = mine.recv()
+        except (EOFError, OSError) as err:
             self._process.kill()
-            raise OSError(f"the file observer process did not start within {START_TIMEOUT_S:.0f} s")
-        kind, detail = mine.recv()
+            code = self._process.wait()
+            raise OSError(f"the file observer process ended at start (exit code {code}): {err or 'no answer'}") from None
         if kind == "error":
-            self._process.join()
+            self._process.wait()
             raise OSError(detail)
         self._conn = mine
         self._reader.start()
@@ -158,9 +166,11 @@ class ObserverProcess:
         except OSError:  # the child is gone already
             pass
         self._reader.join(STOP_TIMEOUT_S)
-        self._process.join(STOP_TIMEOUT_S)
-        if self._process.is_alive():
+        try:
+            self._process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
             self._process.kill()
+            self._process.wait()
         self._conn.close()
 
     def _read(self) -> None:
@@ -172,3 +182,10 @@ class ObserverProcess:
             if kind == "stopped":
                 return
             self.on_changes(payload)
+
+
+if __name__ == "__main__":  # the child: `python -m aiscientist.fswatch FD`
+    from aiscientist import fswatch  # by its real name, so the parent can unpickle its Changes
+
+    channel = Connection(int(sys.argv[1]))
+    fswatch.observe(channel.recv(), channel)

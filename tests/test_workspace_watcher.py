@@ -149,7 +149,7 @@ def test_the_observer_runs_in_a_process_of_its_own_and_stops_with_the_watch(ws):
 
     with ws.watch(flush_s=10) as watcher:
         child = watcher._observer._process
-        assert child.is_alive() and child.pid != os.getpid()
+        assert child.poll() is None and child.pid != os.getpid()
         ws.set_active("helper")
         (ws.paths.root / "scratch.txt").write_text("note\n")  # the top level is watched too
         deadline = time.monotonic() + 5
@@ -158,4 +158,28 @@ def test_the_observer_runs_in_a_process_of_its_own_and_stops_with_the_watch(ws):
             time.sleep(0.05)
             watcher.flush()  # takes what the observer has seen so far
         assert seen[0]["by"] == "helper"
-    assert not child.is_alive()
+    assert child.poll() == 0
+
+
+def test_a_script_without_a_main_guard_gets_a_watcher_and_runs_once(tmp_path):
+    """The observer process must not import the caller's main script again (as
+    multiprocessing's spawn and forkserver children do)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import pathlib\n"
+        "from aiscientist.task import load_task\n"
+        "from aiscientist.workspace import Workspace\n"
+        f"ws = Workspace.create(load_task({str(TINY)!r}), {str(tmp_path / 'run')!r}, sandbox='local')\n"
+        "with ws.watch():\n"
+        "    pass\n"
+        f"with open({str(tmp_path / 'ran.txt')!r}, 'a') as handle:\n"
+        "    handle.write('ran\\n')\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"
+    events = [e["kind"] for e in read_events(tmp_path / "run")]
+    assert "watcher.start" in events and "watcher.unavailable" not in events
