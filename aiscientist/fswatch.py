@@ -12,6 +12,7 @@ import the parent's main script again); it imports nothing heavy.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -35,6 +36,16 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+
+class _StopRace(logging.Filter):
+    """watchdog logs an error when a change arrives while its observer stops;
+    nothing is wrong (the last batch holds what was delivered)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
 
 BATCH_S = 0.02
 START_TIMEOUT_S = 60.0
