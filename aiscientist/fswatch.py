@@ -164,7 +164,7 @@ class ObserverProcess:
         except (EOFError, OSError) as err:
             self._process.kill()
             code = self._process.wait()
-            raise OSError(f"the file observer process ended at start (exit code {code}): {err or 'no answer'}") from None
+            raise OSError(f"the file observer process ended at start (exit code {code}): {str(err) or 'no answer'}") from None
         if kind == "error":
             self._process.wait()
             raise OSError(detail)

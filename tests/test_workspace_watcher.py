@@ -183,3 +183,14 @@ def test_a_script_without_a_main_guard_gets_a_watcher_and_runs_once(tmp_path):
     assert (tmp_path / "ran.txt").read_text() == "ran\n"
     events = [e["kind"] for e in read_events(tmp_path / "run")]
     assert "watcher.start" in events and "watcher.unavailable" not in events
+
+
+def test_an_observer_that_cannot_start_is_reported_and_the_run_goes_on(ws, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # the child exits at once
+    with ws.watch(flush_s=0.05) as watcher:
+        assert watcher._observer is None
+    unavailable = [e["payload"] for e in kinds(ws) if e["kind"] == "watcher.unavailable"]
+    assert unavailable and "the file observer process ended at start (exit code 1)" in unavailable[0]["error"]
+    assert ws.engine.run_step("experimentation", "still runs").success
