@@ -69,11 +69,12 @@ def test_larger_observed_effects_come_first(effect_a: float, effect_b: float, se
     more is explored again (in the other direction) first."""
     contents = {PATH: "A = 0.5\nB = 0.5\nFLAG = True\n"}
     a, b, flag = pick(contents, "A", True), pick(contents, "B", True), next(e for e in options_of(contents) if e.name == "FLAG")
-    done = score([(a, 1.0 + effect_a), (b, 1.0 + effect_b), (flag, 1.0)], "min", 1.0)
+    metric_a, metric_b = 1.0 + effect_a, 1.0 + effect_b  # effects 1e-19 apart can give the same metric
+    done = score([(a, metric_a), (b, metric_b), (flag, 1.0)], "min", 1.0)
     proposal = next_change(contents, done, random.Random(seed))
     assert proposal is not None and not proposal.up
-    if effect_a != effect_b:
-        assert proposal.name == ("A" if effect_a > effect_b else "B")
+    if metric_a != metric_b:
+        assert proposal.name == ("A" if metric_a > metric_b else "B")
 
 
 def test_untried_literals_before_second_directions_and_failures_count_as_no_effect() -> None:
