@@ -86,6 +86,16 @@ def line_hashes(data: bytes) -> list[str]:
     return [hashlib.sha256(line).hexdigest()[:LINE_HASH_CHARS] for line in data.splitlines(keepends=True)]
 
 
+def _open_for_writing(path: Path) -> int:
+    """A descriptor to write `path` in place; its folder is made only when missing
+    (a mkdir at every write would cost a system call per event)."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -154,12 +164,7 @@ class EventLog:
         return self.root / MIRROR / Path(rel).name
 
     def _mirror(self, rel: str, offset: int, data: bytes) -> None:
-        path = self.mirror_path(rel)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the first append of the run
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = _open_for_writing(self.mirror_path(rel))
         try:
             os.pwrite(fd, data, offset)
             os.ftruncate(fd, offset + len(data))
@@ -208,11 +213,7 @@ class EventLog:
     def _write_head(self, head: dict[str, Any]) -> None:
         """Overwrite in place, padded with spaces to at least the old length:
         truncating first makes ext4 flush the file on close (100x slower)."""
-        try:
-            fd = os.open(self.head_path, os.O_WRONLY | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # state/ not made yet
-            self.head_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.head_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = _open_for_writing(self.head_path)
         try:
             data = canonical(head)
             os.pwrite(fd, data.ljust(max(HEAD_PAD, os.fstat(fd).st_size)), 0)
