@@ -50,8 +50,14 @@ logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
 BATCH_S = 0.02
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
-# Only changes: reads (open/close without writing) never leave the kernel.
-WATCHED = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+# Only changes: reads (open/close without writing) never leave the kernel. Each write
+# is seen (IN_MODIFY) only in submission/, where protected files live and must be hashed
+# at once. Elsewhere a file counts as changed when its writer closes it (every process
+# closes its files at exit), so the run's own appends to files it keeps open - the event
+# and call logs - wake no one.
+CHANGED = [FileCreatedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+EVERY_WRITE = [*CHANGED, FileModifiedEvent]
+EVERY_WRITE_IN = "submission"
 
 
 class Change(NamedTuple):
@@ -115,10 +121,11 @@ def observe(spec: WatchSpec, conn: Connection) -> None:
     """The child: watch the run folder until told to stop or the run's process is gone."""
     collector, observer = _Collector(spec), Observer()
     try:
-        observer.schedule(collector, spec.root, recursive=False, event_filter=WATCHED)
+        observer.schedule(collector, spec.root, recursive=False, event_filter=CHANGED)
         for entry in os.scandir(spec.root):
             if entry.is_dir(follow_symlinks=False) and entry.name not in spec.unwatched:
-                observer.schedule(collector, entry.path, recursive=True, event_filter=WATCHED)
+                events = EVERY_WRITE if entry.name == EVERY_WRITE_IN else CHANGED
+                observer.schedule(collector, entry.path, recursive=True, event_filter=events)
         observer.start()
     except OSError as err:  # e.g. inotify limits reached
         conn.send(("error", str(err)))

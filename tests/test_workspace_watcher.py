@@ -194,3 +194,33 @@ def test_an_observer_that_cannot_start_is_reported_and_the_run_goes_on(ws, monke
     unavailable = [e["payload"] for e in kinds(ws) if e["kind"] == "watcher.unavailable"]
     assert unavailable and "the file observer process ended at start (exit code 1)" in unavailable[0]["error"]
     assert ws.engine.run_step("experimentation", "still runs").success
+
+
+def test_writes_wake_the_observer_only_in_submission_elsewhere_the_close_shows(tmp_path):
+    from aiscientist.fswatch import ObserverProcess, WatchSpec
+
+    for folder in ("logs", "submission"):
+        (tmp_path / folder).mkdir()
+    seen: list = []
+    observer = ObserverProcess(WatchSpec(str(tmp_path), (), (), {}), seen.extend)
+    observer.start()
+    try:
+        handles = {folder: open(tmp_path / folder / "kept_open.txt", "w") for folder in ("logs", "submission")}
+        time.sleep(0.2)
+        seen.clear()  # the creations
+        for _ in range(5):
+            for handle in handles.values():
+                handle.write("line\n")
+                handle.flush()
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert {c.rel for c in seen} == {"submission/kept_open.txt"}, "an append to a log kept open woke the observer"
+        for handle in handles.values():
+            handle.close()
+        deadline = time.monotonic() + 5
+        while not any(c.rel == "logs/kept_open.txt" for c in seen):
+            assert time.monotonic() < deadline, "the close of a written log never arrived"
+            time.sleep(0.05)
+    finally:
+        observer.stop()
+    assert [c.kind for c in seen if c.rel == "logs/kept_open.txt"] == ["closed"]

@@ -119,8 +119,10 @@ class Watcher:
             hit = {"file": rel.removeprefix("submission/"), "ts": change.ts, "by": who, "step": step, "commands": commands}
             with self._lock:
                 self._protected_hits.append(hit)
-        if change.kind == "closed":  # the write that closed it was seen already
-            return
+        if change.kind == "closed":
+            if rel.startswith("submission/"):  # its writes were seen already
+                return
+            change = change._replace(kind="modified")  # elsewhere a close is how a write shows
         with self._lock:
             if rel in self._log_files or rel == EVENTS:
                 self._dirty_logs.add(rel)
