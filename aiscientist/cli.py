@@ -25,7 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rubric": ("bench.rubric_command", "check a PaperBench rubric or re-score a graded tree"),
 }
 
-err_console = Console(stderr=True)
+# errors are never hard-wrapped: a path or command in them stays copyable when stderr is a pipe
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def build_parser() -> argparse.ArgumentParser:

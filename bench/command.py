@@ -14,7 +14,7 @@ from bench.executors import EXECUTORS, ExecutorUnavailable
 
 BENCH_ROOT = Path(__file__).resolve().parent
 EMBEDDERS = ["auto", "graphcodebert", "minilm"]
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -46,7 +46,7 @@ def test_bad_task_exits_2_and_creates_nothing(tmp_path: Path, changes: dict, mes
     run_dir = tmp_path / "run"
     done = cli("baseline", task_file, "--run-dir", run_dir)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert f"{task_file}: {message}" in " ".join(done.stderr.split())
+    assert f"{task_file}: {message}" in done.stderr  # on one line: errors are not wrapped at 80 columns
     assert not run_dir.exists()
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
