@@ -5,7 +5,7 @@ Whatever the tiny model answers (here: text, never a tool call), the run must en
 cleanly, log every call, and account exactly the tokens the server reported. The wall
 time is bounded (wall_time_s=90; each call takes 30-60 s on two busy cores). A counting
 pass-through (`forward`) sits between the client and llama.cpp to read that `usage`.
-Run it alone with:  python -m pytest tests/test_real_model.py -m slow -s
+Run it alone with:  python -m pytest -n 0 -s tests/test_real_model.py
 """
 
 from __future__ import annotations
