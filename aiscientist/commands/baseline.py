@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     task = task_from_args(args)
     run_dir = args.run_dir or default_run_dir(task)
     if run_dir.exists() and any(run_dir.iterdir()):
-        console.print(f"[red]error:[/red] run folder {run_dir} already exists and is not empty")
+        console.print(f"[red]error:[/red] run folder {run_dir} already exists and is not empty", soft_wrap=True)
         return 2
     started = time.monotonic()
     with console.status(f"setting up {task.name} in {run_dir} ..."):

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         with LiveProgress(console) as progress, notices.listening(progress.notice):
             result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)
     except ModelConfigError as err:
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {err}", soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
