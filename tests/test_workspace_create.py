@@ -4,6 +4,7 @@ ordinary operations, File-as-Bus off, and the workspace map."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import shutil
@@ -176,6 +177,28 @@ def test_the_map_stays_short_with_a_thousand_experiments(tmp_path, task):
     assert "second line" not in text
     assert ws.state().best_step == 777
     StepRecord.model_validate_json((ws.paths.step_dir(1000) / "step.json").read_text())
+
+
+def test_a_map_refresh_looks_only_at_the_newest_step_folders(tmp_path, task, monkeypatch):
+    """At step 1,000 a refresh neither lists experiments/ nor opens more than the
+    folders that may still change; a vanished newest folded folder makes it fold again."""
+    ws = Workspace.create(task, tmp_path / "run", sandbox="local")
+    real = ws.engine.run_step("experimentation", "baseline")
+    for step in range(2, 1001):
+        ws.paths.step_dir(step).mkdir()
+        (ws.paths.step_dir(step) / "step.json").write_text(real.model_copy(update={"step": step}).model_dump_json())
+    ws.refresh_map()
+    looked_at, listed = [], []
+    step_dir, listdir = type(ws.paths).step_dir, os.listdir
+    monkeypatch.setattr(type(ws.paths), "step_dir", lambda self, n: looked_at.append(n) or step_dir(self, n))
+    monkeypatch.setattr(os, "listdir", lambda path=".": listed.append(str(path)) or listdir(path))
+    assert "experiments/: 1000 steps" in ws.refresh_map()
+    assert len(looked_at) <= 4 and not [p for p in listed if p.endswith("experiments")], (looked_at, listed)
+    monkeypatch.undo()
+    shutil.rmtree(ws.paths.step_dir(1000))
+    shutil.rmtree(ws.paths.step_dir(999))
+    shutil.rmtree(ws.paths.step_dir(998))
+    assert "experiments/: 997 steps" in ws.refresh_map()
 
 
 def test_a_broken_permissions_file_is_named_and_leaves_nothing(tmp_path, task):

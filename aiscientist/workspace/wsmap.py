@@ -57,22 +57,29 @@ class MapCache:
 
     def __init__(self) -> None:
         self._steps: dict[str, tuple[int, dict[str, Any], Stats]] = {}
-        self._final: list[str] = []
+        self._folded_count = 0
         self._folded = StepsSummary()
         self._logs: dict[Path, tuple[int, int]] = {}
 
-    def steps(self, folder: Path, better: Callable[[float, float], bool] | None) -> StepsSummary:
-        names = sorted(n for n in os.listdir(folder) if n.startswith("step_")) if folder.is_dir() else []
-        if names[: len(self._final)] != self._final:  # a final folder went away: fold again
-            self._final, self._folded = [], StepsSummary()
-        for name in names[len(self._final) : max(len(self._final), len(names) - 2)]:
-            record, stats = self._entry(folder / name)
-            self._folded.add(record, stats, better)
-            self._final.append(name)
-            self._steps.pop(name, None)
+    def steps(self, paths: RunPaths, better: Callable[[float, float], bool] | None) -> StepsSummary:
+        """Step folders are numbered 1, 2, ... without gaps (a crashed attempt's number
+        is reused), so only those from the first one not yet folded are looked at. If
+        the newest folded folder went away, everything is folded again; a gap made
+        further back is for `verify` to report, not the map."""
+        if self._folded_count and not paths.step_dir(self._folded_count).is_dir():
+            self._folded_count, self._folded = 0, StepsSummary()
+        unfolded, number = [], self._folded_count + 1
+        while (folder := paths.step_dir(number)).is_dir():
+            unfolded.append(folder)
+            number += 1
+        final = max(0, len(unfolded) - 2)
+        for folder in unfolded[:final]:
+            self._folded.add(*self._entry(folder), better)
+            self._steps.pop(folder.name, None)
+        self._folded_count += final
         summary = copy.copy(self._folded)
-        for name in names[len(self._final) :]:
-            summary.add(*self._entry(folder / name), better)
+        for folder in unfolded[final:]:
+            summary.add(*self._entry(folder), better)
         return summary
 
     def _entry(self, path: Path) -> tuple[dict[str, Any], Stats]:
@@ -134,7 +141,7 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
     task = ws.task
     set_name = "file_bus" if ws.file_bus else "file_bus_off"
     rules = ws.permissions.sets[set_name]
-    steps = ws.map_cache.steps(ws.paths.experiments, task.metric.better if task.metric else None)
+    steps = ws.map_cache.steps(ws.paths, task.metric.better if task.metric else None)
     lines = [
         f"# WORKSPACE — {task.name} ({task.kind})",
         ("" if stable else f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · ") + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
