@@ -27,7 +27,7 @@ import threading
 from typing import Any, Protocol
 
 from aiscientist.experiment import ExperimentEngine
-from aiscientist.fswatch import Change, ObserverProcess, WatchSpec, intact
+from aiscientist.fswatch import EVERY_WRITE_IN, Change, ObserverProcess, WatchSpec, intact
 from aiscientist.paths import RunPaths
 from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes
 from aiscientist.workspace.permissions import PermissionsFile
@@ -120,7 +120,7 @@ class Watcher:
             with self._lock:
                 self._protected_hits.append(hit)
         if change.kind == "closed":
-            if rel.startswith("submission/"):  # its writes were seen already
+            if rel.startswith(EVERY_WRITE_IN + "/"):  # its writes were seen already
                 return
             change = change._replace(kind="modified")  # elsewhere a close is how a write shows
         with self._lock:
