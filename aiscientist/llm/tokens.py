@@ -61,7 +61,7 @@ def _message_tokens(model: str, message: str) -> int:
         # the rest of the message, then each piece of its text: a prompt that differs
         # from an earlier one only towards its end reuses the counts of its start
         piece = pieces[0]
-        rest = _counter(model, messages=[{**parsed, "content": ""}]) - _primer(model)
+        rest = _message_tokens(model, _key({**parsed, "content": ""}))
         return rest + sum(_text_tokens(model, content[i : i + piece]) for i in range(0, len(content), piece))
     return _counter(model, messages=[parsed]) - _primer(model)
 

@@ -1,9 +1,12 @@
-"""The Tier-0 LangGraph: `decide` (one model call on thin state) → `act` (run the calls).
+"""The Tier-0 LangGraph: one node, `turn`, that runs the calls the last decision made
+(`act`) and then makes the next decision (`decide`: one model call on thin state).
 
-The same two-node graph runs the flat ablation (`hierarchy: false`): one agent whose
-tools are the file tools and `run_experiment`, with one growing conversation. Every
-node's output is checkpointed (SQLite), so a killed run resumes at the last finished
-node; effects inside an interrupted `act` are replayed from the journal.
+The same graph runs the flat ablation (`hierarchy: false`): one agent whose tools are
+the file tools and `run_experiment`, with one growing conversation. Every turn's output
+is checkpointed (SQLite) before the next turn runs its calls, so a killed run resumes
+at the last finished turn; the effects of calls that finished inside an interrupted
+turn are replayed from the journal. One node rather than two halves LangGraph's work
+and checkpoint writes per decision.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from aiscientist.agent.loop import terminal
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import clip, submit_tool, tool_schema
 from aiscientist.agent.toolsets import toolset
+
+
+TURN = "turn"  # the graph's one node
 
 
 class Agent:
@@ -83,7 +89,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
             rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "consecutive": errors})
             if errors >= config.orchestrator.model_error_limit:
                 return {"model_errors": errors, **stop(StopReason.MODEL_ERROR, f"{errors} in a row; last: {clip(str(err), 600)}")}
-            return {"model_errors": errors, "pending": None, "pending_calls": []}
+            return {"model_errors": errors, "pending": None, "pending_calls": [], "to_act": True}
         decision = state.get("decision", 0) + 1
         rt.ws.events.record(
             agent.role,
@@ -97,6 +103,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
             "model_errors": 0,
             "pending": completion.message,
             "pending_calls": [c.model_dump() for c in completion.tool_calls],
+            "to_act": True,
         }
 
     def act(state: OrchestratorState) -> dict[str, Any]:
@@ -127,6 +134,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
             "turns": bound_turns([*state.get("turns", []), turn], config, agent.grows),
             "pending": None,
             "pending_calls": [],
+            "to_act": False,
             **(stopped or {"stop_reason": state.get("stop_reason", ""), "stop_detail": state.get("stop_detail", "")}),
         }
 
@@ -147,18 +155,16 @@ def build_graph(rt: RunContext, checkpointer: Any):
             tally.last_outcome = f"run_experiment (decision {decision}): {_verdict(content)}"
         return content, {}
 
-    def after_decide(state: OrchestratorState) -> str:
-        return END if state.get("stop_reason") else "act"
-
-    def after_act(state: OrchestratorState) -> str:
-        return END if state.get("stop_reason") else "decide"
+    def turn(state: OrchestratorState) -> dict[str, Any]:
+        acted = act(state) if state.get("to_act") else {}
+        if acted.get("stop_reason"):
+            return _changed(state, acted)
+        return _changed(state, {**acted, **decide({**state, **acted})})
 
     graph = StateGraph(OrchestratorState)
-    graph.add_node("decide", lambda state: _changed(state, decide(state)))
-    graph.add_node("act", lambda state: _changed(state, act(state)))
-    graph.add_edge(START, "decide")
-    graph.add_conditional_edges("decide", after_decide, ["act", END])
-    graph.add_conditional_edges("act", after_act, ["decide", END])
+    graph.add_node(TURN, turn)
+    graph.add_edge(START, TURN)
+    graph.add_conditional_edges(TURN, lambda state: END if state.get("stop_reason") else TURN, [TURN, END])
     return graph.compile(checkpointer=checkpointer)
 
 

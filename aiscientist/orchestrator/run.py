@@ -25,7 +25,7 @@ from aiscientist.config import RunConfig
 from aiscientist.experiment import StepRecord, best_step
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
-from aiscientist.orchestrator.graph import build_graph
+from aiscientist.orchestrator.graph import TURN, build_graph
 from aiscientist.orchestrator.state import initial_state
 from aiscientist.paths import write_atomic
 from aiscientist.records import PENDING_RECORD, folder_hashes
@@ -110,8 +110,8 @@ def solve(
         has_checkpoint = bool(checkpoint.values)
         if has_checkpoint and not checkpoint.next and (rt.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable)):
             # a run given a larger step budget, or stopped by a failing model: reopen it
-            # at the decision node with the model error counter reset
-            graph.update_state(THREAD, {"stop_reason": "", "stop_detail": "", "final_call": False, "model_errors": 0}, as_node="act")
+            # at a decision with the model error counter reset
+            graph.update_state(THREAD, {"stop_reason": "", "stop_detail": "", "final_call": False, "model_errors": 0, "to_act": False}, as_node=TURN)
         ws.events.record("orchestrator", "run.resume" if resumed else "run.start", {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()})
         state: dict[str, Any] = {}
         try:

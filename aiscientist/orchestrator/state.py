@@ -27,6 +27,7 @@ class OrchestratorState(TypedDict, total=False):
     turns: list[list[dict[str, Any]]]  # recent decisions: [assistant message, tool results...]
     pending: dict[str, Any] | None  # assistant message whose tool calls await execution
     pending_calls: list[dict[str, Any]]  # its parsed tool calls (ToolCall dumps)
+    to_act: bool  # the last decision's calls (or its nudge after a model error) have not run yet
     calls: dict[str, int]  # per tool, plus implementation modes (full/fix/explore)
     since_impl: int  # experimentation calls since the last implementation
     since_exp: int  # implementation calls since the last experimentation
@@ -39,7 +40,7 @@ class OrchestratorState(TypedDict, total=False):
 
 def initial_state() -> OrchestratorState:
     return OrchestratorState(
-        decision=0, stage="understand", summaries=[], turns=[], pending=None, pending_calls=[],
+        decision=0, stage="understand", summaries=[], turns=[], pending=None, pending_calls=[], to_act=False,
         calls={name: 0 for name in COUNTED}, since_impl=0, since_exp=0, last_outcome="", model_errors=0,
         final_call=False, stop_reason="", stop_detail="",
     )
