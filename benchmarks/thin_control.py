@@ -130,7 +130,7 @@ def main() -> int:
         table.add_column(column, justify="right")
     fmt = lambda v, f="{:.0f}": "-" if v is None else f.format(v)  # noqa: E731
     for arm, f in figures.items():
-        table.add_row(arm, str(f["decisions"]), fmt(f["prompt_early_median"]), fmt(f["prompt_late_median"]), fmt(f["prompt_ratio"], "{:.2f}x"), fmt(f["overhead_ms_median"]), fmt(f["overhead_ms_mean"]), fmt(f["overhead_ms_late_median"]), fmt(f["model_s"], "{:.1f}"), fmt(f["experiment_s"], "{:.1f}"), fmt(f["wall_s"], "{:.1f}"))
+        table.add_row(arm, str(f["decisions"]), fmt(f["prompt_early_median"]), fmt(f["prompt_late_median"]), fmt(f["prompt_ratio"], "{:.2f}x"), fmt(f["overhead_ms_median"], "{:.1f}"), fmt(f["overhead_ms_mean"], "{:.1f}"), fmt(f["overhead_ms_late_median"], "{:.1f}"), fmt(f["model_s"], "{:.1f}"), fmt(f["experiment_s"], "{:.1f}"), fmt(f["wall_s"], "{:.1f}"))
     console.print(table)
     if "bus" in figures:
         bus = figures["bus"]
