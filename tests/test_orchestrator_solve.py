@@ -83,6 +83,21 @@ def test_no_file_bus_arm_passes_outputs_through_the_conversation(tmp_path):
         Workspace.open(tmp_path / "run").scope("implementation").read("plan/prioritized_tasks.md")
 
 
+def test_a_conversation_that_outgrows_the_context_window_forgets_its_oldest_turns(tmp_path):
+    window = 9000  # File-as-Bus off: the conversation outgrows this within a few steps
+    models = tmp_path / "models.yaml"
+    models.write_text(f"models:\n  offline:\n    context_window: {window}\n")
+    config = load_config([ABLATIONS / "no_file_bus.yaml"], ["sandbox=local", f"models_file={models}", "specialists.readers=[code]"])
+    result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=10)
+    assert result.stop_reason is StopReason.SUBMITTED and result.steps_total == 10, result.stop_detail
+    events = _events(tmp_path / "run")
+    trimmed = [e["payload"] for e in events if e["kind"] == "orchestrator.context_trimmed"]
+    assert trimmed and all(t["forgot_turns"] >= 1 and t["tokens"] > window == t["limit"] for t in trimmed)
+    prompts = [e["payload"]["prompt_tokens"] for e in events if e["kind"] == "orchestrator.decision"]
+    assert max(prompts) <= window and not [e for e in events if e["kind"] == "orchestrator.model_error"]
+    assert verify_run(tmp_path / "run").clean
+
+
 def test_flat_arm_runs_one_agent(tmp_path):
     config = load_config([ABLATIONS / "flat.yaml"], ["sandbox=local"])
     result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=3)

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 from aiscientist import notices
 from aiscientist.agent.context import RunContext
 from aiscientist.config import RunConfig
-from aiscientist.llm import BudgetExhausted, ModelError, ModelUnavailable
+from aiscientist.llm import BudgetExhausted, Completion, ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
-from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, stage_of, stop
+from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, forget_to_fit, stage_of, stop
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import role_toolbox, run_tool
 from aiscientist.specialists.experimentation import experiment_tool
@@ -60,6 +60,20 @@ class Agent:
         """Whether the conversation itself carries results (no thin control)."""
         return self.flat or not self.rt.ws.file_bus
 
+    def complete(self, view: OrchestratorState, tools: list[dict[str, Any]]) -> tuple[Completion, list[list[dict[str, Any]]]]:
+        """The decision and the turns it saw. A growing conversation that no longer fits
+        the model's context window forgets its oldest turns (`forget_to_fit`) until it does."""
+        turns = view.get("turns", [])
+        while True:
+            try:
+                return self.rt.complete(self.role, self.messages({**view, "turns": turns}), tools), turns
+            except ContextOverflow as err:
+                if not self.grows or not turns:
+                    raise
+                kept = forget_to_fit(turns, err.size, err.limit)
+                self.rt.ws.events.record(self.role, "orchestrator.context_trimmed", {"forgot_turns": len(turns) - len(kept), "kept_turns": len(kept), "tokens": err.size, "limit": err.limit})
+                turns = kept
+
 
 def build_graph(rt: RunContext, checkpointer: Any):
     agent = Agent(rt)
@@ -78,7 +92,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
         stage = ("submit" if final else "research") if agent.flat else stage_of(state.get("calls", {}), steps_done, rt.steps)
         view = {**state, "final_call": final, "stage": stage}
         try:
-            completion = rt.complete(agent.role, agent.messages(view), agent.submit_only if final else agent.schemas)
+            completion, turns = agent.complete(view, agent.submit_only if final else agent.schemas)
         except BudgetExhausted as err:
             return stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
         except ModelUnavailable as err:
@@ -104,6 +118,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
             "pending": completion.message,
             "pending_calls": [c.model_dump() for c in completion.tool_calls],
             "to_act": True,
+            "turns": turns,
         }
 
     def act(state: OrchestratorState) -> dict[str, Any]:
