@@ -72,9 +72,13 @@ def test_running_run_reloads_and_tree_search_runs_nest(run_dir, tmp_path):
     (running / "state" / "aide_journal.json").write_text(json.dumps(journal))
     (running / "plan" / "prioritized_tasks.md").write_text("# Prioritized tasks\n- a newer plan\n")  # being rewritten
     assert [name for name, _ in load_run(running).plan_texts][-1] == "plan/prioritized_tasks.md · current"
-    EventLog(running).record("implementation", "access.denied", {"op": "write", "path": "submission/evaluate.py", "reason": "protected file"})
+    log = EventLog(running)
+    log.record("implementation", "access.denied", {"op": "write", "path": "submission/evaluate.py", "reason": "protected file"})
+    log.record("orchestrator", "orchestrator.context_trimmed", {"forgot_turns": 12, "kept_turns": 29, "tokens": 128087, "limit": 128000})
+    log.record("orchestrator", "orchestrator.model_error", {"error": "offline: refused", "consecutive": 1})
     view = load_run(running)
     assert [m.text for m in view.denials] == ["write submission/evaluate.py: protected file"]
+    assert [m.text for m in view.timeline][-2:] == ["context window full (128,087 of 128,000 tokens): forgot the 12 oldest turns, kept 29", "model error: offline: refused"]
     assert view.running and [s.step for s in view.steps] == [1, 2] and view.steps[1].parent == 1
     text = write_page(running).read_text()
     assert "http-equiv='refresh'" in text and "run in progress" in text

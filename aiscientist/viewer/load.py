@@ -164,8 +164,11 @@ def _moment(event: dict[str, Any]) -> Moment | None:
         "experiment.end": lambda p: f"step {p.get('step')}: " + (f"metric {num(p.get('metric'))}" if p.get("success") else f"failed: {p.get('error')}"),
         "experiment.test": lambda p: f"hidden test on step {p.get('step')}: " + (f"metric {num(p.get('metric'))}" if p.get("success") else f"failed: {p.get('error')}"),
         "orchestrator.submit": lambda p: f"submit: {p.get('reason', '')}",
+        "orchestrator.model_error": lambda p: f"model error: {p.get('error', '')}",
+        "orchestrator.context_trimmed": lambda p: f"context window full ({num(p.get('tokens'))} of {num(p.get('limit'))} tokens): forgot the {p.get('forgot_turns')} oldest turns, kept {p.get('kept_turns')}",
         "access.denied": lambda p: f"{p.get('op')} {p.get('path')}: {p.get('reason')}",
         "run.end": lambda p: f"run ended: {p.get('stop_reason', '')}",
+        "run.stopped": lambda p: f"run stopped (resumable): {p.get('stop_reason', '')} {p.get('stop_detail', '')}".rstrip(),
     }.get(kind)
     if text is None:
         return None
