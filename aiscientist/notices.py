@@ -1,5 +1,5 @@
 """Things the person watching a run should see as they happen (model retries, a
-sub-agent that failed), from any thread, without the code that notices them knowing
+sub-agent that failed, a conversation that had to forget turns), from any thread, without the code that notices them knowing
 about the console. `solve` listens and shows them; nobody listening is fine."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-Listener = Callable[[str, str], None]  # (kind, text); kinds: "model", "failure"
+Listener = Callable[[str, str], None]  # (kind, text); kinds: "model", "failure", "context"
 
 _listeners: list[Listener] = []
 _lock = threading.Lock()

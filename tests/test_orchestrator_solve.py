@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiscientist import notices
 from aiscientist.config import load_config
 from aiscientist.orchestrator import solve
 from aiscientist.orchestrator.state import FIT_TARGET, forget_to_fit
@@ -91,11 +92,14 @@ def test_a_conversation_that_outgrows_the_context_window_forgets_its_oldest_turn
     models = tmp_path / "models.yaml"
     models.write_text(f"models:\n  offline:\n    context_window: {window}\n")
     config = load_config([ABLATIONS / "no_file_bus.yaml"], ["sandbox=local", f"models_file={models}", "specialists.readers=[code]"])
-    result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=10)
+    shown: list[tuple[str, str]] = []
+    with notices.listening(lambda kind, text: shown.append((kind, text))):
+        result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=10)
     assert result.stop_reason is StopReason.SUBMITTED and result.steps_total == 10, result.stop_detail
     events = _events(tmp_path / "run")
     trimmed = [e["payload"] for e in events if e["kind"] == "orchestrator.context_trimmed"]
     assert trimmed and all(t["forgot_turns"] >= 1 and t["tokens"] > window == t["limit"] for t in trimmed)
+    assert [kind for kind, _ in shown].count("context") == len(trimmed)  # the person watching sees each one
     prompts = [e["payload"]["prompt_tokens"] for e in events if e["kind"] == "orchestrator.decision"]
     assert max(prompts) <= window and not [e for e in events if e["kind"] == "orchestrator.model_error"]
     assert verify_run(tmp_path / "run").clean

@@ -72,6 +72,7 @@ class Agent:
                     raise
                 kept = forget_to_fit(turns, err.size, err.limit)
                 self.rt.ws.events.record(self.role, "orchestrator.context_trimmed", {"forgot_turns": len(turns) - len(kept), "kept_turns": len(kept), "tokens": err.size, "limit": err.limit})
+                notices.notify("context", f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are forgotten, {len(kept)} kept")
                 turns = kept
 
 
