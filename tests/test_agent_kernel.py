@@ -10,13 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.shell import shell_tool
-from aiscientist.agent.tools import Toolbox, finish_tool
+from aiscientist.agent.tools import Tool, Toolbox, finish_tool
 from aiscientist.agent.toolsets import TOOLSETS
-from aiscientist.llm import ModelError
+from aiscientist import notices
+from aiscientist.llm import ContextOverflow, ModelError
 from aiscientist.llm.types import Completion, ToolCall
 from bench.agents import AGENTS
 
@@ -74,6 +76,37 @@ def test_loop_stop_reasons():
 
     failed = run_loop(failing, box, [{}, {}], LoopSpec(max_turns=3))
     assert (failed.stop, failed.detail) == (StopReason.MODEL_ERROR, "HTTP 400: refused")
+
+
+class ReadArgs(BaseModel):
+    n: int
+
+
+def test_a_conversation_that_outgrows_the_window_forgets_its_oldest_turns():
+    """A stand-in model whose window holds 3,000 characters (one token each) reads
+    1,000-character results until it has read eight, then finishes."""
+    box = Toolbox().add(Tool("read", "Read part n.", ReadArgs, lambda a: f"part {a.n}: " + "x" * 1000), finish_tool())
+    seen: list[list[dict]] = []
+
+    def complete(messages, tools):
+        size = sum(len(str(m.get("content") or "")) for m in messages)
+        if size > 3000:
+            raise ContextOverflow("too large", limit=3000, size=size)
+        seen.append(messages)
+        done = len(seen) > 8
+        call = ToolCall(id=f"c{len(seen)}", name="finish" if done else "read", arguments={"summary": "read them"} if done else {"n": len(seen)})
+        return Completion(content="", tool_calls=[call], message={"role": "assistant", "content": "", "tool_calls": [call.model_dump()]})
+
+    told: list[str] = []
+    head = [{"role": "system", "content": "ROLE: reader"}, {"role": "user", "content": "Read every part."}]
+    with notices.listening(lambda kind, text: told.append(kind)):
+        outcome = run_loop(complete, box, list(head), LoopSpec(max_turns=20))
+    assert outcome.stop is StopReason.FINISHED and outcome.summary == "read them"
+    assert told and set(told) == {"context"}
+    for messages in seen:  # instructions always kept; every tool result still follows its call
+        assert messages[:2] == head and all(m["role"] == "assistant" for m in messages[2:3])
+        calls = {c["id"] for m in messages if m["role"] == "assistant" for c in m["tool_calls"]}
+        assert {m["tool_call_id"] for m in messages if m["role"] == "tool"} <= calls
 
 
 @pytest.mark.slow

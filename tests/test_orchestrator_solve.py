@@ -9,13 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from aiscientist import notices
 from aiscientist.config import load_config
 from aiscientist.orchestrator import solve
-from aiscientist.orchestrator.state import FIT_TARGET, forget_to_fit
 from aiscientist.resources import CONFIGS_DIR
 from aiscientist.task import load_task
 from aiscientist.workspace import verify_run
@@ -103,16 +100,6 @@ def test_a_conversation_that_outgrows_the_context_window_forgets_its_oldest_turn
     prompts = [e["payload"]["prompt_tokens"] for e in events if e["kind"] == "orchestrator.decision"]
     assert max(prompts) <= window and not [e for e in events if e["kind"] == "orchestrator.model_error"]
     assert verify_run(tmp_path / "run").clean
-
-
-@given(sizes=st.lists(st.integers(0, 5000), max_size=30), size=st.integers(1, 300_000), limit=st.integers(1, 300_000))
-def test_forgetting_keeps_a_shorter_suffix_within_the_share(sizes, size, limit):
-    turns = [[{"role": "tool", "content": "x" * n}] for n in sizes]
-    kept = forget_to_fit(turns, size, limit)
-    assert kept == turns[len(turns) - len(kept) :]  # the newest turns, in order
-    assert len(kept) < len(turns) or not turns  # at least the oldest is forgotten
-    if len(kept) < len(turns) - 1:  # forgot more than the oldest: what is left fits the share
-        assert sum(len(t[0]["content"]) for t in kept) <= FIT_TARGET * limit / size * sum(sizes)
 
 
 def test_flat_arm_runs_one_agent(tmp_path):

@@ -12,8 +12,10 @@ from pydantic import ValidationError
 
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.agent.tools import Toolbox
-from aiscientist.llm import ModelError, ModelUnavailable
+from aiscientist import notices
+from aiscientist.llm import ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import Completion, ToolCall
+from aiscientist.llm.window import forget_oldest
 
 TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
 ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
@@ -36,7 +38,9 @@ class LoopSpec:
 
 def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], spec: LoopSpec, run_tool: RunTool | None = None) -> Outcome:
     """`messages` (system prompt, task message) holds the trimmed conversation when the loop ends.
-    ModelUnavailable and BudgetExhausted propagate; another ModelError ends the loop with `model_error`."""
+    ModelUnavailable and BudgetExhausted propagate; a conversation that outgrew the context
+    window forgets its oldest turns and asks again (a turn of the limit, as PaperBench's
+    agents count it); another ModelError ends the loop with `model_error`."""
     head, recent = messages[:2], messages[2:]
     try:
         for turn in range(spec.max_turns):
@@ -47,6 +51,11 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
                 completion = complete(head + recent, box.schemas())
             except ModelUnavailable:
                 raise
+            except ContextOverflow as err:
+                if not recent:
+                    return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
+                recent = forget(recent, err)
+                continue
             except ModelError as err:
                 return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
             recent.append(completion.message)
@@ -105,6 +114,24 @@ def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:
     except ValidationError:
         return None
     return TERMINAL[call.name]
+
+
+def forget(messages: list[dict[str, Any]], err: ContextOverflow) -> list[dict[str, Any]]:
+    """`messages` without their oldest turns, by the rule of `llm.window.forget_oldest`
+    (a turn starts at an assistant message, so no tool result loses its call)."""
+    turns: list[list[dict[str, Any]]] = []
+    for message in messages:
+        if message.get("role") == "assistant" or not turns:
+            turns.append([])
+        turns[-1].append(message)
+    return [message for turn in forget_turns(turns, err) for message in turn]
+
+
+def forget_turns(turns: list[list[dict[str, Any]]], err: ContextOverflow) -> list[list[dict[str, Any]]]:
+    """`llm.window.forget_oldest`, told to the person watching."""
+    kept = forget_oldest(turns, err.size, err.limit)
+    notices.notify("context", f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are forgotten, {len(kept)} kept")
+    return kept
 
 
 def trim(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:

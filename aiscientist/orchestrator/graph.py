@@ -24,11 +24,11 @@ from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, Completion, ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
-from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, forget_to_fit, stage_of, stop
+from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, stage_of, stop
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import role_toolbox, run_tool
 from aiscientist.specialists.experimentation import experiment_tool
-from aiscientist.agent.loop import terminal
+from aiscientist.agent.loop import forget_turns, terminal
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import clip, submit_tool, tool_schema
 from aiscientist.agent.toolsets import toolset
@@ -62,7 +62,7 @@ class Agent:
 
     def complete(self, view: OrchestratorState, tools: list[dict[str, Any]]) -> tuple[Completion, list[list[dict[str, Any]]]]:
         """The decision and the turns it saw. A growing conversation that no longer fits
-        the model's context window forgets its oldest turns (`forget_to_fit`) until it does."""
+        the model's context window forgets its oldest turns (`llm.window.forget_oldest`) until it does."""
         turns = view.get("turns", [])
         while True:
             try:
@@ -70,9 +70,8 @@ class Agent:
             except ContextOverflow as err:
                 if not self.grows or not turns:
                     raise
-                kept = forget_to_fit(turns, err.size, err.limit)
+                kept = forget_turns(turns, err)
                 self.rt.ws.events.record(self.role, "orchestrator.context_trimmed", {"forgot_turns": len(turns) - len(kept), "kept_turns": len(kept), "tokens": err.size, "limit": err.limit})
-                notices.notify("context", f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are forgotten, {len(kept)} kept")
                 turns = kept
 
 

@@ -11,8 +11,8 @@ from typing import Any, TypedDict
 
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
+from aiscientist.llm.window import newest_within
 
-FIT_TARGET = 0.75  # a conversation that overflowed the context window is cut to this share of it
 COUNTED = ("comprehension", "prioritization", "implementation", "experimentation", "helper")
 
 
@@ -62,33 +62,7 @@ def bound_turns(turns: list[list[dict[str, Any]]], config: RunConfig, grows: boo
     the only carrier of results (File-as-Bus off, flat agent), as many as fit the cap."""
     if not grows:
         return turns[-config.orchestrator.recent_turns :]
-    return _newest_within(turns, config.orchestrator.no_bus_context_chars)
-
-
-def forget_to_fit(turns: list[list[dict[str, Any]]], size: int | None, limit: int | None) -> list[list[dict[str, Any]]]:
-    """A growing conversation that overflowed the context window (`size` tokens against
-    `limit`) forgets its oldest turns: it keeps the newest ones within the share of the
-    turns' characters that would bring the request to FIT_TARGET of the window (half
-    when the sizes are not known), and always forgets at least the oldest turn."""
-    share = FIT_TARGET * limit / size if size and limit else 0.5
-    kept = _newest_within(turns, int(share * sum(map(_chars, turns))), keep_newest=False)
-    return kept if len(kept) < len(turns) else turns[1:]
-
-
-def _newest_within(turns: list[list[dict[str, Any]]], cap: int, keep_newest: bool = True) -> list[list[dict[str, Any]]]:
-    """The newest turns whose characters add up to at most `cap` (and the newest one
-    even beyond it when `keep_newest`)."""
-    total, kept = 0, []
-    for turn in reversed(turns):
-        total += _chars(turn)
-        if total > cap and (kept or not keep_newest):
-            break
-        kept.append(turn)
-    return list(reversed(kept))
-
-
-def _chars(turn: list[dict[str, Any]]) -> int:
-    return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in turn)
+    return newest_within(turns, config.orchestrator.no_bus_context_chars)
 
 
 def bound_summaries(summaries: list[dict[str, Any]], config: RunConfig) -> list[dict[str, Any]]:
