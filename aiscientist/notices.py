@@ -1,6 +1,7 @@
 """Things the person watching a run should see as they happen (model retries, a
-sub-agent that failed, a conversation that had to forget turns), from any thread, without the code that notices them knowing
-about the console. `solve` listens and shows them; nobody listening is fine."""
+sub-agent that failed, a conversation that had to forget turns), from any thread,
+without the code that notices them knowing about the console. `solve` listens and
+shows them; nobody listening is fine."""
 
 from __future__ import annotations
 
