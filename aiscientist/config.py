@@ -57,6 +57,7 @@ class RunConfig(BaseModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     seed: int | None = Field(None, description="seed of the offline policy (None: the models file's, default 0)")
     models_file: Path | None = None
+    preflight_model_timeout_s: float = Field(600, gt=0, description="how long preflight waits for the model's first answer")
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
     specialists: SpecialistConfig = Field(default_factory=SpecialistConfig)
 

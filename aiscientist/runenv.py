@@ -5,18 +5,28 @@ outputs folder emptied before each step, and the outside paths it may read.
 default) every command runs through `conda run -n ENV` when conda is installed,
 and a task that names an environment fails with a clear error when it is not;
 `AISCIENTIST_CONDA=current` runs the commands in the current environment instead.
+`conda_env: base` (conda's default environment, i.e. what the user already runs) without
+conda runs in the current environment, with a one-line notice.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import shutil
+from functools import cache
 from pathlib import Path
 
 from aiscientist.task import Task, TaskError
 
 CONDA_SETTING = "AISCIENTIST_CONDA"
+log = logging.getLogger(__name__)
+
+
+@cache
+def _notice_base_without_conda() -> None:
+    log.warning("the task names conda's 'base' environment and conda is not installed: its commands run in the current environment")
 
 
 def conda_command(task: Task) -> list[str] | None:
@@ -30,6 +40,9 @@ def conda_command(task: Task) -> list[str] | None:
     if setting != "auto":
         raise TaskError(CONDA_SETTING, "environment", f"expected auto or current, got {setting!r}")
     conda = shutil.which("conda")
+    if conda is None and task.conda_env == "base":
+        _notice_base_without_conda()
+        return None
     if conda is None:
         raise TaskError(
             task.source or task.repository,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.runenv import CONDA_SETTING, in_environment, readable_outside
+from aiscientist.runenv import CONDA_SETTING, _notice_base_without_conda, in_environment, readable_outside
 from aiscientist.task import TaskError, load_task
 from aiscientist.workspace import Workspace
 from aiscientist.workspace.eventlog import read_events
@@ -89,6 +89,23 @@ def test_conda_env_runs_through_conda_or_fails_clearly(root: Path, tmp_path: Pat
     assert tmp_path in readable_outside(task)  # the conda installation is visible to sandboxed commands
     monkeypatch.setenv(CONDA_SETTING, "current")
     assert in_environment(task, ["python a.py"]) == ["python a.py"]
+
+
+def test_conda_base_without_conda_runs_in_the_current_environment(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    task = load_task(root / "ml_tasks" / "Tiny_main").model_copy(update={"conda_env": "base"})
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv(CONDA_SETTING, raising=False)
+    _notice_base_without_conda.cache_clear()
+    with caplog.at_level("WARNING"):
+        assert in_environment(task, ["python a.py"]) == ["python a.py"]
+        assert in_environment(task, ["python b.py"]) == ["python b.py"]
+    notices = [r.getMessage() for r in caplog.records if "'base' environment" in r.getMessage()]
+    assert len(notices) == 1  # one line per process, not one per command
+    other = task.model_copy(update={"conda_env": "research"})
+    with pytest.raises(TaskError, match="conda environment 'research' but conda is not installed"):
+        in_environment(other, ["python x.py"])
 
 
 @pytest.mark.slow

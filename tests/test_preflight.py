@@ -3,6 +3,7 @@ commands' programs and scripts, the sandbox, the model (real loopback server).""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 import yaml
 
 from aiscientist.cli import main
-from aiscientist.preflight import check_model, command_problems
-from aiscientist.task import TaskError
+from aiscientist.preflight import check_model, command_problems, preflight, sandbox_lookup
+from aiscientist.sandbox import bwrap_works
+from aiscientist.task import TaskError, load_task
 from tests.fixtures.llm.fake_openai import FakeOpenAI, error, reply
 
 TINY = Path(__file__).parent / "fixtures" / "tiny"
@@ -97,3 +99,39 @@ def test_every_shipped_task_passes_and_paper_tasks_leave_scripts_to_the_agent():
         check_commands(load_task(path))  # reproduce.sh does not exist yet in a paper task
     assert command_problems("bash reproduce.sh", TINY / "repo", scripts=False) == []
     assert command_problems("no-such-program-xyz reproduce.sh", TINY / "repo", scripts=False) != []
+
+
+def _host_tool(tmp_path: Path, name: str, executable: bool = True) -> Path:
+    """A program on the host's PATH, in a folder of host /tmp (hidden by bwrap)."""
+    folder = tmp_path / "hostbin"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text("#!/bin/sh\nexit 0\n")
+    (folder / name).chmod(0o755 if executable else 0o644)
+    return folder
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is not usable on this machine")
+def test_a_program_the_sandbox_hides_exits_2_before_any_step(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", f"{_host_tool(tmp_path, 'hosttool-xyz')}:{os.environ['PATH']}")
+    task = _task(tmp_path, commands=["hosttool-xyz && python train.py", "python evaluate.py --split val"])
+    run_dir = tmp_path / "run"
+    assert main(["solve", str(task), "--model", "offline", "--steps", "1", "--run-dir", str(run_dir), "--sandbox", "bwrap"]) == 2
+    err = capsys.readouterr().err
+    assert "program 'hosttool-xyz' is hidden by the bwrap sandbox" in err and "commands" in err
+    assert not run_dir.exists()
+    # the local backend shows the host's PATH: the same task passes its preflight there
+    preflight(load_task(task), "offline", "local")
+
+
+def test_preflight_names_a_program_that_is_not_executable(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{_host_tool(tmp_path, 'plainfile-xyz', executable=False)}:{os.environ['PATH']}")
+    task = load_task(_task(tmp_path, commands=["plainfile-xyz", "python evaluate.py --split val"]))
+    with pytest.raises(TaskError, match="program 'plainfile-xyz' is not executable inside the local sandbox"):
+        preflight(task, "offline", "local")
+
+
+def test_preflight_looks_python_up_inside_the_sandbox(tmp_path):
+    task = _task(tmp_path, commands=["python3 train.py && bash -c true", "python evaluate.py --split val", "no-such-xyz"])
+    lookup = sandbox_lookup(load_task(task), "auto")
+    assert lookup("python") is None and lookup("python3") is None and lookup("bash") is None
+    assert "not installed" in (lookup("no-such-xyz") or "")

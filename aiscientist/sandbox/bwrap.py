@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, resolved, scrubbed_env, to_cover
+from aiscientist.sandbox.interpreter import launcher_dir, sandbox_path
 from aiscientist.sandbox.local import python_env, run_commands
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -45,18 +46,24 @@ def bwrap_works() -> bool:
 
 @cache
 def python_dirs() -> tuple[str, ...]:
-    """The interpreter's installation and package folders, outside the system ones."""
-    candidates = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()}
-    found = [Path(p).resolve() for p in (*candidates, site.getusersitepackages()) if Path(p).is_dir()]
+    """The interpreter's installation and every folder on its import path (a venv's
+    site-packages, one a `.pth` file adds), outside the system folders. The working
+    folder and folders holding it are left out: they are not the environment."""
+    cwd = Path.cwd().resolve()
+    prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    imports = {Path(p).resolve() for p in sys.path[1:] if p and Path(p).is_dir()}
+    found = [Path(p).resolve() for p in prefixes if Path(p).is_dir()] + [p for p in imports if not cwd.is_relative_to(p)]
     kept = [p for p in found if not any(p.is_relative_to(s) for s in SYSTEM_DIRS)]
     return tuple(sorted({str(p) for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)}))
 
 
 def runtime_paths() -> list[str]:
     """The host paths every backend shows read-only: system folders (links such as
-    /bin -> usr/bin are recreated, not mounted), a few /etc entries, the Python environment."""
+    /bin -> usr/bin are recreated, not mounted), a few /etc entries, the Python environment
+    and the launcher that makes it `python`."""
     system = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    return system + [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")] + list(python_dirs())
+    etc = [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")]
+    return system + etc + list(python_dirs()) + [str(launcher_dir())]
 
 
 def _system_args() -> list[str]:
@@ -74,9 +81,10 @@ class BwrapSandbox(Sandbox):
 
     def argv(self, mounts: Mounts, cwd: Path) -> list[str]:
         writable, readonly, hidden = mounts
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", *_system_args()]
         tmp_size = ["--size", str(self.settings.file_size_mb << 20)] if self.settings.file_size_mb else []  # /tmp lives in memory
-        args += ["--dev", "/dev", "--proc", "/proc", *tmp_size, "--tmpfs", PRIVATE_TMP]
+        # the private /tmp first: an environment or a run folder under host /tmp is mounted onto it
+        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        args += ["--dev", "/dev", "--proc", "/proc", *tmp_size, "--tmpfs", PRIVATE_TMP, *_system_args()]
         shown: list[Path | str] = [*resolved(writable)]
         for path in shown:
             args += ["--bind", str(path), str(path)]
@@ -90,7 +98,8 @@ class BwrapSandbox(Sandbox):
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", "/dev/null", str(path)]
-        env = {"HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env(PRIVATE_TMP)}
+        path = sandbox_path([*SYSTEM_DIRS, *python_dirs()])  # never a folder commands can write
+        env = {"PATH": path, "HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env(PRIVATE_TMP)}
         for key, value in env.items():
             args += ["--setenv", key, value]
         return args + ["--remount-ro", "/", "--chdir", str(Path(cwd).resolve()), "--", "bash", "-c"]

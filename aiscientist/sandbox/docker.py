@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,8 @@ from typing import Any
 from aiscientist.sandbox.base import (
     Mounts, RunResult, Sandbox, SandboxSettings, resolved, run_each, scrubbed_env, to_cover,
 )
-from aiscientist.sandbox.bwrap import runtime_paths
+from aiscientist.sandbox.bwrap import SYSTEM_DIRS, python_dirs, runtime_paths
+from aiscientist.sandbox.interpreter import sandbox_path
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.local import python_env
 
@@ -148,7 +148,7 @@ class DockerSandbox(Sandbox):
         Python); only `env` for a user's image, which brings its own."""
         base = scrubbed_env(env) if self.host_runtime else dict(env or {})
         if self.host_runtime:
-            base["PATH"] = f"{os.path.dirname(sys.executable)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            base["PATH"] = sandbox_path([*SYSTEM_DIRS, *python_dirs()])
         return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
 
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, run_each, scrubbed_env
+from aiscientist.sandbox.interpreter import sandbox_path
 
 MARKER = "AISCIENTIST_SANDBOX_RUN"
 # a command's private /tmp lives in memory where the host has a tmpfs, as under bwrap
@@ -177,5 +178,5 @@ class LocalSandbox(Sandbox):
 
     def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
-            extra = {"TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}
+            extra = {"PATH": sandbox_path(None), "TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}
             return run_commands(lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(extra), self.name, self.settings)
