@@ -1,5 +1,5 @@
 import sys
 
-from aiscientist.cli import main
+from aiscientist.cli.app import main
 
 sys.exit(main())

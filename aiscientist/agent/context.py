@@ -18,14 +18,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiscientist import accounting
+from aiscientist.records import accounting
 from aiscientist.agent.journal import Journal
 from aiscientist.agent.loop import call_model
 from aiscientist.agent.outcome import StopReason, StopRun
 from aiscientist.config import RunConfig
-from aiscientist.experiment import StepRecord
-from aiscientist.gitrepo import git
-from aiscientist.integrity import read_regular
+from aiscientist.experiment.engine import StepRecord
+from aiscientist.experiment.gitrepo import git
+from aiscientist.experiment.integrity import read_regular
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.llm.budget import tracker_for_run
 from aiscientist.task import Task, expand_globs

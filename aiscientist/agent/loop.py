@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.agent.tools import Toolbox
-from aiscientist import notices
+from aiscientist.util import notices
 from aiscientist.llm import ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import Completion, ToolCall
 from aiscientist.llm.window import forget_oldest

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import Tool, Toolbox, clip
-from aiscientist.integrity import read_regular
+from aiscientist.experiment.integrity import read_regular
 from aiscientist.task import expand_globs
 
 TIMEOUT_S = 600.0

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from aiscientist.accounting import CallUsage, call_usage
-from aiscientist.appendfile import LockedAppendFile
+from aiscientist.records.accounting import CallUsage, call_usage
+from aiscientist.util.appendfile import LockedAppendFile
 from aiscientist.llm.config import BudgetLimits
 from aiscientist.llm.types import BudgetExhausted
 

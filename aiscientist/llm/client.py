@@ -182,7 +182,7 @@ def make_client(
     backend: Backend | None
     priced = True
     if model == OFFLINE_MODEL:
-        from aiscientist.offline import OfflineBackend
+        from aiscientist.llm.offline import OfflineBackend
 
         backend, priced = OfflineBackend(seed=config.seed, max_steps=config.offline_max_steps), False
     elif model.startswith(SCRIPTED_PREFIX):

@@ -1,7 +1,7 @@
 """Patience with a failing provider: exponential backoff with jitter, Retry-After
 honoured, for up to `patience_s` of continuous failure per call.
 
-Each retry is announced (`aiscientist.notices`, e.g. the console's status line
+Each retry is announced (`aiscientist.util.notices`, e.g. the console's status line
 "model unavailable, retry 4 in 32 s") and kept in the call's record (`retry_log`).
 Past the patience the call raises ModelUnavailable; the run stops resumably.
 """
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiscientist import notices
+from aiscientist.util import notices
 from aiscientist.llm.backends import Backend, Transient
 from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.types import ModelUnavailable, Reply

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiscientist.llm.messages import canonical_json
 from aiscientist.llm.types import ReplayMiss, Reply
-from aiscientist.paths import write_atomic
+from aiscientist.records.paths import write_atomic
 
 
 class Recorder:

@@ -18,7 +18,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from pydantic import ValidationError
 
-from aiscientist import notices
+from aiscientist.util import notices
 from aiscientist.agent.context import RunContext
 from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, Completion, ContextOverflow, ModelError, ModelUnavailable

@@ -9,8 +9,8 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from aiscientist.accounting import is_better
-from aiscientist.result import RunResult
+from aiscientist.records.accounting import is_better
+from aiscientist.records.result import RunResult
 
 
 def _fmt(value: float | None) -> str:

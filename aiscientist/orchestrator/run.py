@@ -22,14 +22,14 @@ from pydantic import BaseModel, ValidationError
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
-from aiscientist.experiment import StepRecord, best_step
+from aiscientist.experiment.engine import StepRecord, best_step
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator.graph import TURN, build_graph
 from aiscientist.orchestrator.state import initial_state
-from aiscientist.paths import write_atomic
-from aiscientist.records import PENDING_RECORD, folder_hashes
-from aiscientist.result import RunResult, summarise, write_result
+from aiscientist.records.paths import write_atomic
+from aiscientist.records.step import PENDING_RECORD, folder_hashes
+from aiscientist.records.result import RunResult, summarise, write_result
 from aiscientist.task import Task, TaskError, load_task
 
 RUN_FILE = "run.json"

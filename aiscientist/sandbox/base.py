@@ -12,7 +12,7 @@ from typing import BinaryIO, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from aiscientist.causes import FailureCause
+from aiscientist.records.causes import FailureCause
 
 TAIL_CHARS = 8000
 

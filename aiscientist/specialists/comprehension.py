@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
-from aiscientist import notices
+from aiscientist.util import notices
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import clip
 from aiscientist.specialists.base import SpecialistResult, call_brief, facts, role_toolbox, run_loop, task_brief

@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.experiment import StepRecord
-from aiscientist.gitrepo import git
+from aiscientist.experiment.engine import StepRecord
+from aiscientist.experiment.gitrepo import git
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.specialists.base import SpecialistResult, append_once, call_brief, facts, role_toolbox, run_loop
 from aiscientist.specialists.base import steps_used

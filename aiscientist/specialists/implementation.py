@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.gitrepo import git
+from aiscientist.experiment.gitrepo import git
 from aiscientist.agent.tools import clip
 from aiscientist.specialists.base import SpecialistResult, append_once, call_brief, facts, read_or_empty, role_toolbox
 from aiscientist.specialists.base import run_loop, tail

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from aiscientist.metrics_file import MetricsError, read_metric
+from aiscientist.records.metrics_file import MetricsError, read_metric
 from aiscientist.task.checks import check_files, read_json, validate
 from aiscientist.task.model import Direction, MetricChoice, MetricSpec, Task, TaskError, mean_key
 

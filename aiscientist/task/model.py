@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from aiscientist.accounting import is_better
+from aiscientist.records.accounting import is_better
 
 
 class TaskError(ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiscientist.paths import write_atomic
+from aiscientist.records.paths import write_atomic
 from aiscientist.viewer.load import load_run
 from aiscientist.viewer.render import render
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.accounting import best_step, is_better, successful, totals
-from aiscientist.humanize import num
+from aiscientist.records.accounting import best_step, is_better, successful, totals
+from aiscientist.util.humanize import num
 from aiscientist.task import TaskError
 
 DIFF_CHARS = 60_000  # a huge diff is cut, not inlined whole
@@ -40,7 +40,7 @@ class StepView(BaseModel):
 
     @property
     def eligible(self) -> bool:
-        """A step whose metric may become the best (`aiscientist.accounting`)."""
+        """A step whose metric may become the best (`aiscientist.records.accounting`)."""
         return self.success and self.valid and not self.constraint_violated
 
 

@@ -6,8 +6,8 @@ import base64
 import io
 from html import escape
 
-from aiscientist.accounting import is_better, successful
-from aiscientist.humanize import duration, money, num, plural
+from aiscientist.records.accounting import is_better, successful
+from aiscientist.util.humanize import duration, money, num, plural
 from aiscientist.viewer.load import Moment, RunView, StepView
 
 REFRESH_S = 10  # while a run is going, the page reloads itself (re-written by `show --watch`)

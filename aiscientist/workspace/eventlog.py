@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from aiscientist.appendfile import LockedAppendFile
+from aiscientist.util.appendfile import LockedAppendFile
 
 GENESIS = "0" * 64
 EVENTS = "logs/events.jsonl"

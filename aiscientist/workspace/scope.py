@@ -21,8 +21,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from typing import Protocol
 
-from aiscientist.paths import MAP_FILE, RunPaths
-from aiscientist import safe_open
+from aiscientist.records.paths import MAP_FILE, RunPaths
+from aiscientist.util import safe_open
 from aiscientist.workspace.errors import PermissionDenied, ToolError
 from aiscientist.workspace.eventlog import EventLog
 from aiscientist.workspace.permissions import Op, Policy

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from aiscientist.records import folder_hashes
+from aiscientist.records.step import folder_hashes
 from aiscientist.workspace.eventlog import EVENTS, FIELDS, GENESIS, HEAD, event_hash, line_hashes
 
 

@@ -1,6 +1,6 @@
 """A watch over the run folder while a run is active.
 
-watchdog's observer runs in a process of its own (`aiscientist.fswatch`). Every file
+watchdog's observer runs in a process of its own (`aiscientist.workspace.fswatch`). Every file
 change it reports is queued with its time and the role or experiment active when it
 happened, and written to the event log in batches (`files.changed`). Two kinds of change
 are checked on the spot:
@@ -26,9 +26,9 @@ import os
 import threading
 from typing import Any, Protocol
 
-from aiscientist.experiment import ExperimentEngine
-from aiscientist.fswatch import EVERY_WRITE_IN, Change, ObserverProcess, WatchSpec, intact
-from aiscientist.paths import RunPaths
+from aiscientist.experiment.engine import ExperimentEngine
+from aiscientist.workspace.fswatch import EVERY_WRITE_IN, Change, ObserverProcess, WatchSpec, intact
+from aiscientist.records.paths import RunPaths
 from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes
 from aiscientist.workspace.permissions import PermissionsFile
 

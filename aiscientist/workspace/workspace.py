@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from aiscientist.accounting import call_usage, run_usage
-from aiscientist.experiment import ExperimentEngine, StepRecord, best_step, load_steps
+from aiscientist.records.accounting import call_usage, run_usage
+from aiscientist.experiment.engine import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.llm import read_records
-from aiscientist.paths import RunPaths, write_atomic
+from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import Mounts, RunResult, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError

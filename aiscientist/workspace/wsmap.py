@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from aiscientist.paths import RunPaths
+from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task
 from aiscientist.workspace.eventlog import SESSION_MARK, EventLog
 from aiscientist.workspace.permissions import EDITABLE, PermissionsFile, RoleRules

@@ -1,6 +1,5 @@
 """The agents the benchmark compares, by name. Each spends its step budget through
-`ctx.run_step`, so every agent leaves the same trajectory record. Importing this package
-registers the contribution judge's offline policy.
+`ctx.run_step`, so every agent leaves the same trajectory record.
 """
 
 from __future__ import annotations
@@ -10,8 +9,6 @@ from typing import Protocol
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome
-from aiscientist.offline import register_role_policy
-from bench.agents import contribution_judge
 
 # name -> "module:class", resolved only when the agent is asked for
 AGENTS: dict[str, str] = {
@@ -46,5 +43,4 @@ def get_agent(name: str) -> Agent:
     return getattr(importlib.import_module(module), cls)()
 
 
-register_role_policy(contribution_judge.ROLE, contribution_judge.offline_policy, replace=True)
 __all__ = ["AGENTS", "Agent", "UnknownAgent", "get_agent"]

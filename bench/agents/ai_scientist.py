@@ -16,7 +16,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.paths import write_atomic
+from aiscientist.records.paths import write_atomic
 from bench.agents.tools import baseline_toolbox, step_report, system_prompt
 
 ROLE = "ai-scientist"

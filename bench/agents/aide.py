@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
-from aiscientist.gitrepo import git
+from aiscientist.experiment.gitrepo import git
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.paths import write_atomic
+from aiscientist.records.paths import write_atomic
 from aiscientist.task import expand_globs
 from aiscientist.agent.outcome import Outcome, StopReason
 from bench.agents.tools import system_prompt

@@ -1,6 +1,6 @@
 """`hpsearch`: the engineering-only reference — no model, only numbers and flags.
 
-Local search with random restarts over the tunable literals `aiscientist.candidates`
+Local search with random restarts over the tunable literals `aiscientist.llm.candidates`
 finds in the editable files: most steps perturb one literal of the best code so
 far (halve/double a number, toggle a flag); every few steps a random restart
 perturbs several literals of the baseline instead. A change that does not beat
@@ -10,8 +10,8 @@ the best is simply left behind (the next step starts again from the best).
 from __future__ import annotations
 
 from aiscientist.agent.context import RunContext
-from aiscientist.candidates import Change, propose_changes
-from aiscientist.experiment import best_step
+from aiscientist.llm.candidates import Change, propose_changes
+from aiscientist.experiment.engine import best_step
 from aiscientist.agent.outcome import Outcome, StopReason
 
 RESTART_PROBABILITY = 0.2

@@ -1,0 +1,71 @@
+"""`python -m aiscientist <command>`: one program, one module per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+from pathlib import Path
+
+from rich.console import Console
+
+from aiscientist.llm.types import ReplayMiss
+from aiscientist.task import TaskError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "solve": ("aiscientist.cli.solve", "run the AiScientist research loop on a task"),
+    "baseline": ("aiscientist.cli.baseline", "run a task's baseline once and record it"),
+    "verify": ("aiscientist.cli.verify", "check a run folder's logs and protected files"),
+    "show": ("aiscientist.cli.show", "write a run folder's self-contained HTML page and print its path"),
+    "bench": ("bench.cli.bench", "benchmark agents on tasks and report FML-bench metrics"),
+    "grade": ("bench.cli.grade", "grade a paper-reproduction submission against a rubric"),
+    "sandbox": ("aiscientist.cli.sandbox", "build the docker sandbox's run image; clean up orphaned containers"),
+    "task": ("aiscientist.cli.task", "inspect a task (task show PATH [--json])"),
+    "rubric": ("bench.cli.rubric", "check a PaperBench rubric or re-score a graded tree"),
+}
+
+# errors are never hard-wrapped: a path or command in them stays copyable when stderr is a pipe
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aiscientist", description="Autonomous ML research engineering and its benchmark.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--record", metavar="DIR", help="store every model request and response in DIR")
+    parser.add_argument("--replay", metavar="DIR", help="answer model requests from a recording in DIR (a miss is an error)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if not module_name.startswith(str(err.name)):
+                raise
+            missing = sub.add_parser(name, help=f"{help_text} (not available in this build)")
+            missing.set_defaults(handler=lambda args, name=name: _unavailable(name))
+            continue
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(command)
+        command.set_defaults(handler=module.run)
+    return parser
+
+
+def _unavailable(name: str) -> int:
+    err_console.print(f"[red]error:[/red] the {name!r} command is not available in this build")
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for flag, env in ((args.record, "AISCIENTIST_LLM_RECORD"), (args.replay, "AISCIENTIST_LLM_REPLAY")):
+        if flag:
+            os.environ[env] = str(Path(flag).resolve())  # read by aiscientist.llm.load_llm_config
+    try:
+        return int(args.handler(args) or 0)
+    except (TaskError, ReplayMiss) as err:
+        err_console.print(f"[red]error:[/red] {err}")
+        return 2 if isinstance(err, TaskError) else 1
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/yellow]")
+        return 130

@@ -1,1 +1,0 @@
-"""Small CLI subcommands that belong to no bigger package."""

@@ -1,0 +1,318 @@
+"""One experiment step: restore protected files → run → parse metrics → record.
+
+The engine owns everything that makes a step trustworthy: protected files are
+restored from pristine copies and verified by sha256 before every run and
+checked again after it (a change is recorded as tampering and the step marked
+invalid), commands run in the sandbox, and every attempt leaves a step folder
+with `step.json`, output tails, the diff against the baseline and a snapshot of
+the editable files. Between steps the repository is put back to its baseline
+plus the editable files, and after a run anything else it left (a changed task
+file, a shadowing module, a link out of the repository) makes the step invalid
+(aiscientist/integrity.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from aiscientist.records import accounting
+from aiscientist.experiment import gitrepo
+from aiscientist.experiment import integrity
+from aiscientist.records.causes import FailureCause
+from aiscientist.experiment.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
+from aiscientist.experiment.hidden import run_hidden_test
+from aiscientist.experiment.gitrepo import git
+from aiscientist.records.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
+from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import PENDING_RECORD, STEP_RECORD, MetricsReading, StepRecord, TestResult, folder_hashes, sha256_file
+from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
+from aiscientist.sandbox import RunResult, Sandbox
+from aiscientist.sandbox.base import TAIL_CHARS
+from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
+
+EventSink = Callable[[str, dict], None]
+
+
+def load_steps(paths: RunPaths) -> list[StepRecord]:
+    """Every recorded step of a run, in order."""
+    records = []
+    for step_json in sorted(paths.experiments.glob("step_*/step.json")):
+        records.append(StepRecord.model_validate_json(step_json.read_text()))
+    return records
+
+
+def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
+    """The eligible step with the best target metric (earliest on ties); None when
+    the task names no metric."""
+    return accounting.best_step(steps, task.metric.direction) if task.metric else None
+
+
+class ExperimentEngine:
+    """Runs the task's command list on `paths.submission`, one counted step at a time."""
+
+    BASELINE_TAG = BASELINE_TAG
+
+    def __init__(self, task: Task, paths: RunPaths, sandbox: Sandbox, on_event: EventSink | None = None, env: Mapping[str, str] | None = None):
+        self.task, self.paths, self.sandbox = task, paths, sandbox
+        self.on_event: EventSink = on_event or (lambda kind, payload: None)
+        self.env = dict(env or {})
+        self._lock = threading.Lock()
+        self._baseline_code: dict[str, str] | None = None  # editable files at the baseline commit
+        self._last_step: int | None = None
+
+    # ---- setup and protected files ---------------------------------------------------
+
+    @property
+    def _manifest_path(self) -> Path:
+        return self.paths.pristine / "manifest.json"
+
+    @property
+    def setup_done(self) -> bool:
+        return (self.paths.state / "setup.json").is_file()
+
+    def ensure_setup(self) -> None:
+        """Once per workspace: run setup, commit the baseline, keep pristine copies.
+
+        Raises TaskError when setup fails or a protected file is still missing."""
+        if self.setup_done:
+            return
+        conda_command(self.task)  # a missing conda environment fails before anything runs
+        submission = self.paths.submission
+        if not self.paths.git_dir.exists():
+            gitrepo.init(self.paths)
+        result = self.run_commands(self.task.setup_commands, hide_task=False) if self.task.setup_commands else None
+        source = self.task.source or self.task.repository
+        if result is not None and not result.ok:
+            raise TaskError(source, "setup_commands", result.failure() or "setup failed")
+        if self.task.preprocess_commands:  # protected files as every step's preprocess leaves them
+            self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess"))
+        clean_outputs(self.task, submission)  # outputs are never part of the baseline
+        check_after_setup(self.task, submission)
+        manifest = {}
+        for rel in expand_globs(submission, self.task.protected):
+            target = self.paths.pristine / "files" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(submission / rel, target)
+            manifest[rel] = sha256_file(target)
+        self.paths.pristine.mkdir(parents=True, exist_ok=True)
+        self._manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        tree = integrity.scan(submission)
+        integrity.keep_pristine(self.task, submission, tree, self.paths.pristine / "files")
+        self._tree_path.write_text(json.dumps({rel: e.to_json() for rel, e in tree.items()}, indent=1, sort_keys=True))
+        git(self.paths, "add", "-A")
+        git(self.paths, "commit", "-q", "--allow-empty", "-m", "baseline")
+        git(self.paths, "tag", "-f", self.BASELINE_TAG)
+        self.paths.state.mkdir(parents=True, exist_ok=True)
+        (self.paths.state / "setup.json").write_text(json.dumps({"done_at": _now(), "setup": result.model_dump() if result else None}, indent=1))
+
+    @property
+    def _tree_path(self) -> Path:
+        return self.paths.pristine / "tree.json"
+
+    def baseline_tree(self) -> dict[str, integrity.Entry]:
+        """The repository as setup left it (empty for run folders made before it was kept)."""
+        raw = json.loads(self._tree_path.read_text()) if self._tree_path.is_file() else {}
+        return {rel: integrity.Entry.from_json(value) for rel, value in raw.items()}
+
+    def protected_manifest(self) -> dict[str, str]:
+        return json.loads(self._manifest_path.read_text()) if self._manifest_path.is_file() else {}
+
+    def tampered_files(self) -> list[str]:
+        """Protected files whose content differs from the pristine hash (or are gone)."""
+        bad = []
+        for rel, digest in self.protected_manifest().items():
+            current = self.paths.submission / rel
+            if not current.is_file() or sha256_file(current) != digest:
+                bad.append(rel)
+        return bad
+
+    def restore_protected(self) -> list[str]:
+        """Copy pristine protected files back; return those that needed it."""
+        restored = []
+        for rel, digest in self.protected_manifest().items():
+            current = self.paths.submission / rel
+            if current.is_file() and not current.is_symlink() and sha256_file(current) == digest:
+                continue
+            if current.is_symlink() or current.is_dir():
+                shutil.rmtree(current) if current.is_dir() and not current.is_symlink() else current.unlink()
+            current.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.paths.pristine / "files" / rel, current)
+            if sha256_file(current) != digest:
+                raise RuntimeError(f"pristine copy of {rel} does not match its recorded hash; the run folder is corrupt")
+            restored.append(rel)
+        if restored:
+            self.on_event("protected.restored", {"files": restored})
+        return restored
+
+    # ---- steps -----------------------------------------------------------------------
+
+    def next_step(self) -> int:
+        """The number the next step gets (the folders are listed once per engine;
+        after that the engine counts the steps it records itself)."""
+        if self._last_step is None:
+            done = [int(p.parent.name.split("_")[1]) for p in self.paths.experiments.glob("step_*/step.json")]
+            self._last_step = max(done, default=0)
+        return self._last_step + 1
+
+    def run_step(self, agent: str, hypothesis: str, tokens: int = 0, cost: float = 0.0) -> StepRecord:
+        """Run the experiment command list once on the current code and record it."""
+        with self._lock:
+            self.ensure_setup()
+            step = self.next_step()
+            step_dir = self.paths.step_dir(step)
+            if step_dir.exists():  # an attempt that crashed before recording
+                shutil.rmtree(step_dir)
+            step_dir.mkdir(parents=True)
+            started = _now()
+            allowed = self._reset_tree(step)
+            preprocess = None
+            if self.task.preprocess_commands:  # it ran at setup too, so it changes nothing the baseline lacks
+                before = integrity.scan(self.paths.submission)
+                preprocess = self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess"))
+                allowed |= {rel: e for rel, e in integrity.scan(self.paths.submission).items() if before.get(rel) != e}
+            tampered_before = self.restore_protected()
+            if tampered_before:
+                self.on_event("protected.tampered", {"step": step, "files": tampered_before, "found": "before run"})
+            metrics_path = self.task.metrics_path(self.paths.submission)
+            clean_outputs(self.task, self.paths.submission)
+            self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
+            result = self.run_commands(self.task.commands) if preprocess is None or preprocess.ok else preprocess
+            if result.ok and self.task.postprocess_commands:
+                post = self.run_commands(self.task.postprocess_commands, timeout=self.task.timeout("postprocess"))
+                result = _combine(result, post)
+            tampered = self.tampered_files()
+            tree = integrity.scan(self.paths.submission)
+            broken = integrity.violations(self.task, self.paths.submission, allowed, tree, self._metrics_rel(self.paths.submission))
+            broken = [v for v in broken if v.split(":", 1)[0] not in tampered]
+            if broken:
+                self.on_event("integrity.violation", {"step": step, "files": [v.split(":", 1)[0] for v in broken[:50]], "found": "after run", "problem": broken[0]})
+            record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken)
+            if tampered:
+                self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
+                self.restore_protected()
+            (step_dir / "stdout.txt").write_text(result.stdout_tail)
+            (step_dir / "stderr.txt").write_text(result.stderr_tail)
+            if self._baseline_code is None:
+                self._baseline_code = baseline_editable(self.task, self.paths)
+            write_code_evidence(self.task, self.paths, self._baseline_code, tree, step_dir)
+            # the record becomes visible only once its end event (with every file's hash) is on disk
+            tmp = step_dir / PENDING_RECORD
+            tmp.write_text(record.model_dump_json(indent=1))
+            self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error, "files": folder_hashes(step_dir)})
+            os.replace(tmp, step_dir / STEP_RECORD)
+            self._last_step = step
+            self.on_event("experiment.recorded", {"step": step})
+            return record
+
+    def _reset_tree(self, step: int) -> dict[str, integrity.Entry]:
+        """Back to baseline + editable files; returns the baseline tree."""
+        baseline = self.baseline_tree()
+        if baseline:
+            touched = integrity.reset_tree(self.task, self.paths.submission, baseline, self.paths.pristine / "files")
+            if touched:
+                self.on_event("tree.reset", {"step": step, "paths": touched[:50], "count": len(touched)})
+        return baseline
+
+    def _metrics_rel(self, repo: Path, test: bool = False) -> str:
+        return self.task.metrics_path(repo, test).relative_to(repo).as_posix()
+
+    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True, timeout: float | None = None) -> RunResult:
+        """Run `commands` in `repo` (default: the submission), the only writable folder.
+
+        `hide_task`: the task's own folders (hidden test assets, rubric) are invisible.
+        `protect`: the protected files recorded at setup are read-only."""
+        repo = repo or self.paths.submission
+        readonly = [repo / rel for rel in self.protected_manifest()] if protect else []
+        if not hide_task:  # the task author's own commands (setup) may read the task's folders
+            readonly += [self.task.repository, *([self.task.source.parent] if self.task.source else [])]
+        hide = [self.paths.pristine, *(self.task.agent_hidden_paths() if hide_task else [])]
+        return self.sandbox.run(
+            in_environment(self.task, commands),
+            cwd=repo / self.task.working_dir,
+            timeout=timeout or self.task.command_timeout_s,
+            env={"MPLBACKEND": "Agg", **self.env},
+            writable=[repo],
+            readonly=[*readonly, *readable_outside(self.task)],
+            hidden=hide,
+        )
+
+    def _record(self, step: int, agent: str, hypothesis: str, started: str, result: RunResult, metrics_path: Path, tampered: list[str], tokens: int, cost: float, broken: list[str]) -> StepRecord:
+        reading = MetricsReading(error=result.failure(), cause=result.failure_cause())
+        if reading.error is None and self.task.metric is not None:
+            reading = self.read_metrics(metrics_path)
+        error, cause = reading.error, reading.cause
+        if broken:
+            error, cause = "; ".join(broken[:3]) + (f" (+{len(broken) - 3} more)" if len(broken) > 3 else ""), FailureCause.INTEGRITY
+        if tampered:
+            error, cause = f"tampering: protected file(s) changed during the run: {', '.join(tampered)}", FailureCause.PROTECTED_CHANGED
+        if cause is None and reading.constraint_violated:
+            cause = FailureCause.CONSTRAINT_VIOLATED
+        rel = self.paths.step_dir(step).relative_to(self.paths.root)
+        return StepRecord(
+            step=step,
+            agent=agent,
+            hypothesis=hypothesis,
+            started_at=started,
+            commands=result.commands,
+            returncodes=result.returncodes,
+            duration_s=round(result.duration_s, 3),
+            timed_out=result.timed_out,
+            backend=result.backend,
+            metric=reading.metric,
+            metrics=reading.metrics,
+            success=error is None,
+            valid=not tampered and not broken,
+            constraint_violated=reading.constraint_violated,
+            error=error,
+            cause=cause,
+            diff_path=str(rel / "diff.patch"),
+            code_path=str(rel / "code"),
+            tokens=tokens,
+            cost=cost,
+        )
+
+    def read_metrics(self, metrics_path: Path) -> MetricsReading:
+        """The target metric, all metrics and the constraints' verdict from a metrics file."""
+        if self.task.metric is None:
+            return MetricsReading(error="the task names no metric", cause=FailureCause.METRIC_MISSING)
+        try:
+            means = load_means(metrics_path)
+            metric = pick(means, self.task.metric.dataset, self.task.metric.key)
+        except MetricsError as err:
+            return MetricsReading(error=str(err), cause=err.cause)
+        violated = False
+        for constraint in self.task.constraints:
+            try:
+                violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
+            except MetricsError:
+                violated = True
+        return MetricsReading(metric=metric, metrics=flatten(means), constraint_violated=violated or constraint_flagged(metrics_path))
+
+    # ---- hidden test -----------------------------------------------------------------
+
+    def run_test(self, step: int) -> TestResult:
+        """The hidden test, run once on `step`'s code (aiscientist/hidden_test.py)."""
+        test = run_hidden_test(self, step)
+        self.on_event("experiment.test", test.model_dump())
+        return test
+
+def _combine(first: RunResult, second: RunResult) -> RunResult:
+    return RunResult(
+        commands=first.commands + second.commands,
+        returncodes=first.returncodes + second.returncodes,
+        stdout_tail=(first.stdout_tail + second.stdout_tail)[-TAIL_CHARS:],
+        stderr_tail=(first.stderr_tail + second.stderr_tail)[-TAIL_CHARS:],
+        duration_s=first.duration_s + second.duration_s,
+        timed_out=second.timed_out,
+        backend=first.backend,
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,50 @@
+"""A step's code evidence: a snapshot of the editable files and their diff
+against the baseline commit. The submission is untrusted data here: links are
+written into the diff as links and never followed, special files are skipped,
+and file bytes are read only through descriptors opened without following links."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from aiscientist.experiment.gitrepo import git
+from aiscientist.experiment.integrity import Entry, read_regular
+from aiscientist.records.paths import RunPaths
+from aiscientist.task import Task
+
+BASELINE_TAG = "baseline"
+
+
+def baseline_editable(task: Task, paths: RunPaths) -> dict[str, str]:
+    """The editable files' text in the baseline commit (it never changes)."""
+    names = [p for p in git(paths, "ls-tree", "-r", "--name-only", BASELINE_TAG).splitlines() if task.is_editable(p)]
+    return {rel: git(paths, "show", f"{BASELINE_TAG}:{rel}") for rel in names}
+
+
+def write_code_evidence(task: Task, paths: RunPaths, baseline: dict[str, str], tree: dict[str, Entry], step_dir: Path) -> None:
+    """`step_dir/code/` (editable regular files) and `step_dir/diff.patch` against
+    `baseline` (from `baseline_editable`)."""
+    current = {rel: entry for rel, entry in tree.items() if task.is_editable(rel) and entry.kind in ("file", "link")}
+    chunks: list[str] = []
+    (step_dir / "code").mkdir(parents=True, exist_ok=True)
+    for rel in sorted(set(current) | set(baseline)):
+        before = baseline.get(rel, "")
+        entry = current.get(rel)
+        if entry is not None and entry.kind == "link":
+            chunks.append(f"Symbolic link b/{rel} -> {entry.digest} (not followed)\n")
+            continue
+        data = read_regular(paths.submission, rel) if entry is not None else b""
+        if data is None:
+            continue
+        try:
+            after = data.decode()
+        except UnicodeDecodeError:
+            chunks.append(f"Binary file b/{rel} differs or is new\n")
+        else:
+            chunks += difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{rel}", f"b/{rel}")
+        if entry is not None:
+            target = step_dir / "code" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    (step_dir / "diff.patch").write_text("".join(chunks))

@@ -1,0 +1,135 @@
+"""Step accounting shared by `result.json`, the bench summaries and FML-bench's
+metrics: which steps count, the direction-aware best step, gains over a baseline,
+and the totals of a run (FML-bench's conventions).
+
+A step is *completed* when it was run and recorded, whatever its outcome, and
+*successful* when it produced a finite target metric, was not tampered with and
+respected the task's constraints (`StepRecord.eligible`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+Direction = Literal["max", "min"]
+
+
+class Step(Protocol):
+    """What accounting reads of a step record (`aiscientist.experiment.engine.StepRecord`)."""
+
+    step: int
+    metric: float | None
+    tokens: int
+    cost: float
+    duration_s: float | None
+
+    @property
+    def eligible(self) -> bool: ...
+
+
+def is_better(a: float, b: float, direction: Direction) -> bool:
+    """True when `a` is strictly better than `b`."""
+    return a > b if direction == "max" else a < b
+
+
+def signed_gain(value: float, baseline: float, direction: Direction) -> float:
+    """value − baseline, sign flipped for `min` so that positive is better."""
+    return value - baseline if direction == "max" else baseline - value
+
+
+def successful(step: Step) -> bool:
+    return step.eligible and step.metric is not None
+
+
+S = TypeVar("S", bound=Step)
+
+
+def best_step(steps: Sequence[S], direction: Direction) -> S | None:
+    """The successful step with the best metric (earliest on ties)."""
+    best: S | None = None
+    for step in sorted(steps, key=lambda s: s.step):
+        if successful(step) and (best is None or is_better(step.metric, best.metric, direction)):  # type: ignore[arg-type]
+            best = step
+    return best
+
+
+def best_so_far(steps: Sequence[Step], direction: Direction) -> list[float | None]:
+    """After each completed step (in step order), the best successful metric so far."""
+    curve: list[float | None] = []
+    best: float | None = None
+    for step in sorted(steps, key=lambda s: s.step):
+        if successful(step) and (best is None or is_better(step.metric, best, direction)):  # type: ignore[arg-type]
+            best = step.metric
+        curve.append(best)
+    return curve
+
+
+@dataclass
+class CallUsage:
+    """What a run's model calls used, from `llm_calls.jsonl` records. A budget
+    refusal is not a call; a failed call is one, with no tokens or cost. `wall_time_s`
+    is the run's wall time as the latest record saw it."""
+
+    calls: int = 0
+    answered: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    answer_tokens: int = 0  # completion tokens of the answered calls
+    wall_time_s: float = 0.0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count one record (a malformed one is skipped)."""
+        try:
+            wall = float(record.get("run_elapsed_s") or 0.0)
+            if record.get("outcome") == "budget_exhausted":
+                self.wall_time_s = max(self.wall_time_s, wall)
+                return
+            prompt, completion = int(record.get("prompt_tokens") or 0), int(record.get("completion_tokens") or 0)
+            cost = float(record.get("cost") or 0.0)
+        except (ValueError, TypeError, AttributeError):
+            return
+        self.calls += 1
+        self.tokens += prompt + completion
+        self.cost += cost
+        self.wall_time_s = max(self.wall_time_s, wall)
+        if record.get("outcome", "ok") == "ok":
+            self.answered += 1
+            self.answer_tokens += completion
+
+
+def call_usage(records: Iterable[Mapping[str, Any]]) -> CallUsage:
+    usage = CallUsage()
+    for record in records:
+        usage.add(record)
+    return usage
+
+
+def run_usage(calls: CallUsage, steps: Sequence[Step]) -> tuple[int, float]:
+    """A run's (tokens, cost): the model-call log is the ground truth (some agents do
+    not charge steps); the steps' charges stand in when no call was logged."""
+    if calls.calls:
+        return calls.tokens, calls.cost
+    counted = totals(steps)
+    return counted.tokens, counted.cost
+
+
+class Totals(BaseModel):
+    completed: int
+    successful: int
+    tokens: int
+    cost: float
+    experiment_time_s: float
+
+
+def totals(steps: Sequence[Step]) -> Totals:
+    return Totals(
+        completed=len(steps),
+        successful=sum(1 for s in steps if successful(s)),
+        tokens=sum(s.tokens for s in steps),
+        cost=sum(s.cost for s in steps),
+        experiment_time_s=sum(s.duration_s or 0.0 for s in steps),
+    )

@@ -1,0 +1,77 @@
+"""Read FML-bench's `final_info.json`:
+`{dataset: {"means": {"<metric>_mean": v}, "stderrs": {...}, "final_info_dict": {...}}}`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from aiscientist.records.causes import FailureCause
+
+
+class MetricsError(ValueError):
+    """The metrics file is missing, malformed or lacks a finite value."""
+
+    def __init__(self, message: str, cause: FailureCause = FailureCause.METRICS_FILE_INVALID):
+        super().__init__(message)
+        self.cause = cause
+
+
+def load_means(path: Path) -> dict[str, dict[str, Any]]:
+    """`{dataset: {key: value}}` from the `means` of every dataset in the file."""
+    if not path.is_file():
+        raise MetricsError(f"metrics file {path.name} was not written", FailureCause.METRICS_FILE_MISSING)
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise MetricsError(f"{path.name} is not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise MetricsError(f"{path.name}: expected an object of datasets, got {type(data).__name__}")
+    means: dict[str, dict[str, Any]] = {}
+    for dataset, block in data.items():
+        if not isinstance(block, dict) or not isinstance(block.get("means"), dict):
+            raise MetricsError(f"{path.name}: dataset {dataset!r} has no 'means' object (expected {{dataset: {{'means': {{...}}}}}})")
+        means[dataset] = block["means"]
+    return means
+
+
+def pick(means: dict[str, dict[str, Any]], dataset: str, key: str) -> float:
+    """The finite float at `means[dataset][key]`, or a MetricsError saying why not."""
+    if dataset not in means:
+        raise MetricsError(f"dataset {dataset!r} missing from metrics (found: {sorted(means) or 'none'})", FailureCause.METRIC_MISSING)
+    block = means[dataset]
+    if key not in block:
+        raise MetricsError(f"metric {key!r} missing from {dataset!r} (found: {sorted(block) or 'none'})", FailureCause.METRIC_MISSING)
+    value = block[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MetricsError(f"metric {dataset}/{key} is not a number: {value!r}", FailureCause.METRIC_NOT_NUMBER)
+    if not math.isfinite(value):
+        raise MetricsError(f"metric {dataset}/{key} is not finite: {value}", FailureCause.METRIC_NOT_NUMBER)
+    return float(value)
+
+
+def read_metric(path: Path, dataset: str, key: str) -> float:
+    return pick(load_means(path), dataset, key)
+
+
+def constraint_flagged(path: Path) -> bool:
+    """FML-bench's own flag: `constraint_violated: true` in a dataset's `means` or
+    `final_info_dict` means the run broke a task constraint."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    blocks = data.values() if isinstance(data, dict) else []
+    return any(isinstance(b, dict) and isinstance(b.get(s), dict) and b[s].get("constraint_violated") is True for b in blocks for s in ("means", "final_info_dict"))
+
+
+def flatten(means: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """`{"dataset/key": value}` for every finite numeric mean (for records)."""
+    flat: dict[str, float] = {}
+    for dataset, block in means.items():
+        for key, value in block.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                flat[f"{dataset}/{key}"] = float(value)
+    return flat

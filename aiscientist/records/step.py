@@ -1,0 +1,81 @@
+"""The records an experiment leaves: a step, a metrics reading, the hidden test."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from aiscientist.records.causes import FailureCause
+
+
+class StepRecord(BaseModel):
+    """`experiments/step_NNNN/step.json` (DESIGN.md, "Step record")."""
+
+    step: int
+    agent: str
+    hypothesis: str
+    started_at: str
+    commands: list[str]
+    returncodes: list[int]
+    duration_s: float
+    timed_out: bool = False
+    backend: str
+    metric: float | None = None
+    metrics: dict[str, float] = {}
+    success: bool
+    valid: bool = True
+    constraint_violated: bool = False
+    error: str | None = None
+    cause: FailureCause | None = None
+    diff_path: str
+    code_path: str
+    tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def eligible(self) -> bool:
+        """Whether this step may count as the run's best."""
+        return self.success and self.valid and not self.constraint_violated
+
+
+@dataclass
+class MetricsReading:
+    """What a metrics file gave: the target metric and all metrics, or why not."""
+
+    metric: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    cause: FailureCause | None = None
+    constraint_violated: bool = False
+
+
+class TestResult(BaseModel):
+    """The hidden test, run once on one step's code."""
+
+    step: int
+    metric: float | None = None
+    metrics: dict[str, float] = {}
+    success: bool
+    error: str | None = None
+    duration_s: float
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+STEP_RECORD = "step.json"
+PENDING_RECORD = "step.json.tmp"
+
+
+def folder_hashes(step_dir: Path) -> dict[str, str]:
+    """sha256 of every file of a step folder by relative path; the pending record
+    counts as `step.json` (its end event is written before it is renamed)."""
+    hashes = {}
+    for path in sorted(p for p in step_dir.rglob("*") if p.is_file() and not p.is_symlink()):
+        rel = path.relative_to(step_dir).as_posix()
+        hashes[STEP_RECORD if rel == PENDING_RECORD else rel] = sha256_file(path)
+    return hashes

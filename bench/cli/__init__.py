@@ -1,0 +1,1 @@
+"""The bench's subcommands: `bench` (run, report, agents, score, export), `grade`, `rubric`."""

@@ -1,0 +1,1 @@
+"""FML-bench's result layout, read (results) and written (export)."""

@@ -1,0 +1,298 @@
+"""The benchmark protocol: agents × tasks × rounds, each run in its own workspace.
+
+An output folder holds `grid.json` (the grid as last requested), `runs/<task>/<agent>/round_<k>/`
+(`ws/`, then `result.json` written last to mark the run finished, `labels.json`, `error.txt`) and
+`baselines/<task>/baseline.json` (the unchanged code measured once). A finished run is never
+redone; an interrupted one is reopened and continues with the steps it has left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
+from typing import Any
+
+from aiscientist.records.accounting import call_usage, run_usage, successful
+from aiscientist.agent.context import RunContext
+from aiscientist.agent.outcome import Outcome, StopReason, StopRun
+from aiscientist.experiment.engine import StepRecord, best_step, load_steps
+from aiscientist.llm import read_records
+from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
+from aiscientist.records.result import RunResult, summarise, write_result
+from aiscientist.task import Task, TaskError, load_task
+from aiscientist.workspace import Workspace
+
+from bench.agents import get_agent
+from bench.scoring.contribution_judge import judge_diff
+from bench.scoring.embed import code_text, get_embedder
+from bench.grid.executors import open_executor, pool_shape, thread_env
+from bench.scoring.fml_metrics import range_of
+from bench.grid.spec import GridConfig, RunSpec
+from bench.paper.grading import grade_task
+from bench.scoring.metrics import RunSummary, diversity, summarise_steps
+from bench.grid.progress import GridProgress
+
+
+PAPER_AGENTS = ("basic", "iterative", "aiscientist", "aiscientist-nobus", "aiscientist-flat")
+
+
+def run_specs(config: GridConfig) -> list[RunSpec]:
+    """Every run of the grid (tasks are loaded here, so bad input fails before any work)."""
+    specs = []
+    for path in config.tasks:
+        task = load_task(path)
+        unfit = [a for a in config.agents if task.kind == "reproduce" and a not in PAPER_AGENTS]
+        if unfit:
+            raise TaskError(path, "agents", f"{', '.join(unfit)} cannot work on a paper task (kind reproduce: they edit files of a metric-driven task); paper tasks take {', '.join(PAPER_AGENTS)}")
+        for agent in config.agents:
+            for k in range(1, config.rounds + 1):
+                specs.append(RunSpec(task_path=Path(path).resolve(), task=task.name, agent=agent, round=k))
+    return specs
+
+
+def is_finished(spec: RunSpec, out: Path) -> bool:
+    return (spec.folder(out) / "result.json").is_file()
+
+
+def _seed(spec: RunSpec, base: int) -> int:
+    return int(hashlib.sha256(f"{base}:{spec.task}:{spec.agent}:{spec.round}".encode()).hexdigest()[:8], 16)
+
+
+def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
+    """Run (or continue) one agent on one task; write result.json when done."""
+    folder = spec.folder(out)
+    if is_finished(spec, out):
+        return "skipped"
+    timing = Timing(folder)
+    task = load_task(spec.task_path)
+    agent = get_agent(spec.agent)
+    options, seed, ws_dir = config.options.get(spec.agent, {}), _seed(spec, config.seed), folder / "ws"
+    own = getattr(agent, "creates_workspace", False)
+    if ws_dir.exists() and not (ws_dir / "state" / ("run.json" if own else "setup.json")).is_file():
+        shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
+    if own:
+        stop = _guard(lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, seed, config.sandbox,
+                                              options))
+        ws = Workspace.open(ws_dir)
+    else:
+        ws = Workspace.open(ws_dir) if ws_dir.exists() else Workspace.create(task, ws_dir, sandbox=config.sandbox)
+        ws.engine.env.update(thread_env())
+        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
+        stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
+    summary = finish_run(spec, config, task, ws, out, stop, timing.close())
+    (folder / "error.txt").unlink(missing_ok=True)
+    (folder / "result.json").write_text(summary.model_dump_json(indent=1))
+    return str(stop)
+
+
+class Timing:
+    """Wall time of a run over its sessions (`timing.json`). A session that was
+    killed is counted up to its last step record."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / "timing.json"
+        state = json.loads(self.path.read_text()) if self.path.is_file() else {"wall_time_s": 0.0, "open_since": None}
+        if state.get("open_since") is not None:
+            ends = [p.stat().st_mtime for p in folder.glob("ws/experiments/step_*/step.json")]
+            state["wall_time_s"] += max(0.0, max(ends, default=state["open_since"]) - state["open_since"])
+        self.wall, self.started = state["wall_time_s"], time.time()
+        self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": self.started}))
+
+    def close(self) -> float:
+        self.wall += time.time() - self.started
+        self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": None}))
+        return self.wall
+
+
+def _guard(solve: Callable[[], Outcome]) -> Outcome:
+    """Run an agent; the ways a run legitimately ends become its outcome."""
+    try:
+        return solve()
+    except StopRun as stop:  # the step budget, or a model error inside a tool loop
+        return stop.outcome
+    except BudgetExhausted as err:
+        return Outcome(stop=StopReason.MODEL_BUDGET, detail=str(err))
+    except ModelUnavailable as err:
+        return Outcome(stop=StopReason.MODEL_UNAVAILABLE, detail=str(err)[:600])
+    except ModelError as err:
+        return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600])
+
+
+def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome,
+               wall: float) -> RunSummary:
+    """Hidden test on the best validation step (once), diversity, judge labels, summaries."""
+    folder = spec.folder(out)
+    steps = load_steps(ws.paths)
+    direction = task.metric.direction if task.metric else "max"
+    best = best_step(task, steps) if task.metric else None
+    previous = RunResult.model_validate_json(ws.paths.result.read_text()) if ws.paths.result.is_file() else None
+    if previous is not None and best is not None and previous.test is not None and previous.test.step == best.step:
+        test = previous.test  # the agent's own finish already ran the hidden test on this step
+    else:
+        test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
+        write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop.stop, stop_detail=stop.detail, config={"model": config.model, "steps": config.steps, "round": spec.round}))
+    measured = measure_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
+    good = [s for s in steps if successful(s)]
+    diversity, embedder = _diversity(task, ws, good, config.embedder)
+    labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
+    usage = summarise_steps(steps, direction)
+    usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.logs / "llm_calls.jsonl")), steps)
+    return RunSummary(
+        task=spec.task,
+        agent=spec.agent,
+        round=spec.round,
+        kind=task.kind,
+        metric=task.metric.label if task.metric else None,
+        direction=direction,
+        baseline=task.baseline if task.baseline is not None else measured.get("val"),
+        baseline_test=measured.get("test"),
+        has_test=bool(task.test_commands),
+        assigned=config.steps,
+        test_metric=test.metric if test else None,
+        test_error=test.error if test else None,
+        wall_time_s=wall,
+        diversity=diversity,
+        embedder=embedder,
+        labels=labels,
+        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl")).tokens,
+        rubric_score=_rubric(task, ws, folder, config),
+        score_range=range_of(task.name, direction, task.score_range),
+        stop_reason=stop.stop,
+        stop_detail=stop.detail,
+        error=None if stop.stop.normal else str(stop),
+        **usage,
+    )
+
+
+def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
+    """The unchanged code's validation and hidden-test metrics, measured once per
+    task (under a file lock, so parallel workers share one measurement)."""
+    import fcntl
+
+    folder = out / "baselines" / task.name
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / "baseline.json"
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.is_file():
+            return json.loads(record.read_text())
+        shutil.rmtree(folder / "ws", ignore_errors=True)
+        ws = Workspace.create(task, folder / "ws", sandbox=sandbox)
+        step = ws.engine.run_step(agent="baseline", hypothesis="baseline: the unchanged code")
+        test = ws.engine.run_test(step.step) if step.eligible and task.test_commands else None
+        result = {"val": step.metric if step.eligible else None, "test": test.metric if test else None, "error": step.error or (test.error if test else None)}
+        record.write_text(json.dumps(result, indent=1))
+        return result
+
+
+def _diversity(task: Task, ws: Workspace, good: list[StepRecord], prefer: str) -> tuple[float | None, str | None]:
+    if not good:
+        return None, None
+    embedder = get_embedder(prefer)
+    vectors = [embedder.embed(code_text(task, ws.paths.root / s.code_path)) for s in good]
+    return diversity(vectors), embedder.name
+
+
+def label_steps(task: Task, ws: Workspace, good: list[StepRecord], cache: Path, model: str) -> dict[str, str]:
+    labels: dict[str, str] = json.loads(cache.read_text()) if cache.is_file() else {}
+    for step in good:
+        key = str(step.step)
+        if key not in labels:
+            diff = (ws.paths.root / step.diff_path).read_text(errors="replace")
+            labels[key] = judge_diff(task, diff, model, cache.parent / "judge")
+            cache.write_text(json.dumps(labels, indent=1))
+    return labels
+
+
+def _rubric(task: Task, ws: Workspace, folder: Path, config: GridConfig) -> float | None:
+    """Paper tasks: reproduce and grade the final submission against the rubric (once)."""
+    if task.kind != "reproduce":
+        return None
+    record = folder / "grade" / "grade.json"  # the graded tree: its root holds the score
+    if record.is_file():
+        return float(json.loads(record.read_text())["score"])
+    return grade_task(task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade").score
+
+
+def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
+    try:
+        return execute_run(spec, config, out)
+    except BaseException:
+        folder = spec.folder(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "error.txt").write_text(traceback.format_exc())
+        raise
+
+
+def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> list[Task]:
+    """The improve tasks of these runs whose baseline is not measured yet."""
+    paths = {s.task: s.task_path for s in todo if not (out / "baselines" / s.task / "baseline.json").is_file()}
+    return [task for task in map(load_task, paths.values()) if task.kind == "improve"]
+
+
+def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, Any]:
+    """Run every unfinished run of the grid; return counts and failures."""
+    specs = run_specs(config)
+    for name in config.agents:
+        get_agent(name)  # unknown agent names fail before any work
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "grid.json").write_text(config.model_dump_json(indent=1))
+    todo = [s for s in specs if not is_finished(s, out)]
+    failures: dict[str, str] = {}
+    if todo:
+        # the baselines first, as jobs of their own, so no run waits for one at its end
+        baselines = _unmeasured_baselines(todo, out)
+        jobs: list[Job] = [(f"{t.name}/baseline", measure_baseline, (t, out, config.sandbox)) for t in baselines]
+        jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
+        workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
+        with open_executor(config.executor, config.address, slots) as pool:
+            with GridProgress(specs, config, out, enabled=progress) as live:
+                failures = _drain(pool, jobs, workers, live.refresh)
+    return {"runs": len(specs), "ran": len(todo), "failed": failures}
+
+
+Job = tuple[str, Callable[..., Any], tuple]
+
+
+def _drain(pool, jobs: list[Job], slots: int, refresh: Callable[[], None]) -> dict[str, str]:
+    """Run the jobs in order, `slots` at a time (a shared Ray cluster may have more CPUs
+    than the grid asked for); return the failures by job name."""
+    queue, running, failures = list(jobs), {}, {}
+    while queue or running:
+        while queue and len(running) < slots:
+            name, fn, args = queue.pop(0)
+            running[pool.submit(fn, *args)] = name
+        done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
+        for future in done:
+            name = running.pop(future)
+            if future.exception() is not None:
+                failures[name] = repr(future.exception())
+        refresh()
+    return failures
+
+
+def resolve_tasks(names: list[str], root: Path) -> list[Path]:
+    """`all` → every bench/tasks/*/task.yaml; a name → bench/tasks/<name> or bench/papers/<name>; else a path."""
+    paths: list[Path] = []
+    for name in names:
+        if name == "all":
+            found = sorted(root.glob("tasks/*/task.yaml"))
+            if not found:
+                raise TaskError(root / "tasks", "tasks", "no task.yaml found for 'all'")
+            paths += found
+        elif (root / "tasks" / name / "task.yaml").is_file():
+            paths.append(root / "tasks" / name / "task.yaml")
+        elif (root / "papers" / name / "task.yaml").is_file():
+            paths.append(root / "papers" / name / "task.yaml")
+        elif Path(name).exists():
+            paths.append(Path(name))
+        else:
+            raise TaskError(name, "tasks", f"not a task name under {root}/tasks or {root}/papers, nor a path")
+    return paths

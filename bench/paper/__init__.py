@@ -1,0 +1,1 @@
+"""PaperBench: rubric trees, their checks, graded trees, the judge, JudgeEval, grading and reproduction."""

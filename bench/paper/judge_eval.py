@@ -1,0 +1,176 @@
+"""How well a judge agrees with human grades: PaperBench's JudgeEval, on our judge.
+
+A case is a folder `<paper-id>/<k>/` holding the human-graded tree `grading/expected_result.json`
+and the submission that was graded, already run (`submission/` or `submission.tar`); the paper
+comes from `<papers>/<paper-id>/` (default: `papers` beside the cases' root, as in PaperBench's
+`data/`). The judge's 0/1 leaf grades are compared with the expected ones as PaperBench does
+(macro-averaged over pass and fail); leaves the judge failed to grade are counted as `invalid`.
+"""
+
+from __future__ import annotations
+
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from rich.table import Table
+
+from bench.paper import rubric
+from bench.paper.graded_tree import load_graded
+from bench.paper.grading import LFS_POINTER, make_judge_client, paper_files
+from bench.paper.judge import Completer, Evidence, Judge
+from bench.scoring.metrics import group_by
+from bench.paper.rubric import GradedNode, RubricError, aggregate
+
+EXPECTED = Path("grading") / "expected_result.json"
+OVERALL = "Overall"
+JUDGE_EVAL_FILE = "judge_eval.json"
+
+
+class Agreement(BaseModel):
+    """Leaf-grade agreement of one group of leaves."""
+
+    accuracy: float
+    precision: float
+    recall: float
+    f1: float
+    leaves: int
+    expected_pass: int
+    predicted_pass: int
+
+
+class CaseResult(BaseModel):
+    case: str
+    expected_score: float
+    judge_score: float
+    score_difference: float  # judge − expected
+    invalid: int
+    agreement: dict[str, Agreement]
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    tree: GradedNode = Field(exclude=True)  # the judge's graded tree
+
+
+class JudgeEvalResult(BaseModel):
+    judge_model: str
+    cases: list[CaseResult]
+    agreement: dict[str, Agreement]  # pooled over every case's leaves
+    mean_abs_score_difference: float
+
+
+Leaf = tuple[str, int, int]  # task category, expected and predicted pass (1) or fail (0)
+
+
+def agreement(expected: list[int], predicted: list[int]) -> Agreement:
+    """PaperBench's figures for binary leaf grades (macro averages; 0 where undefined)."""
+    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
+    if not expected:
+        return Agreement(accuracy=0, precision=0, recall=0, f1=0, leaves=0, expected_pass=0, predicted_pass=0)
+    precision, recall, f1, _ = precision_recall_fscore_support(expected, predicted, average="macro", zero_division=0)
+    return Agreement(accuracy=float(accuracy_score(expected, predicted)), precision=float(precision), recall=float(recall),
+                     f1=float(f1), leaves=len(expected), expected_pass=sum(expected), predicted_pass=sum(predicted))
+
+
+def agreements(leaves: list[Leaf]) -> dict[str, Agreement]:
+    """Agreement overall and per task category."""
+    groups = {OVERALL: leaves} | group_by(leaves, lambda leaf: leaf[0])
+    return {key: agreement([e for _, e, _ in group], [p for _, _, p in group]) for key, group in groups.items()}
+
+
+def find_cases(root: Path) -> list[Path]:
+    """Every case folder under `root` (or `root` itself when it is one)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise RubricError(f"{root}: judge-eval folder not found")
+    cases = sorted(found.parent.parent for found in root.rglob(str(EXPECTED)))
+    if not cases:
+        raise RubricError(f"{root}: no judge-eval case (a folder with {EXPECTED}) found")
+    return cases
+
+
+def submission_of(case: Path, work: Path) -> Path:
+    """The case's submission folder, unpacking `submission.tar` into `work` if needed."""
+    folder, archive = case / "submission", case / "submission.tar"
+    if folder.is_dir():
+        return folder
+    if not archive.is_file():
+        raise RubricError(f"{case}: no submission/ folder or submission.tar")
+    with open(archive, "rb") as handle:
+        if handle.read(len(LFS_POINTER)) == LFS_POINTER.encode():
+            raise RubricError(f"{archive}: a Git LFS pointer, not the archive; fetch it first (git lfs pull)")
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(work, filter="data")
+    except (tarfile.TarError, OSError) as err:
+        raise RubricError(f"{archive}: cannot unpack: {err}") from None
+    inner = [p for p in work.iterdir() if p.is_dir()]
+    return inner[0] if len(inner) == 1 and not any(p.is_file() for p in work.iterdir()) else work
+
+
+def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer | None,
+                  concurrency: int) -> tuple[CaseResult, list[Leaf]]:
+    expected = load_graded(case / EXPECTED)
+    root = expected.to_rubric()
+    rubric.validate(root)
+    files = paper_files(papers / case.parent.name)
+    judge = Judge(judge_model, files.paper, files.addendum, client, concurrency)
+    with tempfile.TemporaryDirectory(prefix="aisci-judge-eval-") as work:
+        submission = submission_of(case, Path(work))
+        grades = judge.grade_all(root, Evidence.executed(submission))
+    graded = aggregate(root, grades)
+    wanted = dict(expected.walk_paths())
+    leaves = [(wanted[path].task_category or "(none)", int(wanted[path].score >= 0.5), int(grade.score >= 0.5))
+              for path, grade in grades.items() if grade.valid]
+    result = CaseResult(
+        case=f"{case.parent.name}/{case.name}",
+        expected_score=expected.score,
+        judge_score=graded.score,
+        score_difference=graded.score - expected.score,
+        invalid=len(grades) - len(leaves),
+        agreement=agreements(leaves),
+        **graded.model_dump(include={"prompt_tokens", "completion_tokens", "cost"}),
+        tree=graded,
+    )
+    return result, leaves
+
+
+def run_judge_eval(root: Path, judge_model: str, papers: Path | None = None, concurrency: int = 4,
+                   client: Completer | None = None, on_case: Callable[[CaseResult], None] | None = None) -> JudgeEvalResult:
+    """Grade every case under `root` with the judge and measure its agreement with the expected grades."""
+    cases = find_cases(root)
+    client = client if client is not None else make_judge_client(judge_model)
+    pooled: list[Leaf] = []
+    results = []
+    for case in cases:
+        result, leaves = evaluate_case(case, papers or case.parents[2] / "papers", judge_model, client, concurrency)
+        pooled += leaves
+        results.append(result)
+        if on_case is not None:
+            on_case(result)
+    return JudgeEvalResult(
+        judge_model=judge_model,
+        cases=results,
+        agreement=agreements(pooled),
+        mean_abs_score_difference=sum(abs(r.score_difference) for r in results) / len(results),
+    )
+
+
+def render(result: JudgeEvalResult) -> Table:
+    """Per case and pooled: the root scores and leaf agreement, overall and per task category."""
+    table = Table(title=f"judge {result.judge_model} against the expected grades")
+    for column in ("case", "leaves", "accuracy", "precision", "recall", "F1", "root: expected / judge (diff)"):
+        table.add_column(column, justify="left" if column == "case" else "right")
+    rows = [(r.case, r.agreement, f"{r.expected_score:.3f} / {r.judge_score:.3f} ({r.score_difference:+.3f})", r.invalid)
+            for r in result.cases]
+    rows.append(("all cases", result.agreement, f"mean |diff| {result.mean_abs_score_difference:.3f}", sum(r.invalid for r in result.cases)))
+    for name, groups, root, invalid in rows:
+        for key, figures in sorted(groups.items(), key=lambda item: item[0] != OVERALL):
+            label = name if key == OVERALL else f"  {key}"
+            leaves = f"{figures.leaves}" + (f" (+{invalid} invalid)" if key == OVERALL and invalid else "")
+            table.add_row(label, leaves, f"{figures.accuracy:.3f}", f"{figures.precision:.3f}", f"{figures.recall:.3f}",
+                          f"{figures.f1:.3f}", root if key == OVERALL else "")
+    return table

@@ -1,0 +1,115 @@
+"""Run a submission's `reproduce.sh` in a fresh copy, inside the sandbox, with a time limit.
+
+Like PaperBench, the run happens on a copy, so the submission itself is never changed
+by its own script, and the judge can tell which files the script produced: every file
+whose content or modification time differs from the copy taken before the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from aiscientist.experiment.integrity import scan
+from aiscientist.sandbox import Sandbox, SandboxUnavailable, get_sandbox
+
+SCRIPT = "reproduce.sh"
+LOG = "reproduce.log"
+# Written by the grader into a submission folder; never part of what is reproduced.
+GRADE_FILE = "grade.json"
+LOG_COPY = "grade_reproduce.log"
+GRADER_FILES = (GRADE_FILE, LOG_COPY)
+_SKIP_DIRS = {".git", "__pycache__"}
+
+
+class Reproduction(BaseModel):
+    """What one reproduction run did. Paths are relative to the copy's root."""
+
+    copy_dir: Path = Field(exclude=True)  # a temporary folder; gone once grading ends
+    ran: bool
+    error: str | None = None
+    started_at: str | None = None
+    duration_s: float = 0.0
+    timed_out: bool = False
+    returncode: int | None = None
+    timeout_s: float
+    backend: str | None = None
+    created: list[str] = []
+    changed: list[str] = []
+
+    @property
+    def produced(self) -> set[str]:
+        return set(self.created) | set(self.changed)
+
+    @property
+    def log_path(self) -> Path:
+        return self.copy_dir / LOG
+
+    @property
+    def problem(self) -> str | None:
+        """Why there are no reproduction results to judge (None when reproduce.sh ran to its end)."""
+        if not self.ran:
+            return f"no reproduction ran: {self.error}"
+        if self.timed_out:
+            return f"the reproduction timed out after {self.timeout_s:g}s"
+        return None
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
+    """(mtime_ns, size, sha256) of every file under `root`, by relative path."""
+    files: dict[str, tuple[int, int, str]] = {}
+    for rel, entry in sorted(scan(root).items()):  # links are never followed
+        if entry.kind != "file" or any(part in _SKIP_DIRS for part in rel.split("/")):
+            continue
+        info = os.lstat(root / rel)
+        files[rel] = (info.st_mtime_ns, info.st_size, entry.digest)
+    return files
+
+
+def copy_submission(submission: Path, dest: Path) -> Path:
+    """A fresh copy of the submission at `dest` (which must not exist), without the grader's own files."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return set(GRADER_FILES) & set(names) if Path(folder).resolve() == submission.resolve() else set()
+
+    shutil.copytree(submission, dest, symlinks=True, ignore=ignore)
+    return dest
+
+
+def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandbox | None = None) -> Reproduction:
+    """Copy `submission` to `work_dir/submission` and run `bash reproduce.sh` there,
+    its output going to `reproduce.log` in the copy."""
+    submission = Path(submission)
+    copy_dir = copy_submission(submission, Path(work_dir) / "submission")
+    if not (copy_dir / SCRIPT).is_file():
+        return Reproduction(copy_dir=copy_dir, ran=False, error=f"the submission has no {SCRIPT} at its root", timeout_s=timeout_s)
+    before = snapshot(copy_dir)
+    started = datetime.now(timezone.utc)
+    try:
+        sandbox = sandbox or get_sandbox("auto")
+        # as PaperBench runs it; with the docker backend, in a new container from the run image
+        result = sandbox.run([f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+    except (OSError, SandboxUnavailable) as err:
+        return Reproduction(copy_dir=copy_dir, ran=False, error=f"{SCRIPT} failed to start: {err}", timeout_s=timeout_s)
+    after = snapshot(copy_dir)
+    if result.timed_out:
+        with open(copy_dir / LOG, "a") as log:
+            log.write(f"\n[grader] reproduce.sh timed out after {timeout_s:g}s\n")
+    created = sorted(p for p in after if p not in before and p != LOG)
+    changed = sorted(p for p in after if p in before and p != LOG and after[p] != before[p])
+    return Reproduction(
+        copy_dir=copy_dir,
+        ran=True,
+        error=result.failure(),
+        started_at=started.isoformat(timespec="seconds"),
+        duration_s=round(result.duration_s, 3),
+        timed_out=result.timed_out,
+        returncode=result.returncodes[0] if result.returncodes else None,
+        timeout_s=timeout_s,
+        backend=result.backend,
+        created=created,
+        changed=changed,
+    )

@@ -1,0 +1,365 @@
+"""Per-run summaries (`RunSummary`) and the per-task / per-agent aggregation the report prints.
+
+Normalised improvement is FML-bench's `max(0, gain / |p_best - p_worst|)` on the task's fixed
+range (`bench.scoring.fml_metrics`); a task without one (the seed paper's protocol) is ranged over the
+baseline and every compared run's value on it. Steps-to-target is the first step whose
+best-so-far reaches the weakest compared agent's best. Agents are compared pairwise, round k
+against round k per task, with bootstrap confidence intervals and win rates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from aiscientist.agent.outcome import StopReason
+from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
+from aiscientist.experiment.engine import StepRecord
+from bench.scoring.fml_metrics import Range, normalized_improvement as ranged_improvement
+
+Direction = Literal["max", "min"]
+BOOTSTRAP_SAMPLES = 5000
+LEVEL = 0.95
+T = TypeVar("T")
+K = TypeVar("K")
+
+
+def normalised_improvement(value: float | None, baseline: float, scale: Range) -> float:
+    """FML-bench's max(0, signed gain / range width); 0 without a value or on an empty range."""
+    found = ranged_improvement(value if value is not None else baseline, baseline, scale)
+    return 0.0 if math.isnan(found) else found
+
+
+def diversity(vectors: Sequence[np.ndarray]) -> float | None:
+    """Mean L2 distance of the vectors to their centroid; None without vectors."""
+    if len(vectors) == 0:
+        return None
+    matrix = np.stack([np.asarray(v, dtype=float) for v in vectors])
+    return float(np.linalg.norm(matrix - matrix.mean(axis=0), axis=1).mean())
+
+
+def steps_to_target(curve: Sequence[float | None], threshold: float, direction: Direction) -> int | None:
+    """1-based index of the first step whose best-so-far reaches `threshold`."""
+    for index, value in enumerate(curve, start=1):
+        if value is not None and not is_better(threshold, value, direction):
+            return index
+    return None
+
+
+def curve_auc(values: Sequence[float], steps: int) -> float:
+    """Mean of a normalised best-so-far curve over `steps` steps (its last value carried past its end)."""
+    values = [*values[:steps], *[values[-1] if values else 0.0] * (steps - len(values))]
+    return sum(values) / steps if steps else 0.0
+
+
+def academic_rate(labels: Iterable[str]) -> float | None:
+    """academic / judged successful steps; None when nothing was judged."""
+    labels = list(labels)
+    return sum(label == "academic" for label in labels) / len(labels) if labels else None
+
+
+def span(values: Iterable[float | None], baseline: float | None) -> float:
+    """|p_best − p_worst| over the baseline and the compared values."""
+    pool = [v for v in values if v is not None] + ([baseline] if baseline is not None else [])
+    return max(pool) - min(pool) if pool else 0.0
+
+
+def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
+    """Mean, sample standard deviation (0 for one value) and count of the non-None values."""
+    xs = [v for v in values if v is not None and math.isfinite(v)]
+    if not xs:
+        return None, None, 0
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0), len(xs)
+
+
+def mean_stderr(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
+    mean, std, n = mean_std(values)
+    return mean, (None if std is None else std / math.sqrt(n)), n
+
+
+class RunSummary(BaseModel):
+    """`runs/<task>/<agent>/round_<k>/result.json`: everything the report needs
+    from one run, computed from its step records when the run finished."""
+
+    task: str
+    agent: str
+    round: int
+    kind: Literal["improve", "reproduce"] = "improve"
+    metric: str | None = None
+    direction: Direction = "max"
+    baseline: float | None = None  # validation baseline: the task's stated value, else measured
+    baseline_test: float | None = None  # hidden-test metric of the baseline code, when measured
+    has_test: bool = False
+    assigned: int
+    completed: int
+    successful: int
+    best_step: int | None = None
+    best_val: float | None = None
+    test_metric: float | None = None
+    test_error: str | None = None
+    curve: list[float | None] = []
+    tokens: int = 0
+    cost: float = 0.0
+    wall_time_s: float = 0.0
+    experiment_time_s: float = 0.0
+    diversity: float | None = None
+    embedder: str | None = None
+    labels: dict[str, str] = {}  # step number -> "academic" | "engineering"
+    judge_tokens: int = 0
+    rubric_score: float | None = None
+    score_range: Range | None = None  # the task's fixed normalisation range, when it has one
+    stop_reason: StopReason | None = None
+    stop_detail: str = ""
+    error: str | None = None
+
+    @property
+    def score(self) -> float | None:
+        """The hidden-test metric when the task has one, else the validation best."""
+        return self.test_metric if self.has_test else self.best_val
+
+    @property
+    def score_baseline(self) -> float | None:
+        return self.baseline_test if self.has_test and self.baseline_test is not None else self.baseline
+
+    def folder(self, results: Path) -> Path:
+        return results / "runs" / self.task / self.agent / f"round_{self.round}"
+
+
+def load_runs(results: Path) -> list[RunSummary]:
+    """Every finished run's summary under RESULTS/runs/."""
+    return [RunSummary.model_validate_json(p.read_text()) for p in sorted((results / "runs").glob("*/*/round_*/result.json"))]
+
+
+def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
+    """The step-derived fields of a RunSummary (`aiscientist.records.accounting`)."""
+    best = best_step(steps, direction)
+    return {
+        **totals(steps).model_dump(),
+        "best_step": best.step if best else None,
+        "best_val": best.metric if best else None,
+        "curve": best_so_far(steps, direction),
+    }
+
+
+class AgentTask(BaseModel):
+    """One agent on one task: its best round plus pooled rates and costs."""
+
+    task: str
+    agent: str
+    rounds: int
+    best_round: int | None
+    best_val: float | None
+    score: float | None
+    gain: float | None
+    normalised: float
+    diversity: float | None
+    embedder: str | None
+    academic_rate: float | None
+    success_rate: float | None
+    completion_rate: float
+    tokens: int
+    tokens_per_step: float | None
+    cost: float
+    cost_per_step: float | None
+    wall_time_s: float
+    time_per_step_s: float | None
+    steps_to_target: int | None
+    auc: float
+    curve: list[float | None]
+    rubric_mean: float | None = None
+    rubric_stderr: float | None = None
+
+
+class TaskInfo(BaseModel):
+    name: str
+    kind: str
+    metric: str | None
+    direction: Direction
+    baseline: float | None
+    score_baseline: float | None
+    target: float | None  # steps-to-target threshold
+    score_span: float
+    curve_span: float
+    score_range: Range | None = None
+
+    def scale(self, span: float) -> Range:
+        """The task's fixed normalisation range, else one `span` wide (the compared values' spread)."""
+        return self.score_range if self.score_range is not None else Range.of(self.direction, span, 0.0)
+
+
+def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
+    """The round with the best validation metric (earliest on ties); None if none succeeded."""
+    scored = [r for r in runs if r.best_val is not None]
+    return min(scored, key=lambda r: (-r.best_val if r.direction == "max" else r.best_val, r.round), default=None)  # type: ignore[operator]
+
+
+def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """The items in lists by key, in key order."""
+    groups: dict[K, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return dict(sorted(groups.items()))  # type: ignore[type-var]
+
+
+def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTask]]:
+    """Per-task facts and per (agent, task) metrics from every run's summary."""
+    infos, cells = [], []
+    for name, task_runs in group_by(runs, lambda r: r.task).items():
+        first = task_runs[0]
+        by_agent = group_by(task_runs, lambda r: r.agent)
+        bests = {agent: best_round(rs) for agent, rs in by_agent.items()}
+        reached = [b.best_val for b in bests.values() if b is not None and b.best_val is not None]
+        target = (min if first.direction == "max" else max)(reached, default=None)
+        info = TaskInfo(
+            **first.model_dump(include={"kind", "metric", "direction", "baseline", "score_range"}),
+            name=name,
+            score_baseline=first.score_baseline,
+            target=target,
+            score_span=span((r.score for r in task_runs), first.score_baseline),
+            curve_span=span((r.best_val for r in task_runs), first.baseline),
+        )
+        infos.append(info)
+        cells += [_agent_task(info, by_agent[agent], bests[agent]) for agent in by_agent]
+    return infos, cells
+
+
+def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None) -> AgentTask:
+    completed = sum(r.completed for r in runs)
+    assigned = sum(r.assigned for r in runs)
+    tokens, cost, wall = sum(r.tokens for r in runs), sum(r.cost for r in runs), sum(r.wall_time_s for r in runs)
+    shown = best if best is not None else min(runs, key=lambda r: r.round)
+    score = best.score if best else None
+    gain = None
+    if score is not None and info.score_baseline is not None:
+        gain = signed_gain(score, info.score_baseline, info.direction)
+    rubric_mean, rubric_stderr, _ = mean_stderr(r.rubric_score for r in runs)
+    return AgentTask(
+        task=info.name,
+        agent=runs[0].agent,
+        rounds=len(runs),
+        best_round=best.round if best else None,
+        best_val=best.best_val if best else None,
+        score=score,
+        gain=gain,
+        normalised=_normalised(info, score),
+        diversity=shown.diversity,
+        embedder=shown.embedder,
+        academic_rate=academic_rate(shown.labels.values()),
+        success_rate=sum(r.successful for r in runs) / completed if completed else None,
+        completion_rate=min(1.0, completed / assigned) if assigned else 0.0,  # capped at 1
+        tokens=tokens,
+        tokens_per_step=tokens / completed if completed else None,
+        cost=cost,
+        cost_per_step=cost / completed if completed else None,
+        wall_time_s=wall,
+        time_per_step_s=wall / completed if completed else None,
+        steps_to_target=steps_to_target(shown.curve, info.target, info.direction) if info.target is not None else None,
+        auc=_auc(info, shown),
+        curve=shown.curve,
+        rubric_mean=rubric_mean,
+        rubric_stderr=rubric_stderr,
+    )
+
+
+def _normalised(info: TaskInfo, score: float | None) -> float:
+    if info.score_baseline is None:
+        return 0.0
+    return normalised_improvement(score, info.score_baseline, info.scale(info.score_span))
+
+
+def _auc(info: TaskInfo, run: RunSummary) -> float:
+    if info.baseline is None:
+        return 0.0
+    values = [normalised_improvement(v, info.baseline, info.scale(info.curve_span)) for v in run.curve]
+    # on a fixed range over the completed steps, as FML-bench main; else over the assigned steps
+    return curve_auc(values, len(values) if info.score_range is not None else run.assigned)
+
+
+AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it means)
+    ("normalised", "normalised improvement", "gain of the score over the baseline divided by the task's fixed range |p_best − p_worst| (FML-bench main's table; else the range of scores), 0 when worse"),
+    ("auc", "AUC (best-so-far)", "mean of the normalised best-so-far validation curve over the completed steps (fixed range) or the assigned steps (0 to 1; rises early = high)"),
+    ("diversity", "diversity", "mean distance of the successful steps' code embeddings to their centroid"),
+    ("academic_rate", "academic contribution rate", "share of successful steps the judge labels a method change rather than engineering"),
+    ("success_rate", "step success rate", "successful steps / completed steps (pooled over rounds)"),
+    ("completion_rate", "step completion rate", "completed steps / assigned steps (pooled over rounds)"),
+    ("steps_to_target", "steps to target", "first step whose best-so-far reaches the weakest agent's best on the task"),
+    ("tokens_per_step", "tokens / step", "model tokens per completed step"),
+    ("tokens", "tokens (total)", "model tokens over all rounds"),
+    ("cost_per_step", "cost $ / step", "model cost per completed step, US dollars"),
+    ("cost", "cost $ (total)", "model cost over all rounds, US dollars"),
+    ("time_per_step_s", "wall s / step", "wall-clock seconds per completed step"),
+    ("wall_time_s", "wall s (total)", "wall-clock seconds over all rounds"),
+)
+
+
+def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[float | None, float | None, int]]]:
+    """Per agent: mean, std and count over tasks of every metric in AGENT_METRICS."""
+    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS}
+            for agent, group in group_by(cells, lambda c: c.agent).items()}
+
+
+class Pairing(BaseModel):
+    """Agent `a` against agent `b` on one task; differences are signed so that a
+    positive value means `a` scored better."""
+
+    task: str
+    a: str
+    b: str
+    rounds: int
+    mean_diff: float
+    low: float
+    high: float
+    win_rate: float  # a's wins over the paired rounds, ties counted half
+
+    @property
+    def verdict(self) -> str:
+        if self.low > 0:
+            return f"{self.a} better"
+        if self.high < 0:
+            return f"{self.b} better"
+        return "within noise"
+
+
+def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `diffs` (a fixed seed: reports repeat)."""
+    values = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(samples, len(values)))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+
+
+def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
+    """Every pair of agents on every metric task, over the rounds both scored (two at least)."""
+    out = []
+    scored = [r for r in runs if r.kind == "improve" and r.score is not None]
+    for task, task_runs in group_by(scored, lambda r: r.task).items():
+        scores = {agent: {r.round: r for r in rs} for agent, rs in group_by(task_runs, lambda r: r.agent).items()}
+        for a, b in itertools.combinations(scores, 2):
+            rounds = sorted(scores[a].keys() & scores[b].keys())
+            if len(rounds) < 2:
+                continue
+            pairs = [(scores[a][k], scores[b][k]) for k in rounds]
+            diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
+            low, high = bootstrap_ci(diffs)
+            wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)
+            out.append(Pairing(task=task, a=a, b=b, rounds=len(rounds), mean_diff=float(np.mean(diffs)), low=low,
+                               high=high, win_rate=wins / len(diffs)))
+    return out
+
+
+def gain_lost_on_test(run: RunSummary) -> bool:
+    """Validation improved on the baseline but the hidden test ended worse than the
+    baseline code's hidden test: the gain did not generalise."""
+    if run.best_val is None or run.baseline is None or run.test_metric is None or run.baseline_test is None:
+        return False
+    improved_on_val = is_better(run.best_val, run.baseline, run.direction)
+    return improved_on_val and is_better(run.baseline_test, run.test_metric, run.direction)

@@ -1,0 +1,140 @@
+"""Prompt economy, measured: model tokens per experiment step, per task.
+
+Runs `python -m aiscientist solve TASK --model offline --steps N` (File-as-Bus on,
+FML_LITE_SMOKE=1 so the experiments are quick: metric values change, not what the prompts hold) on
+each task, reads the run's `logs/llm_calls.jsonl` and `result.json`, and prints per
+task: steps completed, model calls, tokens (prompt + completion, as the client counted
+them), tokens per experiment step (the whole run's tokens over its steps), the mean
+per step after step 1 (what each further step costs once the task is understood and
+planned: the figure a long run tends to), the share of each role, and the goal's
+verdict on the whole-run figure.
+With --parts it also records every request (`--record`) and splits the prompt tokens
+into system prompts, tool schemas, first instructions, tool results, the model's own
+messages and later user messages: where the tokens go.
+
+Goal: <= 15,000 tokens per experiment step on each of the eight FML-lite tasks.
+
+    python perf/tokens_per_step.py [--steps 4] [--task bench/tasks/causality/task.yaml ...] [--parts] [--keep DIR] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from aiscientist.llm.budget import read_records  # noqa: E402
+from aiscientist.llm.tokens import TokenCounter  # noqa: E402
+
+GOAL = 15_000
+ROLES = ("orchestrator", "comprehension", "comprehension-reader", "prioritization", "implementation", "experimentation")
+PARTS = ("system", "tools", "instructions", "tool results", "assistant", "later user")
+
+
+def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict:
+    """Solve `task` offline and sum what its model calls used."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FML_LITE_SMOKE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "aiscientist", *(["--record", str(record)] if record else []), "solve", str(task), "--model", "offline", "--steps", str(steps), "--run-dir", str(run_dir)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if not (run_dir / "result.json").is_file():  # exit 1 with a result: no step beat the baseline, which is fine here
+        raise SystemExit(f"{task}: solve failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    result = json.loads((run_dir / "result.json").read_text())
+    calls = [r for r in read_records(run_dir / "logs" / "llm_calls.jsonl") if r.get("outcome") == "ok"]
+    by_role: Counter[str] = Counter()
+    for r in calls:
+        by_role[r["role"]] += r["prompt_tokens"] + r["completion_tokens"]
+    tokens = sum(by_role.values())
+    steps_done = result["steps_completed"]
+    step_tokens = [json.loads(p.read_text())["tokens"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))]
+    return {
+        "task": result["task"],
+        "steps": steps_done,
+        "calls": len(calls),
+        "tokens": tokens,
+        "result_tokens": result["tokens"],
+        "per_step": tokens / steps_done if steps_done else None,
+        "marginal": sum(step_tokens[1:]) / (len(step_tokens) - 1) if len(step_tokens) > 1 else None,
+        "by_role": dict(by_role),
+        "parts": parts_of(record) if record else {},
+    }
+
+
+def parts_of(record_dir: Path) -> dict[str, int]:
+    """Prompt tokens of the recorded requests by kind of content (times each was sent)."""
+    counter, parts = TokenCounter(), Counter()
+    for path in record_dir.glob("*.json"):
+        entry = json.loads(path.read_text())
+        messages, tools, sent = entry["request"]["messages"], entry["request"]["tools"], len(entry["replies"])
+        parts["tools"] += sent * counter.tools(tools, any(m["role"] == "system" for m in messages))
+        first_user = next((i for i, m in enumerate(messages) if m["role"] == "user"), None)
+        for i, m in enumerate(messages):
+            kind = {"system": "system", "tool": "tool results", "assistant": "assistant"}.get(m["role"], "instructions" if i == first_user else "later user")
+            parts[kind] += sent * counter.message(m)
+    return dict(parts)
+
+
+def default_tasks() -> list[Path]:
+    return sorted((ROOT / "bench" / "tasks").glob("*/task.yaml"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=4, help="experiment steps per task (default 4)")
+    parser.add_argument("--task", type=Path, action="append", help="a task.yaml (repeatable; default: the eight FML-lite tasks)")
+    parser.add_argument("--parts", action="store_true", help="also split the prompt tokens by kind of content (records the requests)")
+    parser.add_argument("--keep", type=Path, help="keep the run folders here (default: a temporary folder)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    tasks = args.task or default_tasks()
+    missing = [t for t in tasks if not t.is_file()]
+    if missing:
+        parser.error(f"no such task file: {', '.join(map(str, missing))}")
+    console = Console(width=200)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tokens-per-step-") as tmp:
+        base = args.keep or Path(tmp)
+        for task in tasks:
+            name = task.parent.name
+            rows.append(run_task(task, base / name, args.steps, base / f"{name}-requests" if args.parts else None))
+            console.print(f"{rows[-1]['task']}: {rows[-1]['tokens']:,} tokens over {rows[-1]['steps']} steps", highlight=False)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    report(console, rows, args.steps, args.parts)
+    return 0
+
+
+def report(console: Console, rows: list[dict], steps: int, parts: bool) -> None:
+    table = Table(title=f"Model tokens per experiment step · offline model · File-as-Bus on · {steps} steps · goal <= {GOAL:,}")
+    for column in ("task", "steps", "calls", "tokens", "tokens/step", "after step 1", *ROLES, "goal"):
+        table.add_column(column, justify="right")
+    for r in rows:
+        shares = [f"{100 * r['by_role'].get(role, 0) / r['tokens']:.0f}%" if r["tokens"] else "-" for role in ROLES]
+        met = r["per_step"] is not None and r["per_step"] <= GOAL
+        table.add_row(r["task"], str(r["steps"]), str(r["calls"]), f"{r['tokens']:,}", f"{r['per_step']:,.0f}" if r["per_step"] else "-", f"{r['marginal']:,.0f}" if r["marginal"] else "-", *shares, "met" if met else "NOT met")
+    console.print(table)
+    if parts:
+        split = Table(title="Prompt tokens by kind of content (all tasks)")
+        total: Counter[str] = Counter()
+        for r in rows:
+            total.update(r["parts"])
+        for kind in PARTS:
+            split.add_column(kind, justify="right")
+        split.add_row(*(f"{total[k]:,} ({100 * total[k] / max(1, sum(total.values())):.0f}%)" for k in PARTS))
+        console.print(split)
+    worst = max((r["per_step"] or float("inf") for r in rows), default=None)
+    console.print(f"goal <= {GOAL:,} tokens per step on every task: {'met' if worst is not None and worst <= GOAL else 'NOT met'} (worst {worst:,.0f})", highlight=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""One kernel under every agent: the tool table as `bench agents` prints it, the shared
+shell tool, the loop's stop reasons, and a grid of every agent whose result files all
+carry an enum stop reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from aiscientist.agent.loop import LoopSpec, run_loop
+from aiscientist.agent.outcome import Outcome, StopReason
+from aiscientist.agent.shell import shell_tool
+from aiscientist.agent.tools import Tool, Toolbox, finish_tool
+from aiscientist.agent.toolsets import TOOLSETS
+from aiscientist.util import notices
+from aiscientist.llm import ContextOverflow, ModelError
+from aiscientist.llm.types import Completion, ToolCall
+from bench.agents import AGENTS
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = ROOT / "tests/fixtures/tiny/task.yaml"
+GRID = ["aide", "ai-scientist", "linear", "basic", "iterative", "hpsearch", "external", "aiscientist", "aiscientist-nobus", "aiscientist-flat"]
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aiscientist", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_bench_agents_lists_every_agent_and_the_shared_shell():
+    done = cli("bench", "agents", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    tools = {(r["agent"], r["role"]): r["tools"] for r in rows}
+    assert {r["agent"] for r in rows} == set(AGENTS) == set(TOOLSETS)
+    assert "bash" in tools[("aiscientist", "implementation")] and "bash" in tools[("basic", "basic")]
+    assert "bash" in tools[("aiscientist", "helper")] and "bash" in tools[("aiscientist-flat", "flat")]
+    assert "bash" not in tools[("aiscientist", "orchestrator")] and "bash" not in tools[("linear", "linear")]
+    text = cli("bench", "agents")
+    assert "| aiscientist | implementation | read_file, list_files, search_files, write_file, edit_file, bash, finish |" in text.stdout
+
+
+def test_the_shell_tool_is_one_definition():
+    basic, implementation = shell_tool(None, "agent"), shell_tool(None, "implementation")
+    assert basic.schema() == implementation.schema() and basic.handler.__code__ is implementation.handler.__code__
+
+
+def scripted(*replies: list[ToolCall]):
+    queue = list(replies)
+
+    def complete(messages, tools):
+        calls = queue.pop(0) if queue else []
+        return Completion(content="", tool_calls=calls, message={"role": "assistant", "content": "", "tool_calls": [c.model_dump() for c in calls]})
+
+    return complete
+
+
+def test_loop_stop_reasons():
+    box = Toolbox().add(finish_tool())
+    finish = ToolCall(id="f", name="finish", arguments={"summary": "done it"})
+    outcome = run_loop(scripted([], [finish]), box, [{}, {}], LoopSpec(max_turns=5, nudge=lambda: "go on"))
+    assert (outcome.stop, outcome.summary, outcome.turns) == (StopReason.FINISHED, "done it", 2)
+    assert run_loop(scripted(), box, [{}, {}], LoopSpec(max_turns=3, nudge=lambda: "go on")).stop is StopReason.TURN_LIMIT
+    bad = ToolCall(id="b", name="finish", arguments={})  # no summary: a tool error, not the end
+    assert run_loop(scripted([bad]), box, [{}, {}], LoopSpec(max_turns=2, nudge=lambda: "go on")).stop is StopReason.TURN_LIMIT
+    assert run_loop(scripted(), box, [{}, {}], LoopSpec(max_turns=3)).stop is StopReason.FINISHED  # no nudge: a reply without a tool call ends it
+    spent = run_loop(scripted([]), box, [{}, {}], LoopSpec(max_turns=3, should_stop=lambda: Outcome(stop=StopReason.STEP_BUDGET)))
+    assert (spent.stop, spent.turns) == (StopReason.STEP_BUDGET, 0)
+
+    def failing(messages, tools):
+        raise ModelError("HTTP 400: refused")
+
+    failed = run_loop(failing, box, [{}, {}], LoopSpec(max_turns=3))
+    assert (failed.stop, failed.detail) == (StopReason.MODEL_ERROR, "HTTP 400: refused")
+
+
+class ReadArgs(BaseModel):
+    n: int
+
+
+def test_a_conversation_that_outgrows_the_window_forgets_its_oldest_turns():
+    """A stand-in model whose window holds 3,000 characters (one token each) reads
+    1,000-character results until it has read eight, then finishes."""
+    box = Toolbox().add(Tool("read", "Read part n.", ReadArgs, lambda a: f"part {a.n}: " + "x" * 1000), finish_tool())
+    seen: list[list[dict]] = []
+
+    def complete(messages, tools):
+        size = sum(len(str(m.get("content") or "")) for m in messages)
+        if size > 3000:
+            raise ContextOverflow("too large", limit=3000, size=size)
+        seen.append(messages)
+        done = len(seen) > 8
+        call = ToolCall(id=f"c{len(seen)}", name="finish" if done else "read", arguments={"summary": "read them"} if done else {"n": len(seen)})
+        return Completion(content="", tool_calls=[call], message={"role": "assistant", "content": "", "tool_calls": [call.model_dump()]})
+
+    told: list[str] = []
+    head = [{"role": "system", "content": "ROLE: reader"}, {"role": "user", "content": "Read every part."}]
+    with notices.listening(lambda kind, text: told.append(kind)):
+        outcome = run_loop(complete, box, list(head), LoopSpec(max_turns=20))
+    assert outcome.stop is StopReason.FINISHED and outcome.summary == "read them"
+    assert told and set(told) == {"context"}
+    for messages in seen:  # instructions always kept; every tool result still follows its call
+        assert messages[:2] == head and all(m["role"] == "assistant" for m in messages[2:3])
+        calls = {c["id"] for m in messages if m["role"] == "assistant" for c in m["tool_calls"]}
+        assert {m["tool_call_id"] for m in messages if m["role"] == "tool"} <= calls
+
+
+@pytest.mark.slow
+def test_every_agent_runs_and_records_an_enum_stop_reason(tmp_path: Path):
+    out = tmp_path / "grid"
+    done = cli("bench", "run", "--agents", ",".join(GRID), "--tasks", str(TASK), "--rounds", "1", "--steps", "2", "--model", "offline", "--out", str(out),
+               "--workers", "2", "--no-progress", "--option", "external.command=run_experiment one; run_experiment two", timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    values = {r.value for r in StopReason}
+    for agent in GRID:
+        folder = out / "runs" / "tiny-quadratic" / agent / "round_1"
+        summary, result = json.loads((folder / "result.json").read_text()), json.loads((folder / "ws" / "result.json").read_text())
+        assert summary["stop_reason"] in values and result["stop_reason"] == summary["stop_reason"], agent
+        assert summary["completed"] == 2 and summary["error"] is None, (agent, summary["stop_reason"], summary["stop_detail"])
+    assert "| basic | basic | bash, read_file_chunk, search_file, run_experiment, submit |" in (out / "report" / "tools.md").read_text()

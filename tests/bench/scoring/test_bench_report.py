@@ -1,0 +1,96 @@
+"""The bench report reads well: human numbers, column definitions, paired comparisons
+with bootstrap intervals and win rates over rounds, a flag when a validation gain did
+not carry over to the hidden test, and links to each run's page; it renders in Chromium."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.browser_check import visit
+
+from bench.scoring.metrics import RunSummary, bootstrap_ci, gain_lost_on_test, paired_comparisons
+from bench.scoring.report import LOST, write_report
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
+
+
+def summary(agent: str, k: int, val: float, test: float, **kw) -> RunSummary:
+    base = dict(task="t", agent=agent, round=k, metric="d/mse", direction="min", baseline=0.6, baseline_test=0.55, has_test=True, assigned=3, completed=3, successful=3, best_step=1, best_val=val, test_metric=test, curve=[val, val, val], tokens=38_660)
+    return RunSummary(**{**base, **kw})
+
+
+def test_paired_comparison_tells_a_real_gap_from_noise():
+    runs = [summary("a", k, 0.3, 0.30 + 0.01 * k) for k in range(1, 6)] + [summary("b", k, 0.5, 0.50 + 0.01 * k) for k in range(1, 6)]
+    runs += [summary("c", k, 0.3, 0.30 + (0.3 if k % 2 else -0.3)) for k in range(1, 6)]
+    pairs = {(p.a, p.b): p for p in paired_comparisons(runs)}
+    ab, ac = pairs[("a", "b")], pairs[("a", "c")]
+    assert (ab.rounds, ab.win_rate, ab.verdict) == (5, 1.0, "a better")  # lower mse is better
+    assert ab.mean_diff == pytest.approx(0.2) and 0 < ab.low <= 0.2 <= ab.high
+    assert ac.verdict == "within noise" and ac.low < 0 < ac.high and ac.win_rate == pytest.approx(0.6)
+    assert bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0) and bootstrap_ci([0.0, 2.0]) == bootstrap_ci([0.0, 2.0])
+    assert paired_comparisons(runs[:1] + runs[5:6]) == []  # one round: nothing to pair
+
+
+def _results(tmp_path: Path, runs: list[RunSummary]) -> Path:
+    for run in runs:
+        folder = tmp_path / "runs" / run.task / run.agent / f"round_{run.round}"
+        folder.mkdir(parents=True)
+        (folder / "result.json").write_text(run.model_dump_json())
+    return tmp_path
+
+
+def test_one_round_report_formats_numbers_and_flags_lost_gains(tmp_path):
+    runs = [summary("a", 1, 0.5, 0.9), summary("b", 1, 0.4, 0.5)]  # a: val better than 0.6 but test 0.9 worse than 0.55
+    assert [gain_lost_on_test(r) for r in runs] == [True, False]
+    write_report(_results(tmp_path, runs))
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "2 finished runs, 2 agents, 1 task, round 1." in md
+    assert "0.9 (val 0.5) " + LOST in md and "0.5 (val 0.4) |" in md
+    assert f"{LOST} in 1 run: t · a · round 1 (val 0.5 vs 0.6, test 0.9 vs 0.55)" in md
+    agents = (tmp_path / "report" / "agents.md").read_text()
+    assert "38,660" in agents and "e+0" not in agents and "±" not in agents  # one task: no spread shown
+    assert "no paired comparison" in md and not (tmp_path / "report" / "paired.md").exists()
+    assert "- **normalised improvement**: gain of the score" in md
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("grid2") / "results"
+    command = [sys.executable, "-m", "aiscientist", "bench", "run", "--agents", "hpsearch,linear", "--tasks", str(TINY), "--rounds", "2", "--steps", "2", "--model", "offline", "--out", str(out), "--workers", "2", "--no-progress", "--embedder", "minilm"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out, done.stderr
+
+
+@pytest.mark.slow
+def test_two_round_grid_prints_cells_and_reports_intervals(grid):
+    out, log = grid
+    lines = [line for line in log.splitlines() if line.startswith("done: tiny-quadratic")]
+    assert len(lines) == 4 and all("2/2 steps" in line for line in lines)
+    paired = (out / "report" / "paired.md").read_text()
+    assert "| tiny-quadratic | hpsearch vs linear | 2 |" in paired and "%" in paired and "[" in paired
+
+
+@pytest.mark.slow
+def test_report_renders_in_chromium_and_links_run_pages(grid, tmp_path):
+    out, _ = grid
+    index = out / "report" / "index.html"
+    shot = tmp_path / "report.png"
+    with visit(index) as seen:
+        page = seen.page
+        assert page.locator("#utility + table tbody tr").count() == 1
+        assert page.locator("#paired + table tbody tr").count() == 1
+        assert page.locator("#runs + table tbody tr").count() == 4
+        assert page.locator("img").evaluate_all("imgs => imgs.every(i => i.naturalWidth > 0)")
+        page.screenshot(path=str(shot), full_page=True)
+        page.locator("#runs + table a").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/runs/tiny-quadratic/hpsearch/round_1/ws/run.html")
+        assert page.locator("section.step").count() == 2
+    assert seen.errors == []
+    assert all(url.startswith("file://") for url in seen.requests) and len(seen.requests) == 2  # the report, then the run page
+    assert shot.stat().st_size > 10_000
