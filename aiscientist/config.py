@@ -30,8 +30,12 @@ class OrchestratorConfig(BaseModel):
     summary_chars: int = Field(1500, ge=200, description="longest specialist summary the orchestrator sees")
     recent_turns: int = Field(2, ge=1, description="orchestrator decisions (call + results) kept verbatim")
     tool_result_chars: int = Field(1500, ge=200, description="longest tool result kept in a recent turn")
-    no_bus_context_chars: int = Field(400_000, ge=10_000, description="file_bus off: cap on the conversation that carries full outputs")
-    max_decisions_per_step: int = Field(6, ge=2, description="decisions allowed per budgeted step before the run is stopped as stuck")
+    no_bus_context_chars: int = Field(
+        400_000, ge=10_000, description="file_bus off: cap on the conversation that carries full outputs"
+    )
+    max_decisions_per_step: int = Field(
+        6, ge=2, description="decisions allowed per budgeted step before the run is stopped as stuck"
+    )
     model_error_limit: int = Field(3, ge=1, description="consecutive failed model calls before the run stops")
 
 
@@ -39,8 +43,12 @@ class SpecialistConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_turns: int = Field(12, ge=2, description="model calls one specialist call may make")
     experiments_per_call: int = Field(1, ge=1, description="run_experiment calls one experimentation call may make")
-    readers: list[Literal["code", "method", "evaluation"]] = Field(default_factory=lambda: ["code", "method", "evaluation"])
-    exp_log_tail_chars: int = Field(1200, ge=0, description="tail of exp_log.md given to implementation(mode=fix) (about its last entry)")
+    readers: list[Literal["code", "method", "evaluation"]] = Field(
+        default_factory=lambda: ["code", "method", "evaluation"]
+    )
+    exp_log_tail_chars: int = Field(
+        1200, ge=0, description="tail of exp_log.md given to implementation(mode=fix) (about its last entry)"
+    )
 
 
 class RunConfig(BaseModel):
@@ -57,7 +65,9 @@ class RunConfig(BaseModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     seed: int | None = Field(None, description="seed of the offline policy (None: the models file's, default 0)")
     models_file: Path | None = None
-    preflight_model_timeout_s: float = Field(600, gt=0, description="how long preflight waits for the model's first answer")
+    preflight_model_timeout_s: float = Field(
+        600, gt=0, description="how long preflight waits for the model's first answer"
+    )
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
     specialists: SpecialistConfig = Field(default_factory=SpecialistConfig)
 
@@ -69,7 +79,9 @@ class RunConfig(BaseModel):
         return "aiscientist" if self.file_bus else "aiscientist-nobus"
 
 
-def load_config(files: list[Path] | None = None, sets: list[str] | None = None, base: dict[str, Any] | None = None) -> RunConfig:
+def load_config(
+    files: list[Path] | None = None, sets: list[str] | None = None, base: dict[str, Any] | None = None
+) -> RunConfig:
     """Defaults ← `base` ← each file ← each `key=value` override."""
     merged: dict[str, Any] = dict(base or {})
     for file in files or []:
@@ -79,7 +91,9 @@ def load_config(files: list[Path] | None = None, sets: list[str] | None = None, 
         if not sep or not key.strip():
             raise ConfigError("--set", item, "expected key=value")
         merged = _merge(merged, _nest(key.strip(), yaml.safe_load(value) if value.strip() else None))
-    return validate_config(merged, source=", ".join([*(str(f) for f in files or []), *(["--set"] if sets else [])]) or "config")
+    return validate_config(
+        merged, source=", ".join([*(str(f) for f in files or []), *(["--set"] if sets else [])]) or "config"
+    )
 
 
 def validate_config(raw: dict[str, Any], source: str = "config") -> RunConfig:

@@ -32,7 +32,16 @@ from aiscientist.records.metrics_file import MetricsError, load_means, pick
 from aiscientist.task import Task, TaskError, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
-TASKS = ["generalization", "data_efficiency", "representation_learning", "continual_learning", "causality", "robustness", "privacy", "fairness"]
+TASKS = [
+    "generalization",
+    "data_efficiency",
+    "representation_learning",
+    "continual_learning",
+    "causality",
+    "robustness",
+    "privacy",
+    "fairness",
+]
 PATCHES = ROOT / "tests" / "fml_lite_improved"
 
 
@@ -56,13 +65,17 @@ class Row:
     improved: list[Run] = field(default_factory=list)
 
 
-def run_commands(commands: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[float, float, float, str]:
+def run_commands(
+    commands: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[float, float, float, str]:
     """Run `commands` in order through bash; (wall s, CPU s, peak MiB, error or '')."""
     start, peak_kib, cpu = time.monotonic(), 0, 0.0
     err_path = cwd / ".fml_lite_stderr"
     for command in commands:
         with open(err_path, "wb") as err:
-            proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+            proc = subprocess.Popen(
+                ["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+            )
         deadline = time.monotonic() + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -90,12 +103,16 @@ def experiment(task: Task, seed: int, smoke: bool, patch: Path | None = None) ->
         if patch is not None:
             applied = subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=repo, capture_output=True, text=True)
             if applied.returncode != 0:
-                return Run(None, 0.0, 0.0, 0.0, False, f"patch failed: {applied.stdout.strip() or applied.stderr.strip()}")
+                return Run(
+                    None, 0.0, 0.0, 0.0, False, f"patch failed: {applied.stdout.strip() or applied.stderr.strip()}"
+                )
         env = {**os.environ, "FML_LITE_SEED": str(seed), "HOME": tmp}
         env.pop("FML_LITE_SMOKE", None)
         if smoke:
             env["FML_LITE_SMOKE"] = "1"
-        wall, cpu, peak, error = run_commands(task.setup_commands + task.commands, repo / task.working_dir, env, task.command_timeout_s)
+        wall, cpu, peak, error = run_commands(
+            task.setup_commands + task.commands, repo / task.working_dir, env, task.command_timeout_s
+        )
         if error:
             return Run(None, wall, cpu, peak, False, error)
         try:
@@ -132,7 +149,9 @@ def measure(name: str, tasks_dir: Path, seeds: list[int], smoke: bool, improved:
 def _fmt_run(run: Run) -> str:
     if run.metric is None:
         return f"FAILED ({run.error})"
-    return f"{run.metric:.4f} in {run.wall_s:.1f}s (CPU {run.cpu_s:.1f}s), {run.peak_mib:.0f} MiB" + ("" if run.constraints_ok else " (constraint violated)")
+    return f"{run.metric:.4f} in {run.wall_s:.1f}s (CPU {run.cpu_s:.1f}s), {run.peak_mib:.0f} MiB" + (
+        "" if run.constraints_ok else " (constraint violated)"
+    )
 
 
 def _summary(runs: list[Run]) -> str:
@@ -159,7 +178,9 @@ def table(rows: list[Row], seeds: list[int]) -> str:
         peak = f"{max(r.peak_mib for r in ok):.0f}" if ok else "-"
         recorded = "-" if row.recorded is None or not math.isfinite(row.recorded) else f"{row.recorded:.4f}"
         constraints = "-" if not row.improved else ("ok" if all(r.constraints_ok for r in row.improved) else "violated")
-        lines.append(f"| {row.task} | {row.spec or '-'} | {recorded} | {_summary(row.baseline)} | {spread} | {wall} | {cpu} | {peak} | {_summary(row.improved)} | {constraints} | {row.note} |")
+        lines.append(
+            f"| {row.task} | {row.spec or '-'} | {recorded} | {_summary(row.baseline)} | {spread} | {wall} | {cpu} | {peak} | {_summary(row.improved)} | {constraints} | {row.note} |"
+        )
     return "\n".join(lines)
 
 
@@ -168,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=TASKS, help="task folder names under --tasks-dir")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--tasks-dir", type=Path, default=ROOT / "bench" / "tasks")
-    parser.add_argument("--smoke", action="store_true", help="reduced sizes (FML_LITE_SMOKE=1); the real figures use full size")
+    parser.add_argument(
+        "--smoke", action="store_true", help="reduced sizes (FML_LITE_SMOKE=1); the real figures use full size"
+    )
     parser.add_argument("--no-improved", action="store_true", help="skip the improved-method runs")
     args = parser.parse_args(argv)
     unknown = [t for t in args.tasks if not (args.tasks_dir / t).is_dir() and t not in TASKS]

@@ -76,7 +76,17 @@ def cluster(executor: str):
 
 
 def grid_wall(task: Path, executor: str, workers: int, args: argparse.Namespace, scratch: Path) -> float:
-    config = GridConfig(agents=["hpsearch"], tasks=[task], rounds=args.rounds, steps=args.steps, model="offline", workers=workers, cores_per_run=1, executor=executor, sandbox=args.grid_sandbox)
+    config = GridConfig(
+        agents=["hpsearch"],
+        tasks=[task],
+        rounds=args.rounds,
+        steps=args.steps,
+        model="offline",
+        workers=workers,
+        cores_per_run=1,
+        executor=executor,
+        sandbox=args.grid_sandbox,
+    )
     out = scratch / f"{executor}-{workers}"
     started = time.monotonic()
     outcome = run_grid(config, out, progress=False)
@@ -123,7 +133,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="aisci-scale-") as tmp:
         scratch = Path(tmp)
         task = burning_task(scratch / "task", args.burn)
-        print(f"grid: hpsearch x {args.rounds} rounds x {args.steps} steps, ~{args.burn:g} CPU-s per experiment, sandbox {args.grid_sandbox}")
+        print(
+            f"grid: hpsearch x {args.rounds} rounds x {args.steps} steps, ~{args.burn:g} CPU-s per experiment, sandbox {args.grid_sandbox}"
+        )
         print(f"{'executor':<10}{'1 worker s':>12}{'2 workers s':>13}{'efficiency':>12}")
         for executor in [e for e in args.executors.split(",") if e]:
             with cluster(executor) as started_s:

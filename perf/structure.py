@@ -39,7 +39,11 @@ def code_lines(source: str, tree: ast.Module | None = None) -> int:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 docstrings.update(range(first.lineno, first.end_lineno + 1))
     layout = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
     lines = set()
@@ -135,7 +139,9 @@ def main() -> int:
     args = parser.parse_args()
     figures = measure()
     verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
-    print(f"{figures['files']} files, {figures['lines']:,} lines of non-test Python outside bench/tasks/ ({figures['code_lines']:,} of code)")
+    print(
+        f"{figures['files']} files, {figures['lines']:,} lines of non-test Python outside bench/tasks/ ({figures['code_lines']:,} of code)"
+    )
     print("by folder: " + ", ".join(f"{name} {count:,}" for name, count in figures["lines_by_package"].items()))
     print("largest: " + ", ".join(f"{rel} ({count})" for rel, count in figures["largest"]))
     for cycle in figures["import_cycles"]:

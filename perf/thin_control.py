@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aiscientist.config import load_config  # noqa: E402
-from aiscientist.orchestrator import solve  # noqa: E402
 from aiscientist.llm.client import LLMClient  # noqa: E402
+from aiscientist.orchestrator import solve  # noqa: E402
 from aiscientist.task import load_task  # noqa: E402
 
 MODEL_CALLS: list[tuple[float, float]] = []  # (end time, duration) of every model reply
@@ -76,7 +76,10 @@ def measure(run_dir: Path, steps: int) -> dict:
     early = [d["prompt_tokens"] for d in decisions if d["steps_done"] < window]
     late = [d["prompt_tokens"] for d in decisions if steps - window <= d["steps_done"] < steps]
     ends = {e["payload"]["step"]: _ts(e["ts"]) for e in events if e["kind"] == "experiment.end"}
-    durations = {int(p.parent.name[5:]): json.loads(p.read_text())["duration_s"] for p in (run_dir / "experiments").glob("step_*/step.json")}
+    durations = {
+        int(p.parent.name[5:]): json.loads(p.read_text())["duration_s"]
+        for p in (run_dir / "experiments").glob("step_*/step.json")
+    }
     call_spans = list(MODEL_CALLS)
     MODEL_CALLS.clear()
     overhead = []
@@ -122,15 +125,46 @@ def main() -> int:
             config = load_config([], [f"sandbox={args.sandbox}", *ARMS[arm]])
             started = time.monotonic()
             result = solve(task, run_dir, config, model="offline", steps=args.steps)
-            figures[arm] = {**measure(run_dir, args.steps), "wall_s": time.monotonic() - started, "best": result.best_metric, "stop": result.stop_reason[:80]}
-            console.print(f"{arm}: {figures[arm]['steps_done']} steps in {figures[arm]['wall_s']:.1f} s", highlight=False)
+            figures[arm] = {
+                **measure(run_dir, args.steps),
+                "wall_s": time.monotonic() - started,
+                "best": result.best_metric,
+                "stop": result.stop_reason[:80],
+            }
+            console.print(
+                f"{arm}: {figures[arm]['steps_done']} steps in {figures[arm]['wall_s']:.1f} s", highlight=False
+            )
     w = figures[arms[0]]["window"]
     table = Table(title=f"Thin control · {task.name} · {args.steps} steps · offline model · sandbox {args.sandbox}")
-    for column in ("arm", "decisions", f"prompt tok, steps 1-{w} (median)", f"prompt tok, steps {args.steps - w + 1}-{args.steps} (median)", "late/early", "overhead ms/step (median)", "overhead ms/step (mean)", f"overhead ms/step, last {w} (median)", "model s", "experiments s", "wall s"):
+    for column in (
+        "arm",
+        "decisions",
+        f"prompt tok, steps 1-{w} (median)",
+        f"prompt tok, steps {args.steps - w + 1}-{args.steps} (median)",
+        "late/early",
+        "overhead ms/step (median)",
+        "overhead ms/step (mean)",
+        f"overhead ms/step, last {w} (median)",
+        "model s",
+        "experiments s",
+        "wall s",
+    ):
         table.add_column(column, justify="right")
     fmt = lambda v, f="{:.0f}": "-" if v is None else f.format(v)  # noqa: E731
     for arm, f in figures.items():
-        table.add_row(arm, str(f["decisions"]), fmt(f["prompt_early_median"]), fmt(f["prompt_late_median"]), fmt(f["prompt_ratio"], "{:.2f}x"), fmt(f["overhead_ms_median"], "{:.1f}"), fmt(f["overhead_ms_mean"], "{:.1f}"), fmt(f["overhead_ms_late_median"], "{:.1f}"), fmt(f["model_s"], "{:.1f}"), fmt(f["experiment_s"], "{:.1f}"), fmt(f["wall_s"], "{:.1f}"))
+        table.add_row(
+            arm,
+            str(f["decisions"]),
+            fmt(f["prompt_early_median"]),
+            fmt(f["prompt_late_median"]),
+            fmt(f["prompt_ratio"], "{:.2f}x"),
+            fmt(f["overhead_ms_median"], "{:.1f}"),
+            fmt(f["overhead_ms_mean"], "{:.1f}"),
+            fmt(f["overhead_ms_late_median"], "{:.1f}"),
+            fmt(f["model_s"], "{:.1f}"),
+            fmt(f["experiment_s"], "{:.1f}"),
+            fmt(f["wall_s"], "{:.1f}"),
+        )
     console.print(table)
     if "bus" in figures:
         bus = figures["bus"]
@@ -139,7 +173,10 @@ def main() -> int:
         late_ratio = bus["overhead_ms_late_median"] / bus["overhead_ms_median"] if bus["overhead_ms_median"] else None
         ok_flat = late_ratio is not None and late_ratio <= 1.3
         verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
-        console.print(f"goals (bus on): prompt ratio <= 1.25x {verdict(ok_prompt)} · overhead median <= 20 ms/step {verdict(ok_overhead)} · last {w} median <= 1.3x the run's ({fmt(late_ratio, '{:.2f}x')}) {verdict(ok_flat)}", highlight=False)
+        console.print(
+            f"goals (bus on): prompt ratio <= 1.25x {verdict(ok_prompt)} · overhead median <= 20 ms/step {verdict(ok_overhead)} · last {w} median <= 1.3x the run's ({fmt(late_ratio, '{:.2f}x')}) {verdict(ok_flat)}",
+            highlight=False,
+        )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
     return 0

@@ -44,11 +44,32 @@ PARTS = ("system", "tools", "instructions", "tool results", "assistant", "later 
 
 def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict:
     """Solve `task` offline and sum what its model calls used."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "FML_LITE_SMOKE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "aiscientist", *(["--record", str(record)] if record else []), "solve", str(task), "--model", "offline", "--steps", str(steps), "--run-dir", str(run_dir)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FML_LITE_SMOKE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "aiscientist",
+        *(["--record", str(record)] if record else []),
+        "solve",
+        str(task),
+        "--model",
+        "offline",
+        "--steps",
+        str(steps),
+        "--run-dir",
+        str(run_dir),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if not (run_dir / "result.json").is_file():  # exit 1 with a result: no step beat the baseline, which is fine here
-        raise SystemExit(f"{task}: solve failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"{task}: solve failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
     result = json.loads((run_dir / "result.json").read_text())
     calls = [r for r in read_records(run_dir / "logs" / "llm_calls.jsonl") if r.get("outcome") == "ok"]
     by_role: Counter[str] = Counter()
@@ -56,7 +77,9 @@ def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict
         by_role[r["role"]] += r["prompt_tokens"] + r["completion_tokens"]
     tokens = sum(by_role.values())
     steps_done = result["steps_completed"]
-    step_tokens = [json.loads(p.read_text())["tokens"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))]
+    step_tokens = [
+        json.loads(p.read_text())["tokens"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))
+    ]
     return {
         "task": result["task"],
         "steps": steps_done,
@@ -79,7 +102,9 @@ def parts_of(record_dir: Path) -> dict[str, int]:
         parts["tools"] += sent * counter.tools(tools, any(m["role"] == "system" for m in messages))
         first_user = next((i for i, m in enumerate(messages) if m["role"] == "user"), None)
         for i, m in enumerate(messages):
-            kind = {"system": "system", "tool": "tool results", "assistant": "assistant"}.get(m["role"], "instructions" if i == first_user else "later user")
+            kind = {"system": "system", "tool": "tool results", "assistant": "assistant"}.get(
+                m["role"], "instructions" if i == first_user else "later user"
+            )
             parts[kind] += sent * counter.message(m)
     return dict(parts)
 
@@ -91,8 +116,12 @@ def default_tasks() -> list[Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=4, help="experiment steps per task (default 4)")
-    parser.add_argument("--task", type=Path, action="append", help="a task.yaml (repeatable; default: the eight FML-lite tasks)")
-    parser.add_argument("--parts", action="store_true", help="also split the prompt tokens by kind of content (records the requests)")
+    parser.add_argument(
+        "--task", type=Path, action="append", help="a task.yaml (repeatable; default: the eight FML-lite tasks)"
+    )
+    parser.add_argument(
+        "--parts", action="store_true", help="also split the prompt tokens by kind of content (records the requests)"
+    )
     parser.add_argument("--keep", type=Path, help="keep the run folders here (default: a temporary folder)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
@@ -107,7 +136,9 @@ def main() -> int:
         for task in tasks:
             name = task.parent.name
             rows.append(run_task(task, base / name, args.steps, base / f"{name}-requests" if args.parts else None))
-            console.print(f"{rows[-1]['task']}: {rows[-1]['tokens']:,} tokens over {rows[-1]['steps']} steps", highlight=False)
+            console.print(
+                f"{rows[-1]['task']}: {rows[-1]['tokens']:,} tokens over {rows[-1]['steps']} steps", highlight=False
+            )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     report(console, rows, args.steps, args.parts)
@@ -115,13 +146,24 @@ def main() -> int:
 
 
 def report(console: Console, rows: list[dict], steps: int, parts: bool) -> None:
-    table = Table(title=f"Model tokens per experiment step · offline model · File-as-Bus on · {steps} steps · goal <= {GOAL:,}")
+    table = Table(
+        title=f"Model tokens per experiment step · offline model · File-as-Bus on · {steps} steps · goal <= {GOAL:,}"
+    )
     for column in ("task", "steps", "calls", "tokens", "tokens/step", "after step 1", *ROLES, "goal"):
         table.add_column(column, justify="right")
     for r in rows:
         shares = [f"{100 * r['by_role'].get(role, 0) / r['tokens']:.0f}%" if r["tokens"] else "-" for role in ROLES]
         met = r["per_step"] is not None and r["per_step"] <= GOAL
-        table.add_row(r["task"], str(r["steps"]), str(r["calls"]), f"{r['tokens']:,}", f"{r['per_step']:,.0f}" if r["per_step"] else "-", f"{r['marginal']:,.0f}" if r["marginal"] else "-", *shares, "met" if met else "NOT met")
+        table.add_row(
+            r["task"],
+            str(r["steps"]),
+            str(r["calls"]),
+            f"{r['tokens']:,}",
+            f"{r['per_step']:,.0f}" if r["per_step"] else "-",
+            f"{r['marginal']:,.0f}" if r["marginal"] else "-",
+            *shares,
+            "met" if met else "NOT met",
+        )
     console.print(table)
     if parts:
         split = Table(title="Prompt tokens by kind of content (all tasks)")
@@ -133,7 +175,10 @@ def report(console: Console, rows: list[dict], steps: int, parts: bool) -> None:
         split.add_row(*(f"{total[k]:,} ({100 * total[k] / max(1, sum(total.values())):.0f}%)" for k in PARTS))
         console.print(split)
     worst = max((r["per_step"] or float("inf") for r in rows), default=None)
-    console.print(f"goal <= {GOAL:,} tokens per step on every task: {'met' if worst is not None and worst <= GOAL else 'NOT met'} (worst {worst:,.0f})", highlight=False)
+    console.print(
+        f"goal <= {GOAL:,} tokens per step on every task: {'met' if worst is not None and worst <= GOAL else 'NOT met'} (worst {worst:,.0f})",
+        highlight=False,
+    )
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ def fill_experiments(ws: Workspace, count: int) -> None:
         for name in ("stdout.txt", "stderr.txt", "diff.patch"):
             (folder / name).write_text(f"{name} of step {step}\n")
         (folder / "code" / "train.py").write_text("# snapshot\n")
-        record = real.model_copy(update={"step": step, "metric": 0.2 + (step * 7919 % 1000) / 2000, "hypothesis": f"hypothesis {step}"})
+        record = real.model_copy(
+            update={"step": step, "metric": 0.2 + (step * 7919 % 1000) / 2000, "hypothesis": f"hypothesis {step}"}
+        )
         (folder / "step.json").write_text(record.model_dump_json(indent=1))
 
 
@@ -140,12 +142,20 @@ def main() -> None:
     print(f"events.jsonl appends/s, 4 processes       {figures['events_appends_per_s_4_procs']:10.0f}")
     print(f"markdown log appends/s (scope.append)     {figures['markdown_appends_per_s']:10.0f}")
     for count in (10, 1000):
-        print(f"WORKSPACE.md regeneration, {count:4d} steps    {figures[f'map_s_{count}_steps'] * 1000:8.1f} ms  ({figures[f'map_chars_{count}_steps']:.0f} chars)")
-        print(f"watcher start, {count:4d} steps                {figures[f'watcher_start_s_{count}_steps'] * 1000:8.1f} ms")
+        print(
+            f"WORKSPACE.md regeneration, {count:4d} steps    {figures[f'map_s_{count}_steps'] * 1000:8.1f} ms  ({figures[f'map_chars_{count}_steps']:.0f} chars)"
+        )
+        print(
+            f"watcher start, {count:4d} steps                {figures[f'watcher_start_s_{count}_steps'] * 1000:8.1f} ms"
+        )
     for churn in (0, args.churn):
         label = "tiny step" if not churn else f"step writing {churn} files"
-        print(f"{label:28s} wall: off {figures[f'step_s_watcher_off_churn{churn}']:.3f} s · on {figures[f'step_s_watcher_on_churn{churn}']:.3f} s · ratio {figures[f'step_watcher_ratio_churn{churn}']:.3f}")
-        print(f"{'':28s} in-process CPU: off {figures[f'step_cpu_s_watcher_off_churn{churn}']:.3f} s · on {figures[f'step_cpu_s_watcher_on_churn{churn}']:.3f} s")
+        print(
+            f"{label:28s} wall: off {figures[f'step_s_watcher_off_churn{churn}']:.3f} s · on {figures[f'step_s_watcher_on_churn{churn}']:.3f} s · ratio {figures[f'step_watcher_ratio_churn{churn}']:.3f}"
+        )
+        print(
+            f"{'':28s} in-process CPU: off {figures[f'step_cpu_s_watcher_off_churn{churn}']:.3f} s · on {figures[f'step_cpu_s_watcher_on_churn{churn}']:.3f} s"
+        )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 

@@ -11,6 +11,10 @@ from aiscientist.sandbox.docker import docker_problem
 _DOCKER_PROBLEM = docker_problem()
 BACKENDS = [
     "local",
-    pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is not usable on this machine")),
-    pytest.param("docker", marks=pytest.mark.skipif(_DOCKER_PROBLEM is not None, reason=f"no Docker engine: {_DOCKER_PROBLEM}")),
+    pytest.param(
+        "bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is not usable on this machine")
+    ),
+    pytest.param(
+        "docker", marks=pytest.mark.skipif(_DOCKER_PROBLEM is not None, reason=f"no Docker engine: {_DOCKER_PROBLEM}")
+    ),
 ]

@@ -18,7 +18,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiscientist.records import accounting
 from aiscientist.agent.journal import Journal
 from aiscientist.agent.loop import call_model
 from aiscientist.agent.outcome import StopReason, StopRun
@@ -28,6 +27,7 @@ from aiscientist.experiment.gitrepo import git
 from aiscientist.experiment.integrity import read_regular
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.llm.budget import tracker_for_run
+from aiscientist.records import accounting
 from aiscientist.task import Task, expand_globs
 
 if TYPE_CHECKING:
@@ -55,7 +55,9 @@ class RunContext:
     _final: list[StepRecord] = field(default_factory=list)  # records of steps before _open that no longer change
     _open: int = 1  # the oldest step whose record may still change
     _final_best: tuple[int, StepRecord | None] = (0, None)  # (records of _final folded, the best of them)
-    _recent: dict[int, tuple[tuple[int, int, int], StepRecord | None]] = field(default_factory=dict)  # step -> (file stamp, record)
+    _recent: dict[int, tuple[tuple[int, int, int], StepRecord | None]] = field(
+        default_factory=dict
+    )  # step -> (file stamp, record)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -83,13 +85,19 @@ class RunContext:
             raise RuntimeError(f"agent {self.agent} needs a model (--model)")
         with self._lock:
             if role not in self._clients:
-                limits = BudgetLimits(tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s)
+                limits = BudgetLimits(
+                    tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s
+                )
                 budget = limits.model_dump() if limits != BudgetLimits() else None  # None keeps the models file's
-                llm_config = load_llm_config(self.model, self.config.models_file, budget=budget, offline_max_steps=self.steps, seed=self.seed)
+                llm_config = load_llm_config(
+                    self.model, self.config.models_file, budget=budget, offline_max_steps=self.steps, seed=self.seed
+                )
                 self._clients[role] = make_client(self.model, self.ws.paths.root, role, llm_config)
             return self._clients[role]
 
-    def complete(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
+    def complete(
+        self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> Completion:
         """One model call with `role`'s client. Tool calls rejected before they could
         run (bad JSON, unknown tool, arguments not matching the schema) become events."""
         return call_model(self.client(role), self.ws, role, messages, tools)
@@ -122,7 +130,11 @@ class RunContext:
                 info = os.stat(path)
             except FileNotFoundError:
                 break  # not started, or running
-            stamp = (info.st_ino, info.st_size, info.st_mtime_ns)  # a rewrite in the same clock tick changes size or inode
+            stamp = (
+                info.st_ino,
+                info.st_size,
+                info.st_mtime_ns,
+            )  # a rewrite in the same clock tick changes size or inode
             cached = self._recent.get(step)
             if cached is None or cached[0] != stamp:
                 try:
@@ -150,7 +162,7 @@ class RunContext:
         self._final_best = (len(self._final), best)
         if before is not None and best is not None and best.step >= before:  # asked about the past
             return accounting.best_step([r for r in records if r.step < before], direction)
-        rest = [r for r in records[len(self._final):] if before is None or r.step < before]
+        rest = [r for r in records[len(self._final) :] if before is None or r.step < before]
         return accounting.best_step([r for r in (best, *rest) if r is not None], direction)
 
     def steps_done(self) -> int:

@@ -12,10 +12,10 @@ from pydantic import ValidationError
 
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.agent.tools import Toolbox
-from aiscientist.util import notices
 from aiscientist.llm import ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import Completion, ToolCall
 from aiscientist.llm.window import forget_oldest
+from aiscientist.util import notices
 
 TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
 ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
@@ -36,7 +36,9 @@ class LoopSpec:
     finish_after_failure: bool = True  # False: a `finish` after a failed call of the same turn is refused
 
 
-def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], spec: LoopSpec, run_tool: RunTool | None = None) -> Outcome:
+def run_loop(
+    complete: Complete, box: Toolbox, messages: list[dict[str, Any]], spec: LoopSpec, run_tool: RunTool | None = None
+) -> Outcome:
     """`messages` (system prompt, task message) holds the trimmed conversation when the loop ends.
     ModelUnavailable and BudgetExhausted propagate; a conversation that outgrew the context
     window forgets its oldest turns and asks again (a turn of the limit, as PaperBench's
@@ -59,11 +61,15 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
             except ModelError as err:
                 return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
             recent.append(completion.message)
-            ended = _answer(box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}", spec.finish_after_failure)
+            ended = _answer(
+                box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}", spec.finish_after_failure
+            )
             if ended is not None:
                 return ended.model_copy(update={"turns": turn + 1})
             if not completion.tool_calls and spec.nudge is None:
-                return Outcome(stop=StopReason.FINISHED, detail="the model answered without a tool call", turns=turn + 1)
+                return Outcome(
+                    stop=StopReason.FINISHED, detail="the model answered without a tool call", turns=turn + 1
+                )
             if spec.nudge is not None and (spec.nudge_every_turn or not completion.tool_calls):
                 recent.append({"role": "user", "content": spec.nudge()})
             if spec.keep_messages:
@@ -73,7 +79,14 @@ def run_loop(complete: Complete, box: Toolbox, messages: list[dict[str, Any]], s
         messages[:] = head + recent
 
 
-def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], run_tool: RunTool | None, key: str, finish_after_failure: bool = True) -> Outcome | None:
+def _answer(
+    box: Toolbox,
+    calls: list[ToolCall],
+    recent: list[dict[str, Any]],
+    run_tool: RunTool | None,
+    key: str,
+    finish_after_failure: bool = True,
+) -> Outcome | None:
     """Run one turn's tool calls; the outcome when the turn ends the loop (later calls are not run).
     Refusing a `finish` after a failed call keeps an agent that writes and finishes in one turn honest."""
     ended: Outcome | None = None
@@ -88,7 +101,9 @@ def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], r
                 content = run_tool(call, f"{key}.{i}") if run_tool else box.call(call)[0]
                 stop = terminal(box, call)
                 if stop is not None:
-                    ended = Outcome(stop=stop, summary=str(call.arguments.get("summary", call.arguments.get("reason", ""))).strip())
+                    ended = Outcome(
+                        stop=stop, summary=str(call.arguments.get("summary", call.arguments.get("reason", ""))).strip()
+                    )
             except StopRun as stop_run:
                 content, ended = f"Error: {stop_run}", stop_run.outcome
             failed = failed or content.startswith(ERROR_PREFIX)
@@ -96,7 +111,9 @@ def _answer(box: Toolbox, calls: list[ToolCall], recent: list[dict[str, Any]], r
     return ended
 
 
-def call_model(client: Any, ws: Any, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Completion:
+def call_model(
+    client: Any, ws: Any, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> Completion:
     """One model call of any agent; tool calls rejected before they could run become events."""
     completion = client.complete(messages, tools, role=role)
     for call in completion.invalid_tool_calls:
@@ -130,7 +147,10 @@ def forget(messages: list[dict[str, Any]], err: ContextOverflow) -> list[dict[st
 def forget_turns(turns: list[list[dict[str, Any]]], err: ContextOverflow) -> list[list[dict[str, Any]]]:
     """`llm.window.forget_oldest`, told to the person watching."""
     kept = forget_oldest(turns, err.size, err.limit)
-    notices.notify("context", f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are forgotten, {len(kept)} kept")
+    notices.notify(
+        "context",
+        f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are forgotten, {len(kept)} kept",
+    )
     return kept
 
 

@@ -62,7 +62,13 @@ def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None]
     code = result.returncodes[-1] if result.returncodes else None
     after = editable_digests(ws)
     changed = [f"submission/{rel}" for rel in sorted(before.keys() | after.keys()) if before.get(rel) != after.get(rel)]
-    payload = {"command": clip(command, 2000), "exit_code": code, "timed_out": result.timed_out, "duration_s": round(result.duration_s, 3), "changed": changed}
+    payload = {
+        "command": clip(command, 2000),
+        "exit_code": code,
+        "timed_out": result.timed_out,
+        "duration_s": round(result.duration_s, 3),
+        "changed": changed,
+    }
     ws.events.record(role, "shell.run", payload)
     for path in changed if on_change else []:
         on_change(path)
@@ -75,5 +81,10 @@ def shell_tool(ws: Any, role: str, box: Toolbox | None = None) -> Tool:
     def bash(args: BashArgs) -> str:
         return run_shell(ws, role, args.command, box.note if box else None)
 
-    return Tool("bash", "Run a bash command in submission/ (sandboxed: no network; only your writable areas can be changed).", BashArgs, bash, effect=True)
-
+    return Tool(
+        "bash",
+        "Run a bash command in submission/ (sandboxed: no network; only your writable areas can be changed).",
+        BashArgs,
+        bash,
+        effect=True,
+    )

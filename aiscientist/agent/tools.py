@@ -75,7 +75,7 @@ class SearchFileArgs(BaseModel):
     pattern: str = Field(description="regular expression")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parameters(args: type[BaseModel]) -> str:
     """Cached: generating a JSON schema takes milliseconds."""
     parameters = args.model_json_schema()
@@ -222,10 +222,20 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
             "search_files", "Search files for a regular expression; returns path:line: text.", SearchFilesArgs, search
         ),
         Tool("write_file", "Create or overwrite a file you may write.", WriteFileArgs, write_file, effect=True),
-        Tool("edit_file", "Replace one exact occurrence of `old` with `new` in a file.", EditFileArgs, edit_file,
-             effect=True),
-        Tool("append_log", "Append an entry to exp_log or impl_log (append-only).", AppendLogArgs, append_log,
-             effect=True),
+        Tool(
+            "edit_file",
+            "Replace one exact occurrence of `old` with `new` in a file.",
+            EditFileArgs,
+            edit_file,
+            effect=True,
+        ),
+        Tool(
+            "append_log",
+            "Append an entry to exp_log or impl_log (append-only).",
+            AppendLogArgs,
+            append_log,
+            effect=True,
+        ),
         Tool("read_file_chunk", "Read `n` lines of a file starting at line `start` (1-based).", ReadChunkArgs, chunk),
         Tool("search_file", "Search for a regular expression in files under a path.", SearchFileArgs, search_file),
     ]

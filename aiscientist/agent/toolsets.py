@@ -41,7 +41,9 @@ def toolset(agent: str, role: str) -> tuple[str, ...]:
     try:
         return TOOLSETS[agent][role]
     except KeyError:
-        raise UnknownToolset(f"no tool set for agent {agent!r}, role {role!r} in aiscientist.agent.toolsets.TOOLSETS") from None
+        raise UnknownToolset(
+            f"no tool set for agent {agent!r}, role {role!r} in aiscientist.agent.toolsets.TOOLSETS"
+        ) from None
 
 
 def pick(agent: str, role: str, available: list[Tool], box: Toolbox) -> Toolbox:
@@ -56,9 +58,11 @@ def pick(agent: str, role: str, available: list[Tool], box: Toolbox) -> Toolbox:
 
 
 def rows() -> list[dict[str, object]]:
-    return [{"agent": agent, "role": role, "tools": list(tools)} for agent, roles in TOOLSETS.items() for role, tools in roles.items()] + [
-        {"agent": agent, "role": None, "tools": []} for agent, roles in TOOLSETS.items() if not roles
-    ]
+    return [
+        {"agent": agent, "role": role, "tools": list(tools)}
+        for agent, roles in TOOLSETS.items()
+        for role, tools in roles.items()
+    ] + [{"agent": agent, "role": None, "tools": []} for agent, roles in TOOLSETS.items() if not roles]
 
 
 def markdown() -> str:

@@ -30,10 +30,14 @@ err_console = Console(stderr=True, soft_wrap=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aiscientist", description="Autonomous ML research engineering and its benchmark.")
+    parser = argparse.ArgumentParser(
+        prog="aiscientist", description="Autonomous ML research engineering and its benchmark."
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--record", metavar="DIR", help="store every model request and response in DIR")
-    parser.add_argument("--replay", metavar="DIR", help="answer model requests from a recording in DIR (a miss is an error)")
+    parser.add_argument(
+        "--replay", metavar="DIR", help="answer model requests from a recording in DIR (a miss is an error)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         try:
@@ -57,7 +61,9 @@ def _unavailable(name: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     for flag, env in ((args.record, "AISCIENTIST_LLM_RECORD"), (args.replay, "AISCIENTIST_LLM_REPLAY")):
         if flag:
             os.environ[env] = str(Path(flag).resolve())  # read by aiscientist.llm.load_llm_config

@@ -37,7 +37,15 @@ def run(args: argparse.Namespace) -> int:
     if args.test and record.success:
         with console.status("running the hidden test ..."):
             test = ws.engine.run_test(record.step)
-    result = summarise(task, "baseline", [record], test=test, wall_time_s=round(time.monotonic() - started, 3), stop_reason=StopReason.FINISHED, stop_detail="baseline done")
+    result = summarise(
+        task,
+        "baseline",
+        [record],
+        test=test,
+        wall_time_s=round(time.monotonic() - started, 3),
+        stop_reason=StopReason.FINISHED,
+        stop_detail="baseline done",
+    )
     write_result(ws.paths.result, result)
 
     table = Table(title=f"baseline · {task.name}")
@@ -50,7 +58,13 @@ def run(args: argparse.Namespace) -> int:
         status += " [yellow](constraint violated)[/yellow]"
     table.add_row(task.metric.label if task.metric else "-", value, stated, f"{record.duration_s:.1f}", status)
     if test is not None:
-        table.add_row("hidden test", "-" if test.metric is None else f"{test.metric:.6g}", "", f"{test.duration_s:.1f}", "ok" if test.success else f"[red]{test.error}[/red]")
+        table.add_row(
+            "hidden test",
+            "-" if test.metric is None else f"{test.metric:.6g}",
+            "",
+            f"{test.duration_s:.1f}",
+            "ok" if test.success else f"[red]{test.error}[/red]",
+        )
     console.print(table)
     console.print(f"run folder: {run_dir}  ·  result: {ws.paths.result}")
     return 0 if record.success else 1

@@ -17,13 +17,23 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="a task.yaml, or an FML-bench task folder (config.json + prompt.json)")
     add_selection_arguments(parser)
     parser.add_argument("--run-dir", type=Path, help="run folder (default: runs/<task>-<time>)")
-    parser.add_argument("--sandbox", default="auto", choices=BACKENDS, help="experiment sandbox backend (default: auto)")
+    parser.add_argument(
+        "--sandbox", default="auto", choices=BACKENDS, help="experiment sandbox backend (default: auto)"
+    )
 
 
 def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     """Options that adjust a loaded task: its metric and its step timeout."""
-    parser.add_argument("--metric", help="override an FML-bench task's metric: DATASET/METRIC[:max|min] (without a direction, the task's configs must give one)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit of one experiment step's commands (default: the task's; FML-bench tasks: its own defaults)")
+    parser.add_argument(
+        "--metric",
+        help="override an FML-bench task's metric: DATASET/METRIC[:max|min] (without a direction, the task's configs must give one)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="time limit of one experiment step's commands (default: the task's; FML-bench tasks: its own defaults)",
+    )
 
 
 def parse_metric(text: str | None) -> MetricChoice | None:

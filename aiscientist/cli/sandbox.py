@@ -13,8 +13,15 @@ console = Console(stderr=True, soft_wrap=True)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="sandbox_command", required=True, metavar="{build-image,clean}")
     build = sub.add_parser("build-image", help="import the docker run image into the local engine (no registry needed)")
-    build.add_argument("--tag", default=None, help="image name (default: aiscientist-run:latest, what --sandbox docker uses)")
-    build.add_argument("--rootfs", type=Path, default=None, help="a complete root filesystem folder to import instead of mounting the host's runtime at run time")
+    build.add_argument(
+        "--tag", default=None, help="image name (default: aiscientist-run:latest, what --sandbox docker uses)"
+    )
+    build.add_argument(
+        "--rootfs",
+        type=Path,
+        default=None,
+        help="a complete root filesystem folder to import instead of mounting the host's runtime at run time",
+    )
     sub.add_parser("clean", help="remove this host's sandbox containers whose owner process is gone")
 
 
@@ -40,5 +47,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/red] --rootfs: {err}")
         return 2
     image = client.images.get(tag)
-    console.print(f"built {tag} ({image.short_id}, {image.attrs['Size'] / 1e6:.1f} MB); use it with --sandbox docker" + (f" --set sandbox.image={tag}" if args.tag else ""))
+    console.print(
+        f"built {tag} ({image.short_id}, {image.attrs['Size'] / 1e6:.1f} MB); use it with --sandbox docker"
+        + (f" --set sandbox.image={tag}" if args.tag else "")
+    )
     return 0

@@ -12,8 +12,16 @@ console = Console()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", type=Path, help="a run folder made by solve, or a bench cell's folder (OUT/runs/TASK/AGENT/round_K)")
-    parser.add_argument("--watch", type=float, default=None, metavar="SECONDS", help="re-write the page every SECONDS until the run has finished")
+    parser.add_argument(
+        "run_dir", type=Path, help="a run folder made by solve, or a bench cell's folder (OUT/runs/TASK/AGENT/round_K)"
+    )
+    parser.add_argument(
+        "--watch",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="re-write the page every SECONDS until the run has finished",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

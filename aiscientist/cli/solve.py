@@ -7,27 +7,49 @@ from pathlib import Path
 
 from rich.console import Console
 
-from aiscientist.util import notices
 from aiscientist.cli.common import add_selection_arguments, default_run_dir, task_from_args
 from aiscientist.config import load_config
 from aiscientist.resources import CONFIGS_DIR, resolve_config
 from aiscientist.sandbox import BACKENDS
 from aiscientist.task import TaskError
+from aiscientist.util import notices
 
 console = Console()
-EXIT_MODEL_STOPPED = 3  # the model was unavailable past its patience (or failed model_error_limit times in a row); resumable
+EXIT_MODEL_STOPPED = (
+    3  # the model was unavailable past its patience (or failed model_error_limit times in a row); resumable
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", nargs="?", help="a task.yaml, or an FML-bench task folder (not needed with --resume)")
     parser.add_argument("--model", help="litellm model name, 'offline', or 'scripted:PATH' (default: from the config)")
-    parser.add_argument("--steps", type=int, help="experiment steps (default: config, else the task's budget); with --resume, extends the budget")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help="experiment steps (default: config, else the task's budget); with --resume, extends the budget",
+    )
     parser.add_argument("--run-dir", type=Path, help="run folder (default: runs/<task>-<time>)")
-    parser.add_argument("--config", action="append", default=[], help="a RunConfig yaml file or a packaged config's name (flat, no_file_bus; repeatable; later wins; default is always read first)")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="override one setting, e.g. file_bus=false (repeatable)")
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        help="a RunConfig yaml file or a packaged config's name (flat, no_file_bus; repeatable; later wins; default is always read first)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting, e.g. file_bus=false (repeatable)",
+    )
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run")
     add_selection_arguments(parser)
-    parser.add_argument("--no-preflight", action="store_true", help="skip the checks before the first step (commands' programs and scripts exist, sandbox starts, model answers)")
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the checks before the first step (commands' programs and scripts exist, sandbox starts, model answers)",
+    )
     parser.add_argument("--sandbox", choices=BACKENDS, help="experiment sandbox backend (default: from the config)")
 
 
@@ -56,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_preflight:
             from aiscientist.orchestrator.preflight import preflight
 
-            preflight(task, args.model or config.model, config.sandbox, config.models_file, config.preflight_model_timeout_s)
+            preflight(
+                task, args.model or config.model, config.sandbox, config.models_file, config.preflight_model_timeout_s
+            )
     try:
         with LiveProgress(console) as progress, notices.listening(progress.notice):
             result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)
@@ -64,10 +88,18 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/red] {err}", soft_wrap=True)
         return 2
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
+        console.print(
+            f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}",
+            soft_wrap=True,
+            highlight=False,
+        )
         return 130
     console.print(summary_table(result, str(run_dir)))
     if result.stop_reason is not None and result.stop_reason.resumable:
-        console.print(f"[yellow]stopped[/yellow]: the model failed ({result.stop_reason.value}: {result.stop_detail}); once it works again, continue with  python -m aiscientist solve --resume {run_dir}", soft_wrap=True, highlight=False)
+        console.print(
+            f"[yellow]stopped[/yellow]: the model failed ({result.stop_reason.value}: {result.stop_detail}); once it works again, continue with  python -m aiscientist solve --resume {run_dir}",
+            soft_wrap=True,
+            highlight=False,
+        )
         return EXIT_MODEL_STOPPED
     return 0 if result.steps_successful else 1

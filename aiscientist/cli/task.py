@@ -17,7 +17,9 @@ console = Console()
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="task_command", required=True, metavar="{show}")
-    show = sub.add_parser("show", help="print a parsed task (task.yaml or FML-bench folder of either branch) without running it")
+    show = sub.add_parser(
+        "show", help="print a parsed task (task.yaml or FML-bench folder of either branch) without running it"
+    )
     show.add_argument("task", help="a task.yaml, or an FML-bench task folder")
     add_selection_arguments(show)
     show.add_argument("--json", action="store_true", help="one JSON object instead of a table")
@@ -44,7 +46,12 @@ def describe(task: Task) -> dict[str, Any]:
             "postprocess": task.postprocess_commands,
             "test": task.test_commands,
         },
-        "files": {"editable": task.editable, "protected": task.protected, "related": task.related, "hidden": task.hidden},
+        "files": {
+            "editable": task.editable,
+            "protected": task.protected,
+            "related": task.related,
+            "hidden": task.hidden,
+        },
         "metrics_file": task.metrics_file,
         "test_metrics_file": task.test_metrics_file or (task.metrics_file if task.test_commands else None),
         "outputs_dir": task.outputs_dir,

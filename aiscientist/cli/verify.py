@@ -24,7 +24,11 @@ def run(args: argparse.Namespace) -> int:
     for note in report.tamper_events:
         console.print(f"[yellow]recorded:[/yellow] {note}", highlight=False, soft_wrap=True)
     if report.clean:
-        console.print(f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, {report.protected_files} protected files intact", highlight=False, soft_wrap=True)
+        console.print(
+            f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, {report.protected_files} protected files intact",
+            highlight=False,
+            soft_wrap=True,
+        )
         return 0
     for problem in report.problems:
         console.print(f"[red]TAMPERED[/red] {problem}", highlight=False, soft_wrap=True)

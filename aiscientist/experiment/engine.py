@@ -18,20 +18,27 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from aiscientist.records import accounting
-from aiscientist.experiment import gitrepo
-from aiscientist.experiment import integrity
-from aiscientist.records.causes import FailureCause
+from aiscientist.experiment import gitrepo, integrity
 from aiscientist.experiment.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
-from aiscientist.experiment.hidden import run_hidden_test
 from aiscientist.experiment.gitrepo import git
+from aiscientist.experiment.hidden import run_hidden_test
+from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
+from aiscientist.records import accounting
+from aiscientist.records.causes import FailureCause
 from aiscientist.records.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
 from aiscientist.records.paths import RunPaths
-from aiscientist.records.step import PENDING_RECORD, STEP_RECORD, MetricsReading, StepRecord, TestResult, folder_hashes, sha256_file
-from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
+from aiscientist.records.step import (
+    PENDING_RECORD,
+    STEP_RECORD,
+    MetricsReading,
+    StepRecord,
+    TestResult,
+    folder_hashes,
+    sha256_file,
+)
 from aiscientist.sandbox import RunResult, Sandbox
 from aiscientist.sandbox.base import TAIL_CHARS
 from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
@@ -58,7 +65,14 @@ class ExperimentEngine:
 
     BASELINE_TAG = BASELINE_TAG
 
-    def __init__(self, task: Task, paths: RunPaths, sandbox: Sandbox, on_event: EventSink | None = None, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        task: Task,
+        paths: RunPaths,
+        sandbox: Sandbox,
+        on_event: EventSink | None = None,
+        env: Mapping[str, str] | None = None,
+    ):
         self.task, self.paths, self.sandbox = task, paths, sandbox
         self.on_event: EventSink = on_event or (lambda kind, payload: None)
         self.env = dict(env or {})
@@ -91,7 +105,9 @@ class ExperimentEngine:
         if result is not None and not result.ok:
             raise TaskError(source, "setup_commands", result.failure() or "setup failed")
         if self.task.preprocess_commands:  # protected files as every step's preprocess leaves them
-            self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess"))
+            self.run_commands(
+                self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess")
+            )
         clean_outputs(self.task, submission)  # outputs are never part of the baseline
         check_after_setup(self.task, submission)
         manifest = {}
@@ -109,7 +125,9 @@ class ExperimentEngine:
         git(self.paths, "commit", "-q", "--allow-empty", "-m", "baseline")
         git(self.paths, "tag", "-f", self.BASELINE_TAG)
         self.paths.state.mkdir(parents=True, exist_ok=True)
-        (self.paths.state / "setup.json").write_text(json.dumps({"done_at": _now(), "setup": result.model_dump() if result else None}, indent=1))
+        (self.paths.state / "setup.json").write_text(
+            json.dumps({"done_at": _now(), "setup": result.model_dump() if result else None}, indent=1)
+        )
 
     @property
     def _tree_path(self) -> Path:
@@ -144,7 +162,9 @@ class ExperimentEngine:
             current.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(self.paths.pristine / "files" / rel, current)
             if sha256_file(current) != digest:
-                raise RuntimeError(f"pristine copy of {rel} does not match its recorded hash; the run folder is corrupt")
+                raise RuntimeError(
+                    f"pristine copy of {rel} does not match its recorded hash; the run folder is corrupt"
+                )
             restored.append(rel)
         if restored:
             self.on_event("protected.restored", {"files": restored})
@@ -174,7 +194,12 @@ class ExperimentEngine:
             preprocess = None
             if self.task.preprocess_commands:  # it ran at setup too, so it changes nothing the baseline lacks
                 before = integrity.scan(self.paths.submission)
-                preprocess = self.run_commands(self.task.preprocess_commands, hide_task=False, protect=False, timeout=self.task.timeout("preprocess"))
+                preprocess = self.run_commands(
+                    self.task.preprocess_commands,
+                    hide_task=False,
+                    protect=False,
+                    timeout=self.task.timeout("preprocess"),
+                )
                 allowed |= {rel: e for rel, e in integrity.scan(self.paths.submission).items() if before.get(rel) != e}
             tampered_before = self.restore_protected()
             if tampered_before:
@@ -188,11 +213,23 @@ class ExperimentEngine:
                 result = _combine(result, post)
             tampered = self.tampered_files()
             tree = integrity.scan(self.paths.submission)
-            broken = integrity.violations(self.task, self.paths.submission, allowed, tree, self._metrics_rel(self.paths.submission))
+            broken = integrity.violations(
+                self.task, self.paths.submission, allowed, tree, self._metrics_rel(self.paths.submission)
+            )
             broken = [v for v in broken if v.split(":", 1)[0] not in tampered]
             if broken:
-                self.on_event("integrity.violation", {"step": step, "files": [v.split(":", 1)[0] for v in broken[:50]], "found": "after run", "problem": broken[0]})
-            record = self._record(step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken)
+                self.on_event(
+                    "integrity.violation",
+                    {
+                        "step": step,
+                        "files": [v.split(":", 1)[0] for v in broken[:50]],
+                        "found": "after run",
+                        "problem": broken[0],
+                    },
+                )
+            record = self._record(
+                step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken
+            )
             if tampered:
                 self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
                 self.restore_protected()
@@ -204,7 +241,16 @@ class ExperimentEngine:
             # the record becomes visible only once its end event (with every file's hash) is on disk
             tmp = step_dir / PENDING_RECORD
             tmp.write_text(record.model_dump_json(indent=1))
-            self.on_event("experiment.end", {"step": step, "success": record.success, "metric": record.metric, "error": record.error, "files": folder_hashes(step_dir)})
+            self.on_event(
+                "experiment.end",
+                {
+                    "step": step,
+                    "success": record.success,
+                    "metric": record.metric,
+                    "error": record.error,
+                    "files": folder_hashes(step_dir),
+                },
+            )
             os.replace(tmp, step_dir / STEP_RECORD)
             self._last_step = step
             self.on_event("experiment.recorded", {"step": step})
@@ -222,7 +268,14 @@ class ExperimentEngine:
     def _metrics_rel(self, repo: Path, test: bool = False) -> str:
         return self.task.metrics_path(repo, test).relative_to(repo).as_posix()
 
-    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True, timeout: float | None = None) -> RunResult:
+    def run_commands(
+        self,
+        commands: list[str],
+        repo: Path | None = None,
+        hide_task: bool = True,
+        protect: bool = True,
+        timeout: float | None = None,
+    ) -> RunResult:
         """Run `commands` in `repo` (default: the submission), the only writable folder.
 
         `hide_task`: the task's own folders (hidden test assets, rubric) are invisible.
@@ -242,15 +295,33 @@ class ExperimentEngine:
             hidden=hide,
         )
 
-    def _record(self, step: int, agent: str, hypothesis: str, started: str, result: RunResult, metrics_path: Path, tampered: list[str], tokens: int, cost: float, broken: list[str]) -> StepRecord:
+    def _record(
+        self,
+        step: int,
+        agent: str,
+        hypothesis: str,
+        started: str,
+        result: RunResult,
+        metrics_path: Path,
+        tampered: list[str],
+        tokens: int,
+        cost: float,
+        broken: list[str],
+    ) -> StepRecord:
         reading = MetricsReading(error=result.failure(), cause=result.failure_cause())
         if reading.error is None and self.task.metric is not None:
             reading = self.read_metrics(metrics_path)
         error, cause = reading.error, reading.cause
         if broken:
-            error, cause = "; ".join(broken[:3]) + (f" (+{len(broken) - 3} more)" if len(broken) > 3 else ""), FailureCause.INTEGRITY
+            error, cause = (
+                "; ".join(broken[:3]) + (f" (+{len(broken) - 3} more)" if len(broken) > 3 else ""),
+                FailureCause.INTEGRITY,
+            )
         if tampered:
-            error, cause = f"tampering: protected file(s) changed during the run: {', '.join(tampered)}", FailureCause.PROTECTED_CHANGED
+            error, cause = (
+                f"tampering: protected file(s) changed during the run: {', '.join(tampered)}",
+                FailureCause.PROTECTED_CHANGED,
+            )
         if cause is None and reading.constraint_violated:
             cause = FailureCause.CONSTRAINT_VIOLATED
         rel = self.paths.step_dir(step).relative_to(self.paths.root)
@@ -292,7 +363,9 @@ class ExperimentEngine:
                 violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
             except MetricsError:
                 violated = True
-        return MetricsReading(metric=metric, metrics=flatten(means), constraint_violated=violated or constraint_flagged(metrics_path))
+        return MetricsReading(
+            metric=metric, metrics=flatten(means), constraint_violated=violated or constraint_flagged(metrics_path)
+        )
 
     # ---- hidden test -----------------------------------------------------------------
 
@@ -301,6 +374,7 @@ class ExperimentEngine:
         test = run_hidden_test(self, step)
         self.on_event("experiment.test", test.model_dump())
         return test
+
 
 def _combine(first: RunResult, second: RunResult) -> RunResult:
     return RunResult(
@@ -315,4 +389,4 @@ def _combine(first: RunResult, second: RunResult) -> RunResult:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -22,7 +22,9 @@ def baseline_editable(task: Task, paths: RunPaths) -> dict[str, str]:
     return {rel: git(paths, "show", f"{BASELINE_TAG}:{rel}") for rel in names}
 
 
-def write_code_evidence(task: Task, paths: RunPaths, baseline: dict[str, str], tree: dict[str, Entry], step_dir: Path) -> None:
+def write_code_evidence(
+    task: Task, paths: RunPaths, baseline: dict[str, str], tree: dict[str, Entry], step_dir: Path
+) -> None:
     """`step_dir/code/` (editable regular files) and `step_dir/diff.patch` against
     `baseline` (from `baseline_editable`)."""
     current = {rel: entry for rel, entry in tree.items() if task.is_editable(rel) and entry.kind in ("file", "link")}

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Protocol
 
 from aiscientist.experiment import integrity
+from aiscientist.experiment.runenv import clean_outputs
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading, TestResult, sha256_file
-from aiscientist.experiment.runenv import clean_outputs
 from aiscientist.sandbox import RunResult
 from aiscientist.task import Task
 
@@ -29,7 +29,14 @@ class TestRunner(Protocol):
     task: Task
     paths: RunPaths
 
-    def run_commands(self, commands: list[str], repo: Path | None = None, hide_task: bool = True, protect: bool = True, timeout: float | None = None) -> RunResult: ...
+    def run_commands(
+        self,
+        commands: list[str],
+        repo: Path | None = None,
+        hide_task: bool = True,
+        protect: bool = True,
+        timeout: float | None = None,
+    ) -> RunResult: ...
 
     def protected_manifest(self) -> dict[str, str]: ...
 
@@ -48,7 +55,11 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
         copy = Path(tmp) / "repo"
         shutil.copytree(task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
         clean_outputs(task, copy)
-        result = engine.run_commands(task.setup_commands, copy, hide_task=False, protect=False) if task.setup_commands else None
+        result = (
+            engine.run_commands(task.setup_commands, copy, hide_task=False, protect=False)
+            if task.setup_commands
+            else None
+        )
         for rel, entry in integrity.scan(code).items():
             data = integrity.read_regular(code, rel) if entry.kind == "file" and task.is_editable(rel) else None
             if data is not None:
@@ -60,20 +71,35 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
             shutil.copy2(paths.pristine / "files" / rel, copy / rel)
         before = integrity.scan(copy)
         if result is None or result.ok:
-            result = engine.run_commands(task.test_commands + task.postprocess_commands, copy, timeout=task.timeout("test"))
+            result = engine.run_commands(
+                task.test_commands + task.postprocess_commands, copy, timeout=task.timeout("test")
+            )
         reading = MetricsReading(error=result.failure())
         if reading.error is None:
             reading = engine.read_metrics(task.metrics_path(copy, test=True))
             if reading.error is None and reading.constraint_violated:  # FML-bench credits no such test
-                reading = MetricsReading(error="the test run flagged a violated constraint", cause=FailureCause.CONSTRAINT_VIOLATED)
+                reading = MetricsReading(
+                    error="the test run flagged a violated constraint", cause=FailureCause.CONSTRAINT_VIOLATED
+                )
         guard = _guard(engine, copy, before)
         metric, metrics, error = (None, {}, guard) if guard else (reading.metric, reading.metrics, reading.error)
-    return TestResult(step=step, metric=metric, metrics=metrics, success=error is None, error=error, duration_s=round(time.monotonic() - start, 3))
+    return TestResult(
+        step=step,
+        metric=metric,
+        metrics=metrics,
+        success=error is None,
+        error=error,
+        duration_s=round(time.monotonic() - start, 3),
+    )
 
 
 def _guard(engine: TestRunner, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
     """Why the copy may not be trusted after the test's run, or None."""
-    changed = [rel for rel, digest in engine.protected_manifest().items() if integrity.safe_file(copy, rel) is None or sha256_file(copy / rel) != digest]
+    changed = [
+        rel
+        for rel, digest in engine.protected_manifest().items()
+        if integrity.safe_file(copy, rel) is None or sha256_file(copy / rel) != digest
+    ]
     if changed:
         return f"tampering: protected file(s) changed during the hidden test: {', '.join(changed)}"
     metrics_rel = engine.task.metrics_path(copy, test=True).relative_to(copy).as_posix()

@@ -18,8 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiscientist.util import safe_open
 from aiscientist.task import Task, glob_match
+from aiscientist.util import safe_open
 
 CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pth", ".so", ".pyd", ".dylib")
 _STARTUP_MODULES = {"sitecustomize", "usercustomize"}
@@ -144,7 +144,9 @@ def allowed_output(task: Task, rel: str, metrics_rel: str) -> bool:
     return not is_code(rel)
 
 
-def violations(task: Task, root: Path, baseline: dict[str, Entry], current: dict[str, Entry], metrics_rel: str) -> list[str]:
+def violations(
+    task: Task, root: Path, baseline: dict[str, Entry], current: dict[str, Entry], metrics_rel: str
+) -> list[str]:
     """Why the tree at `root` may not be evaluated (empty when it may)."""
     found: list[str] = []
     for rel, entry in sorted(current.items()):
@@ -160,7 +162,9 @@ def violations(task: Task, root: Path, baseline: dict[str, Entry], current: dict
         if reason:
             found.append(f"{rel}: {reason}")
         elif not task.is_editable(rel) and not (rel not in baseline and allowed_output(task, rel, metrics_rel)):
-            found.append(f"{rel}: {'changed' if rel in baseline else 'created'} outside the editable files and declared outputs")
+            found.append(
+                f"{rel}: {'changed' if rel in baseline else 'created'} outside the editable files and declared outputs"
+            )
     for rel in sorted(set(baseline) - set(current)):
         if not task.is_editable(rel):
             found.append(f"{rel}: a task file was deleted")

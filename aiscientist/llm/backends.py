@@ -20,7 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.errors import context_sizes, describe, network_failure, provider_message
-from aiscientist.llm.types import ContextOverflow, ModelConfigError, ModelError, RawToolCall, Reply, ScriptExhausted, describe_validation
+from aiscientist.llm.types import (
+    ContextOverflow,
+    ModelConfigError,
+    ModelError,
+    RawToolCall,
+    Reply,
+    ScriptExhausted,
+    describe_validation,
+)
 from aiscientist.llm.window import context_window
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -66,14 +74,20 @@ class LiteLLMBackend:
         worker.start()
         worker.join(self.config.timeout_s + HARD_LIMIT_GRACE_S)
         if worker.is_alive():
-            raise Transient(f"no complete answer within the hard limit of {self.config.timeout_s + HARD_LIMIT_GRACE_S:g}s")
+            raise Transient(
+                f"no complete answer within the hard limit of {self.config.timeout_s + HARD_LIMIT_GRACE_S:g}s"
+            )
         if "error" in outcome:
             raise outcome["error"]
         return outcome["reply"]
 
     def _attempt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         litellm, cfg = self._litellm, self.config
-        kwargs: dict[str, Any] = {"api_base": cfg.api_base, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        kwargs: dict[str, Any] = {
+            "api_base": cfg.api_base,
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+        }
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         if tools:
             kwargs["tools"] = tools
@@ -93,7 +107,11 @@ class LiteLLMBackend:
             network = network_failure(err, cfg.api_base)
             status = None if network else getattr(err, "status_code", None)
             text = network or describe(err, cfg.api_base)
-            if network or isinstance(err, litellm.Timeout) or (isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500)):
+            if (
+                network
+                or isinstance(err, litellm.Timeout)
+                or (isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500))
+            ):
                 raise Transient(text, retry_after(err), status) from err
             raise ModelError(f"{cfg.model}: {text}") from err
         try:
@@ -173,7 +191,9 @@ def context_overflow(err: Exception, model: str) -> ContextOverflow:
 class ScriptedCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict, description="a string is sent as-is (may be malformed)")
+    arguments: dict[str, Any] | str = Field(
+        default_factory=dict, description="a string is sent as-is (may be malformed)"
+    )
     id: str | None = None
 
 

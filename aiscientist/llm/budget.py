@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from aiscientist.records.accounting import CallUsage, call_usage
-from aiscientist.util.appendfile import LockedAppendFile
 from aiscientist.llm.config import BudgetLimits
 from aiscientist.llm.types import BudgetExhausted
+from aiscientist.records.accounting import CallUsage, call_usage
+from aiscientist.util.appendfile import LockedAppendFile
 
 CALLS_LOG = Path("logs") / "llm_calls.jsonl"
 

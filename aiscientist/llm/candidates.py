@@ -27,7 +27,9 @@ SKIP_NAMES = frozenset(
     "dim axis keepdim keepdims protocol timeout maxsplit".split()
 )
 NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
-KEY_VALUE = re.compile(rf"^(?P<key>\s*[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*)(?P<value>{NUMBER}|true|false|True|False)(?P<rest>\s*,?\s*(?:#.*)?)$")
+KEY_VALUE = re.compile(
+    rf"^(?P<key>\s*[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*)(?P<value>{NUMBER}|true|false|True|False)(?P<rest>\s*,?\s*(?:#.*)?)$"
+)
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,9 @@ def _python_candidates(source: str, tree: ast.Module) -> list[Candidate]:
             kind = "number"
         else:
             return
-        found[(node.lineno, node.col_offset)] = Candidate(name, kind, text, node.lineno, node.col_offset, node.end_col_offset)
+        found[(node.lineno, node.col_offset)] = Candidate(
+            name, kind, text, node.lineno, node.col_offset, node.end_col_offset
+        )
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from aiscientist.llm.backends import Backend, LiteLLMBackend, ScriptedBackend
 from aiscientist.llm.budget import BudgetTracker, tracker_for_run
 from aiscientist.llm.config import LLMConfig, load_llm_config
-from aiscientist.llm.messages import assistant_message, normalize_tools, parse_tool_call, request_hash, to_openai_messages
+from aiscientist.llm.messages import (
+    assistant_message,
+    normalize_tools,
+    parse_tool_call,
+    request_hash,
+    to_openai_messages,
+)
 from aiscientist.llm.retry import Attempts, send_with_patience
 from aiscientist.llm.store import Recorder, Replayer
 from aiscientist.llm.tokens import DEFAULT_ENCODING, TokenCounter
-from aiscientist.llm.types import BudgetExhausted, Completion, ContextOverflow, Failure, ModelConfigError, ModelError, Reply
+from aiscientist.llm.types import (
+    BudgetExhausted,
+    Completion,
+    ContextOverflow,
+    Failure,
+    ModelConfigError,
+    ModelError,
+    Reply,
+)
 from aiscientist.llm.window import Fitted, context_window, fit, retry_budget, too_large
 
 OFFLINE_MODEL = "offline"
@@ -41,7 +56,9 @@ class LLMClient:
         self.recorder = Recorder(config.record_dir) if config.record_dir else None
         self.replayer = Replayer(config.replay_dir) if config.replay_dir else None
 
-    def complete(self, messages: Iterable[Any], tools: Iterable[dict[str, Any]] | None = None, role: str | None = None) -> Completion:
+    def complete(
+        self, messages: Iterable[Any], tools: Iterable[dict[str, Any]] | None = None, role: str | None = None
+    ) -> Completion:
         """One model call. Raises BudgetExhausted before a call that would exceed a
         run limit, ModelUnavailable when the provider kept failing past the patience,
         ContextOverflow when the request does not fit even after trimming, ModelError
@@ -53,7 +70,18 @@ class LLMClient:
         fitted = fit(self.counter, msgs, schemas, self.window)
         if self.window is not None and fitted.size > self.window:
             err = too_large(self.model, fitted, self.window)
-            self.budget.record({**_stamp(), "role": role, "model": self.model, **_zero(), "outcome": "error", "kind": "context_overflow", "sent": False, "error": str(err)})
+            self.budget.record(
+                {
+                    **_stamp(),
+                    "role": role,
+                    "model": self.model,
+                    **_zero(),
+                    "outcome": "error",
+                    "kind": "context_overflow",
+                    "sent": False,
+                    "error": str(err),
+                }
+            )
             raise err
         try:
             return self._call(fitted, schemas, role)
@@ -72,7 +100,13 @@ class LLMClient:
         key = request_hash(self.model, msgs, schemas)
         request = {"model": self.model, "messages": msgs, "tools": schemas}
         trim = {"trimmed": True, "clipped": fitted.clipped} if fitted.clipped else {}
-        base = {"role": role, "model": self.model, "request_hash": key, **trim, **({"retried": True} if retried else {})}
+        base = {
+            "role": role,
+            "model": self.model,
+            "request_hash": key,
+            **trim,
+            **({"retried": True} if retried else {}),
+        }
         est_completion = self.config.max_tokens or self.budget.typical_completion_tokens()
         try:
             reservation = self.budget.reserve(est_prompt + est_completion, self._price(est_prompt, est_completion))
@@ -83,7 +117,9 @@ class LLMClient:
         try:
             reply = self._obtain(key, request, attempts, role)
             prompt_tokens = reply.prompt_tokens if reply.prompt_tokens is not None else est_prompt
-            completion_tokens = reply.completion_tokens if reply.completion_tokens is not None else self._count_reply(reply)
+            completion_tokens = (
+                reply.completion_tokens if reply.completion_tokens is not None else self._count_reply(reply)
+            )
             cost = reply.cost if reply.cost is not None else self._price(prompt_tokens, completion_tokens)
             if self.recorder is not None:
                 update = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cost": cost}
@@ -93,7 +129,19 @@ class LLMClient:
             if failure is not None and self.recorder is not None:
                 self.recorder.save(key, request, Reply(failure=failure))
             kind = {"kind": failure.kind} if failure else {}
-            self.budget.record({**_stamp(), **base, **_zero(), **attempts.fields(started), "outcome": "error", **kind, "error": _error_text(err), "replayed": self.replayer is not None}, reservation)
+            self.budget.record(
+                {
+                    **_stamp(),
+                    **base,
+                    **_zero(),
+                    **attempts.fields(started),
+                    "outcome": "error",
+                    **kind,
+                    "error": _error_text(err),
+                    "replayed": self.replayer is not None,
+                },
+                reservation,
+            )
             raise
         self.budget.record(
             {
@@ -133,7 +181,11 @@ class LLMClient:
     def _too_large(self, err: ContextOverflow, counted: int, why: str) -> ContextOverflow:
         size = err.size or counted
         limit = f"the model's limit is {err.limit} tokens" if err.limit else "the model's limit is not known"
-        return ContextOverflow(f"{self.model}: the request does not fit the context window: about {size} tokens, {limit} ({why}; provider: {err})", err.limit, size)
+        return ContextOverflow(
+            f"{self.model}: the request does not fit the context window: about {size} tokens, {limit} ({why}; provider: {err})",
+            err.limit,
+            size,
+        )
 
     def _count_reply(self, reply: Reply) -> int:
         return self.counter.text(reply.content + "".join(c.name + c.arguments for c in reply.tool_calls))
@@ -151,12 +203,13 @@ class LLMClient:
         except Exception:  # not in litellm's cost map: configured fallback price
             cfg = self.config
             return (
-                prompt_tokens * cfg.fallback_price_per_1k_prompt + completion_tokens * cfg.fallback_price_per_1k_completion
+                prompt_tokens * cfg.fallback_price_per_1k_prompt
+                + completion_tokens * cfg.fallback_price_per_1k_completion
             ) / 1000
 
 
 def _stamp() -> dict[str, str]:
-    return {"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
+    return {"ts": datetime.now(UTC).isoformat(timespec="milliseconds")}
 
 
 def _error_text(err: BaseException) -> str:
@@ -165,7 +218,15 @@ def _error_text(err: BaseException) -> str:
 
 
 def _zero() -> dict[str, Any]:
-    return {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "latency_s": 0.0, "retry_wait_s": 0.0, "attempts": 0, "retries": 0}
+    return {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost": 0.0,
+        "latency_s": 0.0,
+        "retry_wait_s": 0.0,
+        "attempts": 0,
+        "retries": 0,
+    }
 
 
 def make_client(
@@ -186,7 +247,7 @@ def make_client(
 
         backend, priced = OfflineBackend(seed=config.seed, max_steps=config.offline_max_steps), False
     elif model.startswith(SCRIPTED_PREFIX):
-        backend, priced = ScriptedBackend(Path(model[len(SCRIPTED_PREFIX):]), run_key), False
+        backend, priced = ScriptedBackend(Path(model[len(SCRIPTED_PREFIX) :]), run_key), False
     elif config.replay_dir:
         backend = None  # answers come from the recording; no provider key needed
     else:

@@ -33,10 +33,16 @@ class LLMConfig(BaseModel):
     api_base: str | None = None
     temperature: float | None = 0.0
     max_tokens: int | None = Field(None, ge=1)
-    context_window: int | None = Field(None, ge=1, description="max input tokens; None: litellm's figure for the model (aiscientist/llm/window.py)")
+    context_window: int | None = Field(
+        None, ge=1, description="max input tokens; None: litellm's figure for the model (aiscientist/llm/window.py)"
+    )
     timeout_s: float = Field(120.0, gt=0, description="hard limit for one HTTP attempt")
-    patience_s: float = Field(600.0, gt=0, description="continuous failure one call sits out before the model counts as unavailable")
-    max_attempts: int | None = Field(None, ge=1, description="a cap on attempts per call besides the patience (None: no cap)")
+    patience_s: float = Field(
+        600.0, gt=0, description="continuous failure one call sits out before the model counts as unavailable"
+    )
+    max_attempts: int | None = Field(
+        None, ge=1, description="a cap on attempts per call besides the patience (None: no cap)"
+    )
     backoff_base_s: float = Field(1.0, ge=0, description="first wait; doubled each retry, with jitter")
     backoff_max_s: float = Field(60.0, ge=0)
     fallback_price_per_1k_prompt: float = Field(0.0, ge=0, description="USD, for models litellm has no price for")

@@ -13,7 +13,11 @@ from collections.abc import Iterator
 
 # how providers state the context limit and the request's size: (pattern, group of the limit, group of the size)
 LIMIT_PATTERNS = [
-    (r"maximum context length is (\d+) tokens.*?(?:resulted in|you requested) (\d+) tokens", 1, 2),  # OpenAI, vLLM, llama.cpp
+    (
+        r"maximum context length is (\d+) tokens.*?(?:resulted in|you requested) (\d+) tokens",
+        1,
+        2,
+    ),  # OpenAI, vLLM, llama.cpp
     (r"(\d+) tokens > (\d+) maximum", 2, 1),  # Anthropic
     (r"requested tokens \((\d+)\) exceed context window of (\d+)", 2, 1),  # llama.cpp's library
     (r"maximum context length is (\d+)", 1, None),

@@ -6,7 +6,8 @@ import functools
 import hashlib
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import jsonschema
 
@@ -64,7 +65,9 @@ def check_arguments(name: str, arguments: str | dict[str, Any], tools: list[dict
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as err:
-            raise ToolArgumentError(f"arguments of {name} are not valid JSON ({err}); send them again as a JSON object") from None
+            raise ToolArgumentError(
+                f"arguments of {name} are not valid JSON ({err}); send them again as a JSON object"
+            ) from None
     if not isinstance(arguments, dict):
         raise ToolArgumentError(f"arguments of {name} must be a JSON object, got {type(arguments).__name__}")
     err = jsonschema.exceptions.best_match(_validator(json.dumps(schemas[name], sort_keys=True)).iter_errors(arguments))

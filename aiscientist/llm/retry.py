@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiscientist.util import notices
 from aiscientist.llm.backends import Backend, Transient
 from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.types import ModelUnavailable, Reply
+from aiscientist.util import notices
 
 
 @dataclass
@@ -36,7 +36,14 @@ class Attempts:
         }
 
 
-def send_with_patience(backend: Backend, cfg: LLMConfig, role: str, msgs: list[dict[str, Any]], tools: list[dict[str, Any]], attempts: Attempts) -> Reply:
+def send_with_patience(
+    backend: Backend,
+    cfg: LLMConfig,
+    role: str,
+    msgs: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    attempts: Attempts,
+) -> Reply:
     """One answer, retrying transient failures until the patience (or `max_attempts`,
     when set) runs out."""
     first_failure: float | None = None  # when the first failing attempt began
@@ -61,7 +68,9 @@ def send_with_patience(backend: Backend, cfg: LLMConfig, role: str, msgs: list[d
                     ) from err
                 delay = max(delay, err.retry_after)
             delay = min(delay, left)  # the last attempt comes when the patience ends
-            attempts.log.append({"attempt": attempts.count, "status": err.status, "error": str(err), "wait_s": round(delay, 3)})
+            attempts.log.append(
+                {"attempt": attempts.count, "status": err.status, "error": str(err), "wait_s": round(delay, 3)}
+            )
             notices.notify("model", f"model unavailable, retry {attempts.count} in {delay:.0f} s ({role}: {err})")
             time.sleep(delay)
             attempts.waited_s += delay

@@ -45,13 +45,17 @@ class Replayer:
     def lookup(self, key: str, request: dict[str, Any]) -> Reply:
         path = self.dir / f"{key}.json"
         if not path.is_file():
-            raise ReplayMiss(f"replay miss: no recorded response for request {key} in {self.dir}; {self._nearest(request)}")
+            raise ReplayMiss(
+                f"replay miss: no recorded response for request {key} in {self.dir}; {self._nearest(request)}"
+            )
         replies = json.loads(path.read_text())["replies"]
         with self._lock:
             index = self._seen[key]
             self._seen[key] += 1
         if index >= len(replies):
-            raise ReplayMiss(f"replay miss: request {key} was recorded {len(replies)} time(s), asked now for time {index + 1}")
+            raise ReplayMiss(
+                f"replay miss: request {key} was recorded {len(replies)} time(s), asked now for time {index + 1}"
+            )
         return Reply.model_validate(replies[index])
 
     def _nearest(self, request: dict[str, Any]) -> str:
@@ -91,5 +95,5 @@ def _excerpts(a: str, b: str, width: int = 40) -> tuple[str, str]:
     """The two texts around their first differing character."""
     at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     start = max(0, at - width // 2)
-    cut = (lambda t: ("..." if start else "") + t[start : at + width] + ("..." if len(t) > at + width else ""))
+    cut = lambda t: ("..." if start else "") + t[start : at + width] + ("..." if len(t) > at + width else "")
     return cut(a), cut(b)

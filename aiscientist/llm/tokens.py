@@ -43,7 +43,10 @@ def _pieces(model: str) -> tuple[int, int] | None:
     `model` with tiktoken as the sum of its fixed-length pieces; None when its
     tokenizer counts a text whole (a Hugging Face tokenizer)."""
     try:
-        from litellm.litellm_core_utils.token_counter import TIKTOKEN_ENCODE_CHUNK_SIZE_CHARS, TOKEN_COUNTER_MAX_EXACT_CHARS
+        from litellm.litellm_core_utils.token_counter import (
+            TIKTOKEN_ENCODE_CHUNK_SIZE_CHARS,
+            TOKEN_COUNTER_MAX_EXACT_CHARS,
+        )
         from litellm.utils import select_tokenizer
 
         if select_tokenizer(model)["type"] == "openai_tokenizer":

@@ -49,7 +49,9 @@ def context_window(model: str, override: int | None, offline: bool) -> int | Non
     return info.get("max_input_tokens") or info.get("max_tokens")
 
 
-def fit(counter: TokenCounter, messages: list[dict[str, Any]], tools: list[dict[str, Any]], budget: int | None) -> Fitted:
+def fit(
+    counter: TokenCounter, messages: list[dict[str, Any]], tools: list[dict[str, Any]], budget: int | None
+) -> Fitted:
     size = counter.request(messages, tools)
     if budget is None or size <= budget:
         return Fitted(messages, size)

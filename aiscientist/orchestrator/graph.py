@@ -18,8 +18,11 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from pydantic import ValidationError
 
-from aiscientist.util import notices
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.loop import forget_turns, terminal
+from aiscientist.agent.outcome import StopReason
+from aiscientist.agent.tools import clip, submit_tool, tool_schema
+from aiscientist.agent.toolsets import toolset
 from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, Completion, ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
@@ -28,11 +31,7 @@ from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, b
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.base import role_toolbox, run_tool
 from aiscientist.specialists.experimentation import experiment_tool
-from aiscientist.agent.loop import forget_turns, terminal
-from aiscientist.agent.outcome import StopReason
-from aiscientist.agent.tools import clip, submit_tool, tool_schema
-from aiscientist.agent.toolsets import toolset
-
+from aiscientist.util import notices
 
 TURN = "turn"  # the graph's one node
 
@@ -48,7 +47,11 @@ class Agent:
         scope = rt.ws.scope(self.role)
         self.box = role_toolbox(rt, self.role, extra=lambda box: [experiment_tool(rt, scope, box), submit_tool()])
         offered = toolset(rt.agent, self.role)
-        specialists = [tool_schema(name, description, args) for name, (args, _, description) in SPECIALISTS.items() if name in offered]
+        specialists = [
+            tool_schema(name, description, args)
+            for name, (args, _, description) in SPECIALISTS.items()
+            if name in offered
+        ]
         self.schemas = specialists + self.box.schemas()
         self.submit_only = [submit_tool().schema()]
 
@@ -60,7 +63,9 @@ class Agent:
         """Whether the conversation itself carries results (no thin control)."""
         return self.flat or not self.rt.ws.file_bus
 
-    def complete(self, view: OrchestratorState, tools: list[dict[str, Any]]) -> tuple[Completion, list[list[dict[str, Any]]]]:
+    def complete(
+        self, view: OrchestratorState, tools: list[dict[str, Any]]
+    ) -> tuple[Completion, list[list[dict[str, Any]]]]:
         """The decision and the turns it saw. A growing conversation that no longer fits
         the model's context window forgets its oldest turns (`llm.window.forget_oldest`) until it does."""
         turns = view.get("turns", [])
@@ -71,7 +76,16 @@ class Agent:
                 if not self.grows or not turns:
                     raise
                 kept = forget_turns(turns, err)
-                self.rt.ws.events.record(self.role, "orchestrator.context_trimmed", {"forgot_turns": len(turns) - len(kept), "kept_turns": len(kept), "tokens": err.size, "limit": err.limit})
+                self.rt.ws.events.record(
+                    self.role,
+                    "orchestrator.context_trimmed",
+                    {
+                        "forgot_turns": len(turns) - len(kept),
+                        "kept_turns": len(kept),
+                        "tokens": err.size,
+                        "limit": err.limit,
+                    },
+                )
                 turns = kept
 
 
@@ -89,7 +103,11 @@ def build_graph(rt: RunContext, checkpointer: Any):
         limit = config.orchestrator.max_decisions_per_step * rt.steps + 10
         if state.get("decision", 0) >= limit:
             return stop(StopReason.DECISION_LIMIT, f"{limit} decisions without spending the step budget")
-        stage = ("submit" if final else "research") if agent.flat else stage_of(state.get("calls", {}), steps_done, rt.steps)
+        stage = (
+            ("submit" if final else "research")
+            if agent.flat
+            else stage_of(state.get("calls", {}), steps_done, rt.steps)
+        )
         view = {**state, "final_call": final, "stage": stage}
         try:
             completion, turns = agent.complete(view, agent.submit_only if final else agent.schemas)
@@ -100,15 +118,26 @@ def build_graph(rt: RunContext, checkpointer: Any):
             return stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
         except ModelError as err:
             errors = state.get("model_errors", 0) + 1
-            rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "consecutive": errors})
+            rt.ws.events.record(
+                agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "consecutive": errors}
+            )
             if errors >= config.orchestrator.model_error_limit:
-                return {"model_errors": errors, **stop(StopReason.MODEL_ERROR, f"{errors} in a row; last: {clip(str(err), 600)}")}
+                return {
+                    "model_errors": errors,
+                    **stop(StopReason.MODEL_ERROR, f"{errors} in a row; last: {clip(str(err), 600)}"),
+                }
             return {"model_errors": errors, "pending": None, "pending_calls": [], "to_act": True}
         decision = state.get("decision", 0) + 1
         rt.ws.events.record(
             agent.role,
             "orchestrator.decision",
-            {"decision": decision, "stage": view["stage"], "steps_done": steps_done, "prompt_tokens": completion.prompt_tokens, "tools": [c.name for c in completion.tool_calls]},
+            {
+                "decision": decision,
+                "stage": view["stage"],
+                "steps_done": steps_done,
+                "prompt_tokens": completion.prompt_tokens,
+                "tools": [c.name for c in completion.tool_calls],
+            },
         )
         return {
             "decision": decision,
@@ -133,7 +162,10 @@ def build_graph(rt: RunContext, checkpointer: Any):
             try:
                 content, stopped = execute(call, f"d{decision}.c{i}", decision, tally)
             except BudgetExhausted as err:
-                content, stopped = f"Error: {err}", stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
+                content, stopped = (
+                    f"Error: {err}",
+                    stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})"),
+                )
             except ModelUnavailable as err:  # a specialist's model call ran out of patience
                 content, stopped = f"Error: {err}", stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
             if not agent.grows:
@@ -143,7 +175,11 @@ def build_graph(rt: RunContext, checkpointer: Any):
                 break
         # every tool call needs an answer, even when the decision stopped early
         answered = {m.get("tool_call_id") for m in turn if m.get("role") == "tool"}
-        turn += [{"role": "tool", "tool_call_id": c.id, "content": "not run: the run stopped"} for c in pending if c.id not in answered]
+        turn += [
+            {"role": "tool", "tool_call_id": c.id, "content": "not run: the run stopped"}
+            for c in pending
+            if c.id not in answered
+        ]
         return {
             **tally.update(config),
             "turns": bound_turns([*state.get("turns", []), turn], config, agent.grows),
@@ -199,16 +235,35 @@ def _run_specialist(rt: RunContext, call: ToolCall, key: str) -> SpecialistResul
     recorded = rt.journal.get(key)
     if recorded is not None and recorded.get("role") == call.name:  # the role is the specialist's name
         return SpecialistResult.model_validate(recorded)
-    rt.ws.events.record("orchestrator", "specialist.start", {"key": key, "specialist": call.name, "arguments": {k: clip(str(v), 300) for k, v in call.arguments.items()}})
+    rt.ws.events.record(
+        "orchestrator",
+        "specialist.start",
+        {"key": key, "specialist": call.name, "arguments": {k: clip(str(v), 300) for k, v in call.arguments.items()}},
+    )
     rt.ws.set_active(call.name)  # file changes seen by the watcher are attributed to it
     try:
         result = run(rt, key, args)
     except ModelUnavailable as err:
-        rt.ws.events.record("orchestrator", "specialist.end", {"key": key, "specialist": call.name, "ok": False, "error": clip(str(err), 1000)})
+        rt.ws.events.record(
+            "orchestrator",
+            "specialist.end",
+            {"key": key, "specialist": call.name, "ok": False, "error": clip(str(err), 1000)},
+        )
         raise
     finally:
         rt.ws.set_active("orchestrator")
-    rt.ws.events.record("orchestrator", "specialist.end", {"key": key, "specialist": call.name, "ok": result.ok, "turns": result.turns, "artifacts": result.artifacts, "summary": clip(result.summary, 500)})
+    rt.ws.events.record(
+        "orchestrator",
+        "specialist.end",
+        {
+            "key": key,
+            "specialist": call.name,
+            "ok": result.ok,
+            "turns": result.turns,
+            "artifacts": result.artifacts,
+            "summary": clip(result.summary, 500),
+        },
+    )
     if not result.ok:
         notices.notify("failure", f"{call.name} stopped: {clip(result.summary, 300)}")
     rt.journal.record(key, result.model_dump())
@@ -233,7 +288,13 @@ class Tally:
 
     @classmethod
     def of(cls, state: OrchestratorState) -> Tally:
-        return cls({**state.get("calls", {})}, list(state.get("summaries", [])), state.get("since_impl", 0), state.get("since_exp", 0), state.get("last_outcome", ""))
+        return cls(
+            {**state.get("calls", {})},
+            list(state.get("summaries", [])),
+            state.get("since_impl", 0),
+            state.get("since_exp", 0),
+            state.get("last_outcome", ""),
+        )
 
     def count(self, call: ToolCall, result: SpecialistResult, decision: int, config: RunConfig) -> None:
         self.calls[call.name] = self.calls.get(call.name, 0) + 1
@@ -245,7 +306,21 @@ class Tally:
             self.since_impl, self.since_exp = self.since_impl + 1, 0
         outcome = _verdict(result.full_output) if call.name == "experimentation" else ("ok" if result.ok else "not ok")
         self.last_outcome = f"{call.name} (decision {decision}): {outcome}"
-        self.summaries.append({"decision": decision, "tool": call.name, "ok": result.ok, "text": clip(result.summary, config.orchestrator.summary_chars), "call_id": call.id})
+        self.summaries.append(
+            {
+                "decision": decision,
+                "tool": call.name,
+                "ok": result.ok,
+                "text": clip(result.summary, config.orchestrator.summary_chars),
+                "call_id": call.id,
+            }
+        )
 
     def update(self, config: RunConfig) -> dict[str, Any]:
-        return {"calls": self.calls, "summaries": bound_summaries(self.summaries, config), "since_impl": self.since_impl, "since_exp": self.since_exp, "last_outcome": self.last_outcome}
+        return {
+            "calls": self.calls,
+            "summaries": bound_summaries(self.summaries, config),
+            "since_impl": self.since_impl,
+            "since_exp": self.since_exp,
+            "last_outcome": self.last_outcome,
+        }

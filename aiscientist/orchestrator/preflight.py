@@ -17,13 +17,42 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from aiscientist.sandbox.base import SandboxSettings
 from aiscientist.experiment.runenv import in_environment, readable_outside
+from aiscientist.sandbox.base import SandboxSettings
 from aiscientist.task import Task, TaskError
 
 OPERATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;"}
 REDIRECTS = {">", ">>", "<", "2>", "&>", ">&", "2>>", ">|"}
-BUILTINS = {"cd", "export", "set", "unset", "source", ".", "exit", "true", "false", "echo", "test", "[", "[[", "eval", "exec", "printf", "read", "shift", "wait", ":", "for", "do", "done", "if", "then", "else", "fi", "while"}
+BUILTINS = {
+    "cd",
+    "export",
+    "set",
+    "unset",
+    "source",
+    ".",
+    "exit",
+    "true",
+    "false",
+    "echo",
+    "test",
+    "[",
+    "[[",
+    "eval",
+    "exec",
+    "printf",
+    "read",
+    "shift",
+    "wait",
+    ":",
+    "for",
+    "do",
+    "done",
+    "if",
+    "then",
+    "else",
+    "fi",
+    "while",
+}
 WRAPPERS = {"env", "time", "nice", "nohup", "command", "stdbuf"}
 SCRIPT_SUFFIXES = (".py", ".sh")
 COMMAND_LISTS = ("setup_commands", "preprocess_commands", "commands", "postprocess_commands", "test_commands")
@@ -82,7 +111,11 @@ def on_host(program: str) -> str | None:
 
 
 def command_problems(
-    command: str, cwd: Path, made_by_setup: str = "", scripts: bool = True, lookup: ProgramLookup = on_host,
+    command: str,
+    cwd: Path,
+    made_by_setup: str = "",
+    scripts: bool = True,
+    lookup: ProgramLookup = on_host,
 ) -> list[str]:
     """What in one shell line cannot run from `cwd` (an empty list when all is there);
     `scripts=False` checks installed programs only (the agent writes the scripts);
@@ -212,14 +245,19 @@ def check_model(model: str, models_file: Path | None, timeout_s: float = 600) ->
         make_client(model, None, "preflight", config).complete([{"role": "user", "content": "Reply with the word OK."}])
     except (ModelError, ModelConfigError) as err:
         raise TaskError(
-            "--model", model,
+            "--model",
+            model,
             f"the model does not answer within {timeout_s:g} s ({err}); a slow local model may need more: "
             f"--set preflight_model_timeout_s=SECONDS, or --no-preflight",
         ) from None
 
 
 def preflight(
-    task: Task, model: str, sandbox: str | SandboxSettings, models_file: Path | None = None, model_timeout_s: float = 600,
+    task: Task,
+    model: str,
+    sandbox: str | SandboxSettings,
+    models_file: Path | None = None,
+    model_timeout_s: float = 600,
 ) -> None:
     """The commands' programs and scripts (looked up inside the sandbox the steps use), then the model."""
     check_commands(task, sandbox_lookup(task, sandbox))

@@ -77,12 +77,20 @@ class LiveProgress:
         last = s.get("last_step")
         if last and not last["eligible"] and last["step"] != self._last_failed:
             self._last_failed = last["step"]
-            self.console.print(f"[yellow]step {last['step']} did not count:[/yellow] {escape(failure_line(last['cause'], last['error']))}", highlight=False, soft_wrap=True)
+            self.console.print(
+                f"[yellow]step {last['step']} did not count:[/yellow] {escape(failure_line(last['cause'], last['error']))}",
+                highlight=False,
+                soft_wrap=True,
+            )
         if self.live is not None:
             self.live.update(status_table(s))
         elif s["steps_done"] != self._last_steps:
             self._last_steps = s["steps_done"]
-            self.console.print(f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · {best_text(s)} · tokens {s['tokens']:,} · ${s['cost']:.4f}", highlight=False, soft_wrap=True)
+            self.console.print(
+                f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · {best_text(s)} · tokens {s['tokens']:,} · ${s['cost']:.4f}",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def failure_line(cause: str | None, error: str | None) -> str:
@@ -98,12 +106,20 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
     table.add_row("stopped", escape(f"{stopped}: {result.stop_detail}"[:160] if result.stop_detail else stopped))
     best = f"{_fmt(result.best_metric)} at step {result.best_step}" if result.best_step else "no successful step"
     if result.best_metric is not None and result.baseline is not None and result.direction:
-        best += "" if is_better(result.best_metric, result.baseline, result.direction) else " (not better than the baseline)"
+        best += (
+            ""
+            if is_better(result.best_metric, result.baseline, result.direction)
+            else " (not better than the baseline)"
+        )
     table.add_row(f"best {result.metric or 'metric'}", best)
     table.add_row("baseline", _fmt(result.baseline) + (f" ({result.direction})" if result.direction else ""))
     if result.test is not None:
-        table.add_row("hidden test", _fmt(result.test.metric) if result.test.success else escape(f"failed: {result.test.error}"))
-    table.add_row("steps total/completed/successful", f"{result.steps_total}/{result.steps_completed}/{result.steps_successful}")
+        table.add_row(
+            "hidden test", _fmt(result.test.metric) if result.test.success else escape(f"failed: {result.test.error}")
+        )
+    table.add_row(
+        "steps total/completed/successful", f"{result.steps_total}/{result.steps_completed}/{result.steps_successful}"
+    )
     if result.best_step is None and result.failure_causes:
         table.add_row("failure causes", escape(result.failure_causes))
     table.add_row("tokens · cost", f"{result.tokens:,} · ${result.cost:.4f}")

@@ -49,7 +49,10 @@ def orchestrator_messages(rt: RunContext, state: OrchestratorState) -> list[dict
 
 
 def flat_messages(rt: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
-    messages = [{"role": "system", "content": FLAT_SYSTEM}, {"role": "user", "content": task_brief(rt) + "\n\n" + progress_line(rt) + "\n" + facts(rt, "flat")}]
+    messages = [
+        {"role": "system", "content": FLAT_SYSTEM},
+        {"role": "user", "content": task_brief(rt) + "\n\n" + progress_line(rt) + "\n" + facts(rt, "flat")},
+    ]
     for turn in state.get("turns", []):
         messages.extend(turn)
     if state.get("final_call"):
@@ -104,12 +107,21 @@ def status_block(rt: RunContext, state: OrchestratorState) -> str:
     reminders = reminders_for(rt, state)
     if reminders:
         parts += ["## Reminders", *(f"- {r}" for r in reminders)]
-    parts += ["## Workspace map", rt.ws.map_text(stable=True).strip(), facts(rt, "orchestrator", counters={name: calls.get(name, 0) for name in (*COUNTED, "explore", "fix", "full")})]
+    parts += [
+        "## Workspace map",
+        rt.ws.map_text(stable=True).strip(),
+        facts(rt, "orchestrator", counters={name: calls.get(name, 0) for name in (*COUNTED, "explore", "fix", "full")}),
+    ]
     shown = {m.get("tool_call_id") for turn in state.get("turns", []) for m in turn if m.get("role") == "tool"}
-    summaries = [s for s in state.get("summaries", []) if s.get("call_id") not in shown]  # the recent turns show the rest in full
+    summaries = [
+        s for s in state.get("summaries", []) if s.get("call_id") not in shown
+    ]  # the recent turns show the rest in full
     if summaries:
         parts.append("## Recent specialist summaries (newest last)")
-        parts += [f"### decision {s['decision']}: {s['tool']} ({'ok' if s['ok'] else 'not ok'})\n{s['text']}" for s in summaries]
+        parts += [
+            f"### decision {s['decision']}: {s['tool']} ({'ok' if s['ok'] else 'not ok'})\n{s['text']}"
+            for s in summaries
+        ]
     return "\n".join(parts)
 
 
@@ -118,14 +130,19 @@ def reminders_for(rt: RunContext, state: OrchestratorState) -> list[str]:
     used = rt.steps_done() / rt.steps
     for mark in (0.85, 0.7, 0.5):
         if used >= mark:
-            out.append(f"{used:.0%} of the step budget is used" + ("; secure the best result and prepare to submit." if mark >= 0.85 else "."))
+            out.append(
+                f"{used:.0%} of the step budget is used"
+                + ("; secure the best result and prepare to submit." if mark >= 0.85 else ".")
+            )
             break
     if rt.wall_time_s:
         share = rt.elapsed_s() / rt.wall_time_s
         if share >= 0.5:
             out.append(f"{share:.0%} of the wall-time budget is used.")
     if state.get("since_impl", 0) >= 3:
-        out.append(f"{state['since_impl']} experiments in a row without implementation: change the code before running again.")
+        out.append(
+            f"{state['since_impl']} experiments in a row without implementation: change the code before running again."
+        )
     if state.get("since_exp", 0) >= 3:
         out.append(f"{state['since_exp']} implementation calls without an experiment: measure before changing more.")
     calls = state.get("calls", {})

@@ -28,14 +28,13 @@ from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator.graph import TURN, build_graph
 from aiscientist.orchestrator.state import initial_state
 from aiscientist.records.paths import write_atomic
-from aiscientist.records.step import PENDING_RECORD, folder_hashes
 from aiscientist.records.result import RunResult, summarise, write_result
+from aiscientist.records.step import PENDING_RECORD, folder_hashes
 from aiscientist.task import Task, TaskError, load_task
 
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints.sqlite"
 THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
-
 
 
 class RunInfo(BaseModel):
@@ -98,7 +97,15 @@ def solve(
         resumed = False
     _save(ws, info)
     forget_run(run_dir)  # the budget tracker is rebuilt from this run's own call log
-    rt = RunContext(ws=ws, agent=info.config.arm, model=info.model, steps=info.steps, seed=info.config.seed, config=info.config, wall_time_s=info.wall_time_s)
+    rt = RunContext(
+        ws=ws,
+        agent=info.config.arm,
+        model=info.model,
+        steps=info.steps,
+        seed=info.config.seed,
+        config=info.config,
+        wall_time_s=info.wall_time_s,
+    )
     started = time.monotonic()
     with ExitStack() as stack:
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
@@ -108,15 +115,29 @@ def solve(
         stack.enter_context(ws.watch())
         checkpoint = graph.get_state(THREAD)
         has_checkpoint = bool(checkpoint.values)
-        if has_checkpoint and not checkpoint.next and (rt.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable)):
+        if (
+            has_checkpoint
+            and not checkpoint.next
+            and (rt.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable))
+        ):
             # a run given a larger step budget, or stopped by a failing model: reopen it
             # at a decision with the model error counter reset
-            graph.update_state(THREAD, {"stop_reason": "", "stop_detail": "", "final_call": False, "model_errors": 0, "to_act": False}, as_node=TURN)
-        ws.events.record("orchestrator", "run.resume" if resumed else "run.start", {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()})
+            graph.update_state(
+                THREAD,
+                {"stop_reason": "", "stop_detail": "", "final_call": False, "model_errors": 0, "to_act": False},
+                as_node=TURN,
+            )
+        ws.events.record(
+            "orchestrator",
+            "run.resume" if resumed else "run.start",
+            {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()},
+        )
         state: dict[str, Any] = {}
         try:
             # durability "sync": a decision's tool calls are on disk before any of them runs
-            for state in graph.stream(None if has_checkpoint else initial_state(), THREAD, stream_mode="values", durability="sync"):
+            for state in graph.stream(
+                None if has_checkpoint else initial_state(), THREAD, stream_mode="values", durability="sync"
+            ):
                 if progress is not None:
                     progress(snapshot(rt, state))
         except KeyboardInterrupt:
@@ -128,7 +149,17 @@ def solve(
     detail = final_state.get("stop_detail", "")
     resumable = stop_reason.resumable
     result = finish(rt, info, stop_reason, detail, final=not resumable)
-    ws.events.record("orchestrator", "run.stopped" if resumable else "run.end", {"stop_reason": stop_reason.value, "stop_detail": detail, "best_step": result.best_step, "best_metric": result.best_metric, "session_s": round(time.monotonic() - started, 3)})
+    ws.events.record(
+        "orchestrator",
+        "run.stopped" if resumable else "run.end",
+        {
+            "stop_reason": stop_reason.value,
+            "stop_detail": detail,
+            "best_step": result.best_step,
+            "best_metric": result.best_metric,
+            "session_s": round(time.monotonic() - started, 3),
+        },
+    )
     _save(ws, info.model_copy(update={"finished": not resumable, "stop_reason": stop_reason}))
     forget_run(run_dir)  # closes its call log; a later client rebuilds the tracker from it
     return result
@@ -147,13 +178,26 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
             StepRecord.model_validate_json(path.read_text())
         except ValueError:
             path.unlink()
-            repairs.append(("step.record_torn", {"step": int(path.parent.name.removeprefix("step_")), "action": "removed; the step is redone under the same number"}))
+            repairs.append(
+                (
+                    "step.record_torn",
+                    {
+                        "step": int(path.parent.name.removeprefix("step_")),
+                        "action": "removed; the step is redone under the same number",
+                    },
+                )
+            )
     ended = _ended_steps(run_dir)
     for pending in sorted((run_dir / "experiments").glob(f"step_*/{PENDING_RECORD}")):
         step = int(pending.parent.name.removeprefix("step_"))
         if not (pending.parent / "step.json").exists() and ended.get(step) == folder_hashes(pending.parent):
             pending.replace(pending.parent / "step.json")  # its end event is on disk: finish the commit
-            repairs.append(("step.record_completed", {"step": step, "action": "the record whose end event was written is made visible"}))
+            repairs.append(
+                (
+                    "step.record_completed",
+                    {"step": step, "action": "the record whose end event was written is made visible"},
+                )
+            )
     for lock in (run_dir / "state" / "submission.git" / "index.lock", run_dir / "submission" / ".git" / "index.lock"):
         if lock.is_file():
             lock.unlink()
@@ -189,7 +233,16 @@ def finish(rt: RunContext, info: RunInfo, stop_reason: StopReason, detail: str =
     test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
     tokens, cost = rt.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
-    result = summarise(task, info.config.arm, steps, config=config, test=test, wall_time_s=round(rt.elapsed_s(), 3), stop_reason=stop_reason, stop_detail=detail)
+    result = summarise(
+        task,
+        info.config.arm,
+        steps,
+        config=config,
+        test=test,
+        wall_time_s=round(rt.elapsed_s(), 3),
+        stop_reason=stop_reason,
+        stop_detail=detail,
+    )
     result = result.model_copy(update={"tokens": tokens, "cost": round(cost, 6)})
     write_result(ws.paths.result, result)
     ws.refresh_map()
@@ -218,7 +271,9 @@ def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
         "tokens": tokens,
         "cost": cost,
         "last": state.get("last_outcome", ""),
-        "last_step": last.model_dump(include={"step", "eligible", "cause", "error"}) | {"eligible": last.eligible} if last else None,
+        "last_step": last.model_dump(include={"step", "eligible", "cause", "error"}) | {"eligible": last.eligible}
+        if last
+        else None,
     }
 
 
@@ -228,7 +283,9 @@ def _load_info(run_dir: Path) -> RunInfo:
         return RunInfo.model_validate_json(path.read_text())
     except ValidationError as err:
         first = err.errors()[0]
-        raise TaskError(path, ".".join(map(str, first["loc"])) or "(file)", f"unreadable run state: {first['msg']}") from None
+        raise TaskError(
+            path, ".".join(map(str, first["loc"])) or "(file)", f"unreadable run state: {first['msg']}"
+        ) from None
 
 
 def _save(ws: Any, info: RunInfo) -> None:

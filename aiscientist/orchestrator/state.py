@@ -41,9 +41,21 @@ class OrchestratorState(TypedDict, total=False):
 
 def initial_state() -> OrchestratorState:
     return OrchestratorState(
-        decision=0, stage="understand", summaries=[], turns=[], pending=None, pending_calls=[], to_act=False,
-        calls={name: 0 for name in COUNTED}, since_impl=0, since_exp=0, last_outcome="", model_errors=0,
-        final_call=False, stop_reason="", stop_detail="",
+        decision=0,
+        stage="understand",
+        summaries=[],
+        turns=[],
+        pending=None,
+        pending_calls=[],
+        to_act=False,
+        calls={name: 0 for name in COUNTED},
+        since_impl=0,
+        since_exp=0,
+        last_outcome="",
+        model_errors=0,
+        final_call=False,
+        stop_reason="",
+        stop_detail="",
     )
 
 

@@ -32,7 +32,9 @@ def load_means(path: Path) -> dict[str, dict[str, Any]]:
     means: dict[str, dict[str, Any]] = {}
     for dataset, block in data.items():
         if not isinstance(block, dict) or not isinstance(block.get("means"), dict):
-            raise MetricsError(f"{path.name}: dataset {dataset!r} has no 'means' object (expected {{dataset: {{'means': {{...}}}}}})")
+            raise MetricsError(
+                f"{path.name}: dataset {dataset!r} has no 'means' object (expected {{dataset: {{'means': {{...}}}}}})"
+            )
         means[dataset] = block["means"]
     return means
 
@@ -40,10 +42,14 @@ def load_means(path: Path) -> dict[str, dict[str, Any]]:
 def pick(means: dict[str, dict[str, Any]], dataset: str, key: str) -> float:
     """The finite float at `means[dataset][key]`, or a MetricsError saying why not."""
     if dataset not in means:
-        raise MetricsError(f"dataset {dataset!r} missing from metrics (found: {sorted(means) or 'none'})", FailureCause.METRIC_MISSING)
+        raise MetricsError(
+            f"dataset {dataset!r} missing from metrics (found: {sorted(means) or 'none'})", FailureCause.METRIC_MISSING
+        )
     block = means[dataset]
     if key not in block:
-        raise MetricsError(f"metric {key!r} missing from {dataset!r} (found: {sorted(block) or 'none'})", FailureCause.METRIC_MISSING)
+        raise MetricsError(
+            f"metric {key!r} missing from {dataset!r} (found: {sorted(block) or 'none'})", FailureCause.METRIC_MISSING
+        )
     value = block[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise MetricsError(f"metric {dataset}/{key} is not a number: {value!r}", FailureCause.METRIC_NOT_NUMBER)
@@ -64,7 +70,11 @@ def constraint_flagged(path: Path) -> bool:
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return False
     blocks = data.values() if isinstance(data, dict) else []
-    return any(isinstance(b, dict) and isinstance(b.get(s), dict) and b[s].get("constraint_violated") is True for b in blocks for s in ("means", "final_info_dict"))
+    return any(
+        isinstance(b, dict) and isinstance(b.get(s), dict) and b[s].get("constraint_violated") is True
+        for b in blocks
+        for s in ("means", "final_info_dict")
+    )
 
 
 def flatten(means: dict[str, dict[str, Any]]) -> dict[str, float]:

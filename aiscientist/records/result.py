@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.records.accounting import best_step, totals
 from aiscientist.agent.outcome import StopReason
-from aiscientist.records.causes import summarize
 from aiscientist.experiment.engine import StepRecord, TestResult
+from aiscientist.records.accounting import best_step, totals
+from aiscientist.records.causes import summarize
 from aiscientist.task import Task
 
 

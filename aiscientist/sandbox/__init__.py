@@ -20,23 +20,36 @@ def get_sandbox(choice: str | SandboxSettings | Sandbox = "auto") -> Sandbox:
     prefers bwrap and falls back to local with a visible warning."""
     if isinstance(choice, Sandbox):
         return choice
-    settings = choice if isinstance(choice, SandboxSettings) else SandboxSettings(backend=choice) if choice in BACKENDS else None
+    settings = (
+        choice
+        if isinstance(choice, SandboxSettings)
+        else SandboxSettings(backend=choice)
+        if choice in BACKENDS
+        else None
+    )
     if settings is None:
         raise SandboxUnavailable(f"unknown sandbox backend {choice!r}; choose one of {', '.join(BACKENDS)}")
     name = settings.backend
     if name == "local":
-        log.warning("local sandbox: experiment code runs WITHOUT isolation, with your permissions (not a security boundary)")
+        log.warning(
+            "local sandbox: experiment code runs WITHOUT isolation, with your permissions (not a security boundary)"
+        )
         return LocalSandbox(settings)
     if name == "bwrap":
         if not bwrap_works():
-            raise SandboxUnavailable("bwrap sandbox requested but bubblewrap is missing or cannot create namespaces here (apt-get install bubblewrap)")
+            raise SandboxUnavailable(
+                "bwrap sandbox requested but bubblewrap is missing or cannot create namespaces here (apt-get install bubblewrap)"
+            )
         return BwrapSandbox(settings)
     if name == "auto":
         if bwrap_works():
             return BwrapSandbox(settings.model_copy(update={"backend": "bwrap"}))
         log.warning("bubblewrap is not usable here: experiments run WITHOUT isolation (local backend)")
         return LocalSandbox(settings.model_copy(update={"backend": "local"}))
-    from aiscientist.sandbox.docker import DockerSandbox, DockerUnavailable  # name == "docker"; the SDK loads only when asked for
+    from aiscientist.sandbox.docker import (
+        DockerSandbox,
+        DockerUnavailable,
+    )  # name == "docker"; the SDK loads only when asked for
 
     try:
         return DockerSandbox(settings)
@@ -44,4 +57,16 @@ def get_sandbox(choice: str | SandboxSettings | Sandbox = "auto") -> Sandbox:
         raise SandboxUnavailable(str(err)) from err
 
 
-__all__ = ["BACKENDS", "Mounts", "SandboxSettings", "RunResult", "Sandbox", "get_sandbox", "scrubbed_env", "LocalSandbox", "BwrapSandbox", "SandboxUnavailable", "bwrap_works"]
+__all__ = [
+    "BACKENDS",
+    "Mounts",
+    "SandboxSettings",
+    "RunResult",
+    "Sandbox",
+    "get_sandbox",
+    "scrubbed_env",
+    "LocalSandbox",
+    "BwrapSandbox",
+    "SandboxUnavailable",
+    "bwrap_works",
+]

@@ -17,7 +17,9 @@ from aiscientist.records.causes import FailureCause
 TAIL_CHARS = 8000
 
 # Provider credentials never reach experiment code.
-_SECRET = re.compile(r"(API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIALS)$|^(AWS_|AZURE_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_|HF_TOKEN)")
+_SECRET = re.compile(
+    r"(API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIALS)$|^(AWS_|AZURE_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_|HF_TOKEN)"
+)
 
 BackendName = Literal["auto", "bwrap", "local", "docker"]
 BACKENDS: tuple[str, ...] = get_args(BackendName)
@@ -56,7 +58,11 @@ class RunResult(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return not self.timed_out and len(self.returncodes) == len(self.commands) and all(rc == 0 for rc in self.returncodes)
+        return (
+            not self.timed_out
+            and len(self.returncodes) == len(self.commands)
+            and all(rc == 0 for rc in self.returncodes)
+        )
 
     def failure_cause(self) -> FailureCause | None:
         if self.timed_out:
@@ -111,7 +117,9 @@ class Sandbox(ABC):
         return self.execute(commands, Path(cwd), timeout, env, Mounts(writable or [Path(cwd)], readonly, hidden))
 
     @abstractmethod
-    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult: ...
+    def execute(
+        self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
+    ) -> RunResult: ...
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -136,7 +144,11 @@ def tail(handle: BinaryIO, limit: int = TAIL_CHARS) -> str:
 
 
 def run_each(
-    commands: Sequence[str], run_one: Callable[[str], tuple[int, bool]], timeout: float, out: BinaryIO, err: BinaryIO,
+    commands: Sequence[str],
+    run_one: Callable[[str], tuple[int, bool]],
+    timeout: float,
+    out: BinaryIO,
+    err: BinaryIO,
     backend: str,
 ) -> RunResult:
     """Run commands one by one with `run_one` (return code, timed out) until the first
@@ -152,6 +164,11 @@ def run_each(
         if timed_out or rc != 0:
             break
     return RunResult(
-        commands=list(commands), returncodes=returncodes, stdout_tail=tail(out), stderr_tail=tail(err),
-        duration_s=time.monotonic() - start, timed_out=timed_out, backend=backend,
+        commands=list(commands),
+        returncodes=returncodes,
+        stdout_tail=tail(out),
+        stderr_tail=tail(err),
+        duration_s=time.monotonic() - start,
+        timed_out=timed_out,
+        backend=backend,
     )

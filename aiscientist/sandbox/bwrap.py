@@ -26,8 +26,22 @@ from aiscientist.sandbox.local import python_env, run_commands
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = (
-    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "hosts",
-    "localtime", "timezone", "ssl", "ca-certificates", "fonts", "mime.types", "os-release", "debian_version",
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "hosts",
+    "localtime",
+    "timezone",
+    "ssl",
+    "ca-certificates",
+    "fonts",
+    "mime.types",
+    "os-release",
+    "debian_version",
 )
 PRIVATE_TMP = "/tmp"
 
@@ -37,7 +51,19 @@ def bwrap_works() -> bool:
     """True when `bwrap` is installed and can create its namespaces here."""
     if shutil.which("bwrap") is None:
         return False
-    probe = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]
+    probe = [
+        "bwrap",
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "true",
+    ]
     try:
         return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -52,7 +78,9 @@ def python_dirs() -> tuple[str, ...]:
     cwd = Path.cwd().resolve()
     prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()}
     imports = {Path(p).resolve() for p in sys.path[1:] if p and Path(p).is_dir()}
-    found = [Path(p).resolve() for p in prefixes if Path(p).is_dir()] + [p for p in imports if not cwd.is_relative_to(p)]
+    found = [Path(p).resolve() for p in prefixes if Path(p).is_dir()] + [
+        p for p in imports if not cwd.is_relative_to(p)
+    ]
     kept = [p for p in found if not any(p.is_relative_to(s) for s in SYSTEM_DIRS)]
     return tuple(sorted({str(p) for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)}))
 
@@ -81,7 +109,9 @@ class BwrapSandbox(Sandbox):
 
     def argv(self, mounts: Mounts, cwd: Path) -> list[str]:
         writable, readonly, hidden = mounts
-        tmp_size = ["--size", str(self.settings.file_size_mb << 20)] if self.settings.file_size_mb else []  # /tmp lives in memory
+        tmp_size = (
+            ["--size", str(self.settings.file_size_mb << 20)] if self.settings.file_size_mb else []
+        )  # /tmp lives in memory
         # the private /tmp first: an environment or a run folder under host /tmp is mounted onto it
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         args += ["--dev", "/dev", "--proc", "/proc", *tmp_size, "--tmpfs", PRIVATE_TMP, *_system_args()]
@@ -104,6 +134,8 @@ class BwrapSandbox(Sandbox):
             args += ["--setenv", key, value]
         return args + ["--remount-ro", "/", "--chdir", str(Path(cwd).resolve()), "--", "bash", "-c"]
 
-    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
+    def execute(
+        self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
+    ) -> RunResult:
         prefix = self.argv(mounts, cwd)
         return run_commands(lambda c: [*prefix, c], commands, cwd, timeout, scrubbed_env(env), self.name, self.settings)

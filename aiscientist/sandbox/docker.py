@@ -20,11 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from aiscientist.sandbox.base import (
-    Mounts, RunResult, Sandbox, SandboxSettings, resolved, run_each, scrubbed_env, to_cover,
+    Mounts,
+    RunResult,
+    Sandbox,
+    SandboxSettings,
+    resolved,
+    run_each,
+    scrubbed_env,
+    to_cover,
 )
 from aiscientist.sandbox.bwrap import SYSTEM_DIRS, python_dirs, runtime_paths
-from aiscientist.sandbox.interpreter import sandbox_path
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
+from aiscientist.sandbox.interpreter import sandbox_path
 from aiscientist.sandbox.local import python_env
 
 LABEL = "aiscientist.sandbox"
@@ -44,7 +51,9 @@ def connect():
         client.ping()
     except DockerException as err:
         where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise DockerUnavailable(f"no Docker engine answers at {where} ({err}); start one (see scripts/dockerd.sh) and set DOCKER_HOST") from err
+        raise DockerUnavailable(
+            f"no Docker engine answers at {where} ({err}); start one (see scripts/dockerd.sh) and set DOCKER_HOST"
+        ) from err
     return client
 
 
@@ -103,7 +112,9 @@ class DockerSandbox(Sandbox):
             image = self.client.images.get(self.image)
         except ImageNotFound:
             if self.settings.image is not None:
-                raise DockerUnavailable(f"docker image {self.image!r} is not on the engine (build or load it first; registries are not contacted)") from None
+                raise DockerUnavailable(
+                    f"docker image {self.image!r} is not on the engine (build or load it first; registries are not contacted)"
+                ) from None
             image = self.client.images.get(build_image(self.client, self.image))
         self.host_runtime = (image.labels or {}).get(HOST_RUNTIME) == "1"
         remove_orphans(self.client)
@@ -124,7 +135,9 @@ class DockerSandbox(Sandbox):
             options["nano_cpus"] = int(s.cpus * 1e9)
         if s.gpus:
             ids = None if s.gpus == "all" else s.gpus.split(",")
-            options["device_requests"] = [DeviceRequest(count=-1 if ids is None else 0, device_ids=ids, capabilities=[["gpu"]])]
+            options["device_requests"] = [
+                DeviceRequest(count=-1 if ids is None else 0, device_ids=ids, capabilities=[["gpu"]])
+            ]
         return options
 
     def mounts(self, wanted: Mounts, private_tmp: Path, empty: Path) -> list:
@@ -151,7 +164,9 @@ class DockerSandbox(Sandbox):
             base["PATH"] = sandbox_path([*SYSTEM_DIRS, *python_dirs()])
         return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
 
-    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
+    def execute(
+        self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
+    ) -> RunResult:
         call = uuid.uuid4().hex[:12]
         with (
             tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp,
@@ -167,13 +182,17 @@ class DockerSandbox(Sandbox):
                 environment=self.environment(env),
                 mounts=self.mounts(mounts, private, empty),
                 labels={
-                    f"{LABEL}.host": socket.gethostname(), f"{LABEL}.pid": str(os.getpid()),
-                    f"{LABEL}.call": call, f"{LABEL}.cwd": str(cwd),
+                    f"{LABEL}.host": socket.gethostname(),
+                    f"{LABEL}.pid": str(os.getpid()),
+                    f"{LABEL}.call": call,
+                    f"{LABEL}.cwd": str(cwd),
                 },
                 **self.limits(),
             )
             try:
-                return run_each(commands, lambda c: self._one(c, timeout, options, out, err), timeout, out, err, self.name)
+                return run_each(
+                    commands, lambda c: self._one(c, timeout, options, out, err), timeout, out, err, self.name
+                )
             except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
                 for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={call}"]}):
                     _remove(container)
@@ -188,8 +207,15 @@ class DockerSandbox(Sandbox):
         container, rc, timed_out = None, 125, False
         try:
             container = self.client.containers.create(
-                self.image, ["bash", "-c", command], user=f"{os.getuid()}:{os.getgid()}", network_mode="none", read_only=True, ipc_mode="private",
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], **options
+                self.image,
+                ["bash", "-c", command],
+                user=f"{os.getuid()}:{os.getgid()}",
+                network_mode="none",
+                read_only=True,
+                ipc_mode="private",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                **options,
             )
             container.start()
             try:

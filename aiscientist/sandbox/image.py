@@ -54,5 +54,7 @@ def build_image(client, tag: str = DEFAULT_IMAGE, rootfs: Path | None = None) ->
         with tarfile.open(fileobj=handle, mode="w") as tar:
             tar.add(rootfs, arcname=".")
         handle.seek(0)
-        client.api.import_image_from_data(handle, repository=repository, tag=version, changes=['CMD ["bash"]'])  # streamed
+        client.api.import_image_from_data(
+            handle, repository=repository, tag=version, changes=['CMD ["bash"]']
+        )  # streamed
     return tag

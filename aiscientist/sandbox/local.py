@@ -67,8 +67,13 @@ def wait_for(proc: subprocess.Popen, timeout: float) -> int:
 
 
 def run_commands(
-    argv_for: Callable[[str], list[str]], commands: Sequence[str], cwd: Path, timeout: float, env: dict[str, str],
-    backend: str, settings: SandboxSettings,
+    argv_for: Callable[[str], list[str]],
+    commands: Sequence[str],
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str],
+    backend: str,
+    settings: SandboxSettings,
 ) -> RunResult:
     """Run each command (as `argv_for(command)`) in a new session with the settings'
     limits and after each command (and on a timeout) kill everything it started."""
@@ -79,7 +84,12 @@ def run_commands(
 
         def run_one(command: str) -> tuple[int, bool]:
             proc = subprocess.Popen(
-                argv_for(command), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                argv_for(command),
+                cwd=cwd,
+                env=env,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
                 preexec_fn=_preexec(settings, group),
             )
             try:
@@ -176,7 +186,11 @@ class LocalSandbox(Sandbox):
 
     name = "local"
 
-    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
+    def execute(
+        self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
+    ) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
             extra = {"PATH": sandbox_path(None), "TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}
-            return run_commands(lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(extra), self.name, self.settings)
+            return run_commands(
+                lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(extra), self.name, self.settings
+            )

@@ -14,10 +14,26 @@ from aiscientist.specialists.base import SpecialistResult
 Spec = tuple[type[BaseModel], Callable[[RunContext, str, Any], SpecialistResult], str]
 
 SPECIALISTS: dict[str, Spec] = {
-    "comprehension": (comprehension.ComprehensionArgs, comprehension.run, "Understand task, paper and code; writes paper_analysis/ (parallel readers: code, method, evaluation)."),
-    "prioritization": (prioritization.PrioritizationArgs, prioritization.run, "Rank diverse hypotheses by expected gain and feasibility; writes plan/prioritized_tasks.md."),
-    "implementation": (implementation.ImplementationArgs, implementation.run, "Change the editable code in submission/ (mode full | fix | explore); logs to impl_log.md."),
-    "experimentation": (experimentation.ExperimentationArgs, experimentation.run, "Run the experiment on the current code (one counted step), compare with baseline and best, log to exp_log.md."),
+    "comprehension": (
+        comprehension.ComprehensionArgs,
+        comprehension.run,
+        "Understand task, paper and code; writes paper_analysis/ (parallel readers: code, method, evaluation).",
+    ),
+    "prioritization": (
+        prioritization.PrioritizationArgs,
+        prioritization.run,
+        "Rank diverse hypotheses by expected gain and feasibility; writes plan/prioritized_tasks.md.",
+    ),
+    "implementation": (
+        implementation.ImplementationArgs,
+        implementation.run,
+        "Change the editable code in submission/ (mode full | fix | explore); logs to impl_log.md.",
+    ),
+    "experimentation": (
+        experimentation.ExperimentationArgs,
+        experimentation.run,
+        "Run the experiment on the current code (one counted step), compare with baseline and best, log to exp_log.md.",
+    ),
     "helper": (helper.HelperArgs, helper.run, "A short auxiliary job; writes only in scratch/."),
 }
 

@@ -46,7 +46,9 @@ class SpecialistResult(BaseModel):
         return f"{head}\n{self.full_output or self.summary}{files}"
 
 
-def role_toolbox(rt: RunContext, role: str, scope_role: str | None = None, extra: Callable[[Toolbox], list[Tool]] | None = None) -> Toolbox:
+def role_toolbox(
+    rt: RunContext, role: str, scope_role: str | None = None, extra: Callable[[Toolbox], list[Tool]] | None = None
+) -> Toolbox:
     """The tools the table gives `role` in this run's arm, bound to `scope_role`'s file scope."""
     scope = rt.ws.scope(scope_role or role)
     box = Toolbox()
@@ -61,8 +63,19 @@ def run_loop(
     """One specialist call (`ok`: it finished; `full_output`: the summary). BudgetExhausted and
     ModelUnavailable propagate; another ModelError ends this call as failed."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    spec = LoopSpec(max_turns=max_turns or rt.config.specialists.max_turns, nudge=lambda: NUDGE, key=f"{key}.t", finish_after_failure=False)
-    outcome = kernel_loop(lambda msgs, tools: rt.complete(role, settled(msgs, box.is_effect), tools), box, messages, spec, lambda call, pos: run_tool(rt, box, call, pos))
+    spec = LoopSpec(
+        max_turns=max_turns or rt.config.specialists.max_turns,
+        nudge=lambda: NUDGE,
+        key=f"{key}.t",
+        finish_after_failure=False,
+    )
+    outcome = kernel_loop(
+        lambda msgs, tools: rt.complete(role, settled(msgs, box.is_effect), tools),
+        box,
+        messages,
+        spec,
+        lambda call, pos: run_tool(rt, box, call, pos),
+    )
     if outcome.stop is StopReason.FINISHED:
         summary = outcome.summary or "(no summary)"
     elif outcome.stop is StopReason.MODEL_ERROR:

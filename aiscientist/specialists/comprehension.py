@@ -8,11 +8,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
-from aiscientist.util import notices
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import clip
-from aiscientist.specialists.base import SpecialistResult, call_brief, facts, role_toolbox, run_loop, task_brief
-from aiscientist.specialists.base import with_file
+from aiscientist.specialists.base import (
+    SpecialistResult,
+    call_brief,
+    facts,
+    role_toolbox,
+    run_loop,
+    task_brief,
+    with_file,
+)
+from aiscientist.util import notices
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
 SUMMARY = "paper_analysis/summary.md"
@@ -78,7 +85,8 @@ def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
         rt,
         f"Focus of this call: {args.focus}",
         args.context,
-        "## Notes from readers\n" + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
+        "## Notes from readers\n"
+        + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
         f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself." if failed else "",
         f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
         facts(rt, ROLE, args=args.model_dump()),

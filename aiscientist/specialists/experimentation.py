@@ -10,11 +10,18 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.experiment.engine import StepRecord
 from aiscientist.experiment.gitrepo import git
-from aiscientist.agent.tools import Tool, Toolbox
-from aiscientist.specialists.base import SpecialistResult, append_once, call_brief, facts, role_toolbox, run_loop
-from aiscientist.specialists.base import steps_used
+from aiscientist.specialists.base import (
+    SpecialistResult,
+    append_once,
+    call_brief,
+    facts,
+    role_toolbox,
+    run_loop,
+    steps_used,
+)
 from aiscientist.workspace.errors import ToolError
 
 ROLE = "experimentation"
@@ -52,7 +59,12 @@ def experiment_tool(rt: RunContext, scope: Any, box: Toolbox, limit: int | None 
         box.note(str(rt.ws.paths.step_dir(record.step).relative_to(rt.ws.paths.root)))
         return outcome
 
-    return Tool("run_experiment", "Run the task's experiment commands on the current code (one counted step).", RunExperimentArgs, run_experiment)
+    return Tool(
+        "run_experiment",
+        "Run the task's experiment commands on the current code (one counted step).",
+        RunExperimentArgs,
+        run_experiment,
+    )
 
 
 def run_step_once(rt: RunContext, key: str, hypothesis: str) -> StepRecord:
@@ -98,12 +110,18 @@ def describe(rt: RunContext, record: StepRecord) -> str:
     best = rt.best_step()
     lines = [f"[step {record.step:04d}] hypothesis: {record.hypothesis[:300]}"]
     if record.success:
-        lines.append(f"success: true; metric: {record.metric!r} ({metric.label if metric else 'metric'}, {metric.direction if metric else ''})")
+        lines.append(
+            f"success: true; metric: {record.metric!r} ({metric.label if metric else 'metric'}, {metric.direction if metric else ''})"
+        )
         if task.baseline is not None and record.metric is not None and metric is not None:
             gain = record.metric - task.baseline
-            lines.append(f"vs baseline {task.baseline}: {gain:+.6g} ({'better' if metric.better(record.metric, task.baseline) else 'not better'})")
+            lines.append(
+                f"vs baseline {task.baseline}: {gain:+.6g} ({'better' if metric.better(record.metric, task.baseline) else 'not better'})"
+            )
         if task.target is not None:
-            lines.append(f"target {task.target}: {'reached' if record.metric is not None and metric and not metric.better(task.target, record.metric) else 'not reached'}")
+            lines.append(
+                f"target {task.target}: {'reached' if record.metric is not None and metric and not metric.better(task.target, record.metric) else 'not reached'}"
+            )
     else:
         lines.append(f"success: false; error: {record.error}")
     if record.constraint_violated:
@@ -118,8 +136,17 @@ def describe(rt: RunContext, record: StepRecord) -> str:
 
 def run(rt: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
-    box = role_toolbox(rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)])
-    user = call_brief(rt, f"Hypothesis: {args.hypothesis}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump()), description=False)
+    box = role_toolbox(
+        rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)]
+    )
+    user = call_brief(
+        rt,
+        f"Hypothesis: {args.hypothesis}",
+        args.context,
+        steps_used(rt),
+        facts(rt, ROLE, args=args.model_dump()),
+        description=False,
+    )
     result = run_loop(rt, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
     for step_dir in outcomes:

@@ -22,5 +22,13 @@ everything else is read-only. Keep it short. End with finish(summary)."""
 
 def run(rt: RunContext, key: str, args: HelperArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE)
-    user = "\n\n".join([task_brief(rt), bus_rules(rt), f"Job: {args.job}", *([f"Context:\n{args.context}"] if args.context else []), facts(rt, ROLE, args=args.model_dump())])
+    user = "\n\n".join(
+        [
+            task_brief(rt),
+            bus_rules(rt),
+            f"Job: {args.job}",
+            *([f"Context:\n{args.context}"] if args.context else []),
+            facts(rt, ROLE, args=args.model_dump()),
+        ]
+    )
     return run_loop(rt, ROLE, SYSTEM, user, box, key, max_turns=min(6, rt.config.specialists.max_turns))

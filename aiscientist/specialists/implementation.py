@@ -9,10 +9,18 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.experiment.gitrepo import git
 from aiscientist.agent.tools import clip
-from aiscientist.specialists.base import SpecialistResult, append_once, call_brief, facts, read_or_empty, role_toolbox
-from aiscientist.specialists.base import run_loop, tail
+from aiscientist.experiment.gitrepo import git
+from aiscientist.specialists.base import (
+    SpecialistResult,
+    append_once,
+    call_brief,
+    facts,
+    read_or_empty,
+    role_toolbox,
+    run_loop,
+    tail,
+)
 
 ROLE = "implementation"
 
@@ -35,8 +43,18 @@ End with finish(summary): what you changed, in which files, and why."""
 def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
     box = role_toolbox(rt, ROLE)
-    exp_tail = tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
-    user = call_brief(rt, f"Mode: {args.mode}\n\nTask: {args.task}", args.context, f"## Tail of logs/exp_log.md\n{exp_tail}" if exp_tail else "", facts(rt, ROLE, args=args.model_dump()))
+    exp_tail = (
+        tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars)
+        if args.mode == "fix"
+        else ""
+    )
+    user = call_brief(
+        rt,
+        f"Mode: {args.mode}\n\nTask: {args.task}",
+        args.context,
+        f"## Tail of logs/exp_log.md\n{exp_tail}" if exp_tail else "",
+        facts(rt, ROLE, args=args.model_dump()),
+    )
     result = run_loop(rt, ROLE, SYSTEM, user, box, key)
     changed = ", ".join(a for a in box.artifacts if a.startswith("submission/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"

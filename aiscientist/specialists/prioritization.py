@@ -5,8 +5,15 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.specialists.base import SpecialistResult, call_brief, facts, role_toolbox, run_loop, steps_used
-from aiscientist.specialists.base import with_file
+from aiscientist.specialists.base import (
+    SpecialistResult,
+    call_brief,
+    facts,
+    role_toolbox,
+    run_loop,
+    steps_used,
+    with_file,
+)
 
 ROLE = "prioritization"
 PLAN = "plan/prioritized_tasks.md"
@@ -29,5 +36,7 @@ End with finish(summary) - the top entries in a few lines."""
 
 def run(rt: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
     box = role_toolbox(rt, ROLE)
-    user = call_brief(rt, f"Guidance: {args.guidance}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump()))
+    user = call_brief(
+        rt, f"Guidance: {args.guidance}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump())
+    )
     return with_file(rt, run_loop(rt, ROLE, SYSTEM, user, box, key), PLAN)

@@ -3,10 +3,30 @@
 from aiscientist.task.checks import check_after_setup, check_files
 from aiscientist.task.load import load_task
 from aiscientist.task.model import (
-    Budget, Constraint, Direction, MetricChoice, MetricSpec, ScoreRange, Task, TaskError, expand_globs, glob_match,
+    Budget,
+    Constraint,
+    Direction,
+    MetricChoice,
+    MetricSpec,
+    ScoreRange,
+    Task,
+    TaskError,
+    expand_globs,
+    glob_match,
 )
 
 __all__ = [
-    "Budget", "Constraint", "Direction", "MetricChoice", "MetricSpec", "ScoreRange", "Task", "TaskError",
-    "check_after_setup", "check_files", "expand_globs", "glob_match", "load_task",
+    "Budget",
+    "Constraint",
+    "Direction",
+    "MetricChoice",
+    "MetricSpec",
+    "ScoreRange",
+    "Task",
+    "TaskError",
+    "check_after_setup",
+    "check_files",
+    "expand_globs",
+    "glob_match",
+    "load_task",
 ]

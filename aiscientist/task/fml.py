@@ -31,7 +31,14 @@ LEGACY_TIMEOUTS = {"command_timeout_s": 7200.0, "preprocess_timeout_s": 300.0, "
 MAIN_TIMEOUTS = {**LEGACY_TIMEOUTS, "command_timeout_s": 2400.0, "test_timeout_s": 4800.0}
 MAIN_OUTPUTS = "results_tmp"
 
-_DIRECTIONS: dict[str, Direction] = {"higher": "max", "max": "max", "maximize": "max", "lower": "min", "min": "min", "minimize": "min"}
+_DIRECTIONS: dict[str, Direction] = {
+    "higher": "max",
+    "max": "max",
+    "maximize": "max",
+    "lower": "min",
+    "min": "min",
+    "minimize": "min",
+}
 _WORD = re.compile(r"""[^\s'"`;&|<>()]+""")
 
 
@@ -47,7 +54,9 @@ class FmlFolder:
             raise TaskError(self.config_file, "repo_dir", "missing")
         self.repo = (self.root / str(self.config["repo_dir"])).resolve()
         if not self.repo.is_dir():
-            raise TaskError(self.config_file, "repo_dir", f"folder not found: {self.repo} (has FML-bench's setup been run?)")
+            raise TaskError(
+                self.config_file, "repo_dir", f"folder not found: {self.repo} (has FML-bench's setup been run?)"
+            )
         self.outside: list[Path] = []
 
     def command(self, text: str) -> str:
@@ -94,7 +103,11 @@ class FmlFolder:
                 raw = yaml.safe_load(file.read_text())
             except (yaml.YAMLError, UnicodeDecodeError):
                 continue
-            if isinstance(raw, dict) and isinstance(raw.get("benchmark"), dict) and raw["benchmark"].get("name") == self.folder.name:
+            if (
+                isinstance(raw, dict)
+                and isinstance(raw.get("benchmark"), dict)
+                and raw["benchmark"].get("name") == self.folder.name
+            ):
                 metrics = raw.get("metrics") or {}
                 if not isinstance(metrics, dict):
                     raise TaskError(file, "metrics", "expected a mapping")
@@ -151,9 +164,7 @@ def single(file: Path, field: str, value: object) -> str | None:
     return value[0]
 
 
-def choose(
-    fml: FmlFolder, choice: MetricChoice | None, metric: str | None, found: Direction | None
-) -> MetricSpec:
+def choose(fml: FmlFolder, choice: MetricChoice | None, metric: str | None, found: Direction | None) -> MetricSpec:
     """The metric spec: `choice` (from --metric) overrides what the task's files say;
     a direction must come from one of them."""
     source, metrics = fml.selection
@@ -162,13 +173,19 @@ def choose(
     dataset = choice.dataset if choice else dataset
     metric = choice.name if choice else metric
     if dataset is None or metric is None:
-        raise TaskError(source, "metric", "no metric chosen: the FML-bench configs name none; pass --metric DATASET/METRIC[:max|min]")
+        raise TaskError(
+            source,
+            "metric",
+            "no metric chosen: the FML-bench configs name none; pass --metric DATASET/METRIC[:max|min]",
+        )
     chosen = choice.direction if choice else None
     key = mean_key(metric)
     per_metric = direction(source, f"per_metric_direction.{key}", directions.get(key, directions.get(metric)))
     resolved = chosen or per_metric or found
     if resolved is None:
-        raise TaskError(source, "metric", f"no direction for {dataset}/{metric}: pass --metric {dataset}/{metric}:max or :min")
+        raise TaskError(
+            source, "metric", f"no direction for {dataset}/{metric}: pass --metric {dataset}/{metric}:max or :min"
+        )
     return MetricSpec(dataset=dataset, name=metric, direction=resolved)
 
 

@@ -119,7 +119,10 @@ class Task(BaseModel):
     related: list[str] = Field(default_factory=list)
     protected: list[str] = Field(default_factory=list)
     hidden: list[str] = Field(default_factory=list)
-    outputs: list[str] | None = Field(None, description="globs of the files a step may create besides its metrics file (None: any file that is not code)")
+    outputs: list[str] | None = Field(
+        None,
+        description="globs of the files a step may create besides its metrics file (None: any file that is not code)",
+    )
     setup_commands: list[str] = Field(default_factory=list)
     preprocess_commands: list[str] = Field(default_factory=list)
     commands: list[str] = Field(default_factory=list)
@@ -167,7 +170,11 @@ class Task(BaseModel):
 
     def timeout(self, phase: Literal["preprocess", "commands", "postprocess", "test"] = "commands") -> float:
         """Seconds a phase's command list may take (the others default to the step's)."""
-        value = {"preprocess": self.preprocess_timeout_s, "postprocess": self.postprocess_timeout_s, "test": self.test_timeout_s}.get(phase)
+        value = {
+            "preprocess": self.preprocess_timeout_s,
+            "postprocess": self.postprocess_timeout_s,
+            "test": self.test_timeout_s,
+        }.get(phase)
         return value or self.command_timeout_s
 
     def is_protected(self, rel_path: str) -> bool:

@@ -165,7 +165,9 @@ def entries(dir_fd: int) -> list[tuple[str, Kind]]:
     return out
 
 
-def walk_files(dir_fd: int, rel: str, keep_dir: Callable[[str], bool], keep_file: Callable[[str], bool], depth: int = 0) -> Iterator[tuple[str, int]]:
+def walk_files(
+    dir_fd: int, rel: str, keep_dir: Callable[[str], bool], keep_file: Callable[[str], bool], depth: int = 0
+) -> Iterator[tuple[str, int]]:
     """(run-relative path, open descriptor) of every plain file under a folder,
     depth first and sorted, entering only folders `keep_dir(rel)` accepts and
     yielding only files `keep_file(rel)` accepts. Descriptors close after each

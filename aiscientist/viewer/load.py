@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.records.accounting import best_step, is_better, successful, totals
-from aiscientist.util.humanize import num
 from aiscientist.task import TaskError
+from aiscientist.util.humanize import num
 
 DIFF_CHARS = 60_000  # a huge diff is cut, not inlined whole
 PLAN_MARKER = "\n\n## plan/"  # how prioritization appends the plan to its full output
@@ -159,16 +159,28 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
 def _moment(event: dict[str, Any]) -> Moment | None:
     kind, payload = event.get("kind", ""), event.get("payload", {})
     text = {
-        "orchestrator.decision": lambda p: f"decision {p.get('decision')} ({p.get('stage', '')}): calls {', '.join(p.get('tools', [])) or 'nothing'}",
+        "orchestrator.decision": lambda p: (
+            f"decision {p.get('decision')} ({p.get('stage', '')}): calls {', '.join(p.get('tools', [])) or 'nothing'}"
+        ),
         "specialist.end": lambda p: ("" if p.get("ok", True) else "(failed) ") + str(p.get("summary", "")),
-        "experiment.end": lambda p: f"step {p.get('step')}: " + (f"metric {num(p.get('metric'))}" if p.get("success") else f"failed: {p.get('error')}"),
-        "experiment.test": lambda p: f"hidden test on step {p.get('step')}: " + (f"metric {num(p.get('metric'))}" if p.get("success") else f"failed: {p.get('error')}"),
+        "experiment.end": lambda p: (
+            f"step {p.get('step')}: "
+            + (f"metric {num(p.get('metric'))}" if p.get("success") else f"failed: {p.get('error')}")
+        ),
+        "experiment.test": lambda p: (
+            f"hidden test on step {p.get('step')}: "
+            + (f"metric {num(p.get('metric'))}" if p.get("success") else f"failed: {p.get('error')}")
+        ),
         "orchestrator.submit": lambda p: f"submit: {p.get('reason', '')}",
         "orchestrator.model_error": lambda p: f"model error: {p.get('error', '')}",
-        "orchestrator.context_trimmed": lambda p: f"context window full ({num(p.get('tokens'))} of {num(p.get('limit'))} tokens): forgot the {p.get('forgot_turns')} oldest turns, kept {p.get('kept_turns')}",
+        "orchestrator.context_trimmed": lambda p: (
+            f"context window full ({num(p.get('tokens'))} of {num(p.get('limit'))} tokens): forgot the {p.get('forgot_turns')} oldest turns, kept {p.get('kept_turns')}"
+        ),
         "access.denied": lambda p: f"{p.get('op')} {p.get('path')}: {p.get('reason')}",
         "run.end": lambda p: f"run ended: {p.get('stop_reason', '')}",
-        "run.stopped": lambda p: f"run stopped (resumable): {p.get('stop_reason', '')} {p.get('stop_detail', '')}".rstrip(),
+        "run.stopped": lambda p: (
+            f"run stopped (resumable): {p.get('stop_reason', '')} {p.get('stop_detail', '')}".rstrip()
+        ),
     }.get(kind)
     if text is None:
         return None

@@ -37,7 +37,11 @@ document.getElementById('collapse').addEventListener('click',function(){setDiffs
 
 def _diff_html(diff: str) -> str:
     def line(text: str) -> str:
-        cls = "meta" if text.startswith(("+++", "---", "diff ", "index ")) else {"+": "add", "-": "del", "@": "hunk"}.get(text[:1], "")
+        cls = (
+            "meta"
+            if text.startswith(("+++", "---", "diff ", "index "))
+            else {"+": "add", "-": "del", "@": "hunk"}.get(text[:1], "")
+        )
         return f"<span class='{cls}'>{escape(text)}</span>" if cls else escape(text)
 
     return "\n".join(line(t) for t in diff.splitlines())
@@ -78,21 +82,36 @@ def _steps_html(run: RunView) -> str:
         items = "".join(f"<li>{_step_html(s, run)}{branch(s.step)}</li>" for s in children.get(parent, []))
         return f"<ul class='tree'>{items}</ul>" if items else ""
 
-    return "<p class='note'>a tree: each step under the step it started from (roots start from the baseline)</p>" + branch(None)
+    return (
+        "<p class='note'>a tree: each step under the step it started from (roots start from the baseline)</p>"
+        + branch(None)
+    )
 
 
 def _summary(run: RunView) -> list[tuple[str, str]]:
     best = "none yet" if run.best_step is None else f"{num(run.best_metric)} at step {run.best_step}"
     if run.best_metric is not None and run.baseline is not None:
         best += "" if is_better(run.best_metric, run.baseline, run.direction) else " (not better than the baseline)"
-    steps = f"{run.steps_total}" + (f" of {run.steps_budget}" if run.steps_budget else "") + f" ({run.steps_successful} successful)"
+    steps = (
+        f"{run.steps_total}"
+        + (f" of {run.steps_budget}" if run.steps_budget else "")
+        + f" ({run.steps_successful} successful)"
+    )
     return [
         ("task", run.task),
         ("agent", run.agent),
-        ("metric", f"{run.metric} ({'higher' if run.direction == 'max' else 'lower'} is better)" if run.metric else "none (a paper task: graded by its rubric)"),
+        (
+            "metric",
+            f"{run.metric} ({'higher' if run.direction == 'max' else 'lower'} is better)"
+            if run.metric
+            else "none (a paper task: graded by its rubric)",
+        ),
         ("baseline", num(run.baseline)),
         ("best validated step", best),
-        ("hidden test", num(run.test) if run.test is not None else (f"failed: {run.test_error}" if run.test_error else "not run")),
+        (
+            "hidden test",
+            num(run.test) if run.test is not None else (f"failed: {run.test_error}" if run.test_error else "not run"),
+        ),
         ("stop reason", run.stop_reason or "–"),
         ("steps", steps),
         ("tokens · cost", f"{num(run.tokens)} · {money(run.cost)}"),
@@ -104,7 +123,10 @@ def _summary(run: RunView) -> list[tuple[str, str]]:
 def _moments(moments: list[Moment], empty: str) -> str:
     if not moments:
         return f"<p class='note'>{escape(empty)}</p>"
-    rows = "".join(f"<tr><td>{escape(m.ts[11:19])}</td><td class='role'>{escape(m.role)}</td><td>{escape(m.text)}</td></tr>" for m in moments)
+    rows = "".join(
+        f"<tr><td>{escape(m.ts[11:19])}</td><td class='role'>{escape(m.role)}</td><td>{escape(m.text)}</td></tr>"
+        for m in moments
+    )
     return f"<table class='timeline'>{rows}</table>"
 
 
@@ -125,8 +147,13 @@ def curve_png(run: RunView) -> str | None:
     ax.scatter([s.step for s in good], [s.metric for s in good], s=22, color="#1f77b4", label="step metric", zorder=3)
     if bad:
         ax.scatter(
-            [s.step for s in bad], [s.metric for s in bad], s=22, marker="x", color="#d62728",
-            label="not counted (failed / invalid)", zorder=3,
+            [s.step for s in bad],
+            [s.metric for s in bad],
+            s=22,
+            marker="x",
+            color="#d62728",
+            label="not counted (failed / invalid)",
+            zorder=3,
         )
     best = [(s.step, s.best_so_far) for s in run.steps if s.best_so_far is not None]
     if best:
@@ -151,15 +178,27 @@ def render(run: RunView) -> str:
     parts = [
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{refresh}<title>{escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        "<p class='note'>" + ("run in progress: this page reloads itself every 10 s; `python -m aiscientist show --watch RUN_DIR` keeps it up to date" if run.running else "run finished") + f" · {escape(str(run.root))}</p>",
-        "<h2>Summary</h2><table class='summary'>" + "".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in _summary(run)) + "</table>",
-        "<h2>Best so far</h2>" + (f"<img alt='best-so-far curve' src='{curve}'>" if curve else "<p class='note'>no metric yet</p>"),
+        "<p class='note'>"
+        + (
+            "run in progress: this page reloads itself every 10 s; `python -m aiscientist show --watch RUN_DIR` keeps it up to date"
+            if run.running
+            else "run finished"
+        )
+        + f" · {escape(str(run.root))}</p>",
+        "<h2>Summary</h2><table class='summary'>"
+        + "".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in _summary(run))
+        + "</table>",
+        "<h2>Best so far</h2>"
+        + (f"<img alt='best-so-far curve' src='{curve}'>" if curve else "<p class='note'>no metric yet</p>"),
         f"<h2>Steps ({len(run.steps)})</h2><button id='expand'>expand all diffs</button><button id='collapse'>collapse all diffs</button>",
         _steps_html(run),
         "<h2>Decisions and specialists</h2>" + _moments(run.timeline, "nothing recorded yet"),
         "<h2>Plan</h2>" + _moments(run.plan_versions, "no plan written"),
     ]
     last = len(run.plan_texts) - 1
-    parts += [f"<details class='plan'{' open' if i == last else ''}><summary>{escape(name)}</summary><pre class='plan'>{escape(text)}</pre></details>" for i, (name, text) in enumerate(run.plan_texts)]
+    parts += [
+        f"<details class='plan'{' open' if i == last else ''}><summary>{escape(name)}</summary><pre class='plan'>{escape(text)}</pre></details>"
+        for i, (name, text) in enumerate(run.plan_texts)
+    ]
     parts += ["<h2>Permission denials</h2>" + _moments(run.denials, "none"), f"<script>{JS}</script></body></html>"]
     return "\n".join(parts)

@@ -7,4 +7,14 @@ from aiscientist.workspace.scope import Scope
 from aiscientist.workspace.verify import Report, verify_run
 from aiscientist.workspace.workspace import RunState, Workspace
 
-__all__ = ["Workspace", "RunState", "Scope", "EventLog", "PermissionDenied", "ToolError", "UnknownRole", "verify_run", "Report"]
+__all__ = [
+    "Workspace",
+    "RunState",
+    "Scope",
+    "EventLog",
+    "PermissionDenied",
+    "ToolError",
+    "UnknownRole",
+    "verify_run",
+    "Report",
+]

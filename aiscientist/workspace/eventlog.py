@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ def _open_for_writing(path: Path) -> int:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class EventLog:
@@ -179,7 +179,9 @@ class EventLog:
     def _locked(self, shared: bool = False) -> AbstractContextManager[int]:
         return self._file.locked(shared)
 
-    def _append_event(self, fd: int, role: str, kind: str, payload: dict[str, Any], log_size: tuple[str, int] | None = None) -> dict[str, Any]:
+    def _append_event(
+        self, fd: int, role: str, kind: str, payload: dict[str, Any], log_size: tuple[str, int] | None = None
+    ) -> dict[str, Any]:
         size = os.fstat(fd).st_size
         # nobody else wrote since this object's last append: the head it wrote still holds
         head = self._head if self._head.get("size") == size else self._read_head()
@@ -190,7 +192,14 @@ class EventLog:
         seq, prev = head.get("seq", 0), head.get("hash", GENESIS)
         if head.get("size") != size:  # head missing or stale: trust the file's last line
             seq, prev = _last_event(fd, size) or (seq, prev)
-        event = {"seq": seq + 1, "ts": now(), "role": role, "kind": kind, "payload": json.loads(canonical(payload)), "prev_hash": prev}
+        event = {
+            "seq": seq + 1,
+            "ts": now(),
+            "role": role,
+            "kind": kind,
+            "payload": json.loads(canonical(payload)),
+            "prev_hash": prev,
+        }
         event["hash"] = event_hash(event)
         line = canonical(event) + b"\n"
         os.write(fd, line)

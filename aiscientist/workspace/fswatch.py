@@ -18,10 +18,11 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -36,6 +37,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+
 
 class _StopRace(logging.Filter):
     """watchdog logs an error when a change arrives while its observer stops;
@@ -55,7 +57,15 @@ STOP_TIMEOUT_S = 5.0
 # at once. Elsewhere a file counts as changed when its writer closes it (every process
 # closes its files at exit), so the run's own appends to files it keeps open - the event
 # and call logs - wake no one.
-CHANGED = [FileCreatedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+CHANGED = [
+    FileCreatedEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
 EVERY_WRITE = [*CHANGED, FileModifiedEvent]
 EVERY_WRITE_IN = "submission"
 
@@ -97,7 +107,7 @@ class _Collector(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.is_directory and event.event_type == "modified":
             return
-        at, ts = time.monotonic(), datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        at, ts = time.monotonic(), datetime.now(UTC).isoformat(timespec="milliseconds")
         for path in (event.src_path, getattr(event, "dest_path", "")):
             path = os.fsdecode(path)
             if not path.startswith(self.prefix) or len(path) == len(self.prefix):
@@ -171,7 +181,9 @@ class ObserverProcess:
         except (EOFError, OSError) as err:
             self._process.kill()
             code = self._process.wait()
-            raise OSError(f"the file observer process ended at start (exit code {code}): {str(err) or 'no answer'}") from None
+            raise OSError(
+                f"the file observer process ended at start (exit code {code}): {str(err) or 'no answer'}"
+            ) from None
         if kind == "error":
             self._process.wait()
             raise OSError(detail)

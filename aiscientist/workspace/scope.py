@@ -85,9 +85,15 @@ class Scope:
         text = data.decode("utf-8", errors="replace")
         count = text.count(old)
         if count != 1:
-            raise ToolError(f"{rel}: the old text occurs {count} times; it must occur exactly once (add surrounding lines to make it unique)" if count else f"{rel}: old text not found")
+            raise ToolError(
+                f"{rel}: the old text occurs {count} times; it must occur exactly once (add surrounding lines to make it unique)"
+                if count
+                else f"{rel}: old text not found"
+            )
         content = text.replace(old, new, 1)
-        return self._write("edit", rel, self._text("edit", rel, "content", content, MAX_WRITE_BYTES)).replace("wrote", "edited; wrote", 1)
+        return self._write("edit", rel, self._text("edit", rel, "content", content, MAX_WRITE_BYTES)).replace(
+            "wrote", "edited; wrote", 1
+        )
 
     def list(self, path: str = ".") -> list[str]:
         """Entries of a folder the role may see; folders end with `/`. Links,
@@ -123,7 +129,9 @@ class Scope:
                 self._deny_if("search", rel, self.policy.refusal("read", rel))
                 return _matches(regex, [(rel, fd)])
             self._deny_if("search", rel, self.policy.dir_refusal(rel))
-            files = safe_open.walk_files(fd, rel, lambda d: self.policy.dir_refusal(d) is None, lambda f: self.policy.refusal("read", f) is None)
+            files = safe_open.walk_files(
+                fd, rel, lambda d: self.policy.dir_refusal(d) is None, lambda f: self.policy.refusal("read", f) is None
+            )
             with closing(files):
                 return _matches(regex, files)
 
@@ -144,7 +152,9 @@ class Scope:
     def _write(self, verb: str, rel: str, data: bytes) -> str:
         with self._guard(verb, "write", rel), safe_open.file(self.root, rel.split("/"), write=True) as fd:
             safe_open.replace_content(fd, data)
-        self.ws.events.record(self.role, "file.write", {"path": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        self.ws.events.record(
+            self.role, "file.write", {"path": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        )
         self.ws.changed()
         return f"wrote {len(data)} bytes to {rel}"
 
@@ -159,7 +169,9 @@ class Scope:
         try:
             data = value.encode()
         except UnicodeEncodeError as err:
-            raise ToolError(f"the {what} is not valid Unicode text: a lone surrogate {ascii(value[err.start])} at character {err.start}") from None
+            raise ToolError(
+                f"the {what} is not valid Unicode text: a lone surrogate {ascii(value[err.start])} at character {err.start}"
+            ) from None
         if len(data) > limit:
             self._deny(verb, rel, f"the {what} ({len(data)} bytes) exceeds the {limit}-byte {name} limit")
         return data
@@ -230,7 +242,9 @@ class Scope:
         if real != root and not real.startswith(root + os.sep):
             return "it leads outside the workspace (symlink)"
         real_rel = os.path.relpath(real, root)
-        reason = self.policy.dir_refusal(real_rel) if folder and os.path.isdir(real) else self.policy.refusal(op, real_rel)
+        reason = (
+            self.policy.dir_refusal(real_rel) if folder and os.path.isdir(real) else self.policy.refusal(op, real_rel)
+        )
         if reason:
             return f"it leads to {real_rel}: {reason}"
         return f"{link} is a symbolic link (to {target}); the file API does not follow links"

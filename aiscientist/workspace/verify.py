@@ -53,7 +53,12 @@ def _describe(event: dict) -> str:
     p = event["payload"]
     what = ", ".join(p.get("files") or [p.get("file", "?")])
     extra = p.get("problem") or (f"step {p['step']}" if p.get("step") else "")
-    return f"seq {event['seq']} {event['kind']}: {what} (found: {p.get('found', '?')}" + (f", {extra}" if extra else "") + (f", restored: {p['restored']}" if "restored" in p else "") + ")"
+    return (
+        f"seq {event['seq']} {event['kind']}: {what} (found: {p.get('found', '?')}"
+        + (f", {extra}" if extra else "")
+        + (f", restored: {p['restored']}" if "restored" in p else "")
+        + ")"
+    )
 
 
 def _check_chain(root: Path, report: Report) -> list[dict]:
@@ -106,9 +111,21 @@ def _check_head(root: Path, events: list[dict], report: Report) -> None:
         return
     last_seq = events[-1]["seq"] if events else 0
     if head.get("seq", 0) > last_seq:
-        report.problems.append(Problem(file=EVENTS, line=last_seq + 1, message=f"missing: the chain head records seq {head['seq']} but the log ends at seq {last_seq} (truncated)"))
+        report.problems.append(
+            Problem(
+                file=EVENTS,
+                line=last_seq + 1,
+                message=f"missing: the chain head records seq {head['seq']} but the log ends at seq {last_seq} (truncated)",
+            )
+        )
     elif head.get("seq", 0) < last_seq or (events and head.get("hash") != events[-1]["hash"]):
-        report.problems.append(Problem(file=EVENTS, line=head.get("seq", 0) + 1, message="lines after the recorded chain head (appended outside the API)"))
+        report.problems.append(
+            Problem(
+                file=EVENTS,
+                line=head.get("seq", 0) + 1,
+                message="lines after the recorded chain head (appended outside the API)",
+            )
+        )
 
 
 def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None:
@@ -120,7 +137,13 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
         payload = event["payload"]
         rel = payload["file"]
         if payload["offset"] != ends.get(rel, 0):
-            report.problems.append(Problem(file=EVENTS, line=event["seq"], message=f"append to {rel} does not continue where the previous one ended"))
+            report.problems.append(
+                Problem(
+                    file=EVENTS,
+                    line=event["seq"],
+                    message=f"append to {rel} does not continue where the previous one ended",
+                )
+            )
             return
         ends[rel] = payload["offset"] + payload["length"]
         expected.setdefault(rel, []).extend((h, event["seq"]) for h in payload["lines"])
@@ -134,14 +157,30 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
         want = expected.get(rel, [])
         for number, (digest, seq) in enumerate(want, 1):
             if number > len(lines):
-                report.problems.append(Problem(file=rel, line=number, message=f"missing (log truncated; the line was appended at seq {seq})"))
+                report.problems.append(
+                    Problem(
+                        file=rel, line=number, message=f"missing (log truncated; the line was appended at seq {seq})"
+                    )
+                )
                 break
             if lines[number - 1] != digest:
-                report.problems.append(Problem(file=rel, line=number, message=f"does not match the text appended at seq {seq} (edited, deleted or reordered)"))
+                report.problems.append(
+                    Problem(
+                        file=rel,
+                        line=number,
+                        message=f"does not match the text appended at seq {seq} (edited, deleted or reordered)",
+                    )
+                )
                 break
         else:
             if len(lines) > len(want):
-                report.problems.append(Problem(file=rel, line=len(want) + 1, message="text not recorded in the event chain (written outside the API)"))
+                report.problems.append(
+                    Problem(
+                        file=rel,
+                        line=len(want) + 1,
+                        message="text not recorded in the event chain (written outside the API)",
+                    )
+                )
 
 
 def _check_protected(root: Path, events: list[dict], report: Report) -> None:
@@ -153,7 +192,9 @@ def _check_protected(root: Path, events: list[dict], report: Report) -> None:
         return
     data = manifest_path.read_bytes()
     if recorded and hashlib.sha256(data).hexdigest() != recorded[-1]["sha256"]:
-        report.problems.append(Problem(file=".pristine/manifest.json", message="differs from the manifest recorded in the event chain"))
+        report.problems.append(
+            Problem(file=".pristine/manifest.json", message="differs from the manifest recorded in the event chain")
+        )
         return
     manifest: dict[str, str] = json.loads(data)
     report.protected_files = len(manifest)
@@ -161,7 +202,9 @@ def _check_protected(root: Path, events: list[dict], report: Report) -> None:
         for where in (root / "submission" / rel, root / ".pristine" / "files" / rel):
             shown = where.relative_to(root).as_posix()
             if where.is_symlink() or not where.is_file():
-                report.problems.append(Problem(file=shown, message="protected file missing or replaced by a link/folder"))
+                report.problems.append(
+                    Problem(file=shown, message="protected file missing or replaced by a link/folder")
+                )
             elif hashlib.sha256(where.read_bytes()).hexdigest() != digest:
                 report.problems.append(Problem(file=shown, message="differs from its pristine hash"))
 
@@ -172,7 +215,11 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
     The watcher's later invalidation of a record carries the record's new hash.
     (Steps recorded before end events carried hashes are not checked.)"""
     recorded = {e["payload"]["step"]: e for e in events if e["kind"] == "experiment.end" and "files" in e["payload"]}
-    rewritten = {e["payload"]["step"]: {"step.json": e["payload"]["record_sha256"]} for e in events if e["kind"] == "step.invalidated" and "record_sha256" in e["payload"]}
+    rewritten = {
+        e["payload"]["step"]: {"step.json": e["payload"]["record_sha256"]}
+        for e in events
+        if e["kind"] == "step.invalidated" and "record_sha256" in e["payload"]
+    }
     on_disk = {int(p.name.removeprefix("step_")): p for p in (root / "experiments").glob("step_[0-9]*") if p.is_dir()}
     for step, event in sorted(recorded.items()):
         folder = on_disk.get(step)
@@ -188,8 +235,12 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
             elif rel not in want:
                 report.problems.append(Problem(file=f"{shown}/{rel}", message="added after the step was recorded"))
             elif have[rel] != want[rel]:
-                report.problems.append(Problem(file=f"{shown}/{rel}", message=f"edited after the step was recorded (seq {event['seq']})"))
+                report.problems.append(
+                    Problem(file=f"{shown}/{rel}", message=f"edited after the step was recorded (seq {event['seq']})")
+                )
     if recorded:
         for step in sorted(set(on_disk) - set(recorded)):
             if (on_disk[step] / "step.json").is_file():
-                report.problems.append(Problem(file=f"experiments/step_{step:04d}", message="a step folder with no end event in the chain"))
+                report.problems.append(
+                    Problem(file=f"experiments/step_{step:04d}", message="a step folder with no end event in the chain")
+                )

@@ -27,9 +27,9 @@ import threading
 from typing import Any, Protocol
 
 from aiscientist.experiment.engine import ExperimentEngine
-from aiscientist.workspace.fswatch import EVERY_WRITE_IN, Change, ObserverProcess, WatchSpec, intact
 from aiscientist.records.paths import RunPaths
 from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes
+from aiscientist.workspace.fswatch import EVERY_WRITE_IN, Change, ObserverProcess, WatchSpec, intact
 from aiscientist.workspace.permissions import PermissionsFile
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,9 @@ class Watcher:
         self._thread = threading.Thread(target=self._loop, name="workspace-watcher", daemon=True)
 
     def __enter__(self) -> Watcher:
-        observer = ObserverProcess(WatchSpec(os.path.realpath(self.ws.paths.root), UNWATCHED, IGNORED, self._manifest), self._receive)
+        observer = ObserverProcess(
+            WatchSpec(os.path.realpath(self.ws.paths.root), UNWATCHED, IGNORED, self._manifest), self._receive
+        )
         try:
             observer.start()
         except OSError as err:  # e.g. inotify limits reached: the engine's own checks still hold
@@ -116,7 +118,13 @@ class Watcher:
         who, step, commands = self.ws.activity_at(change.at)
         rel = change.rel
         if change.intact is False:  # hashed by the observer when the change arrived
-            hit = {"file": rel.removeprefix("submission/"), "ts": change.ts, "by": who, "step": step, "commands": commands}
+            hit = {
+                "file": rel.removeprefix("submission/"),
+                "ts": change.ts,
+                "by": who,
+                "step": step,
+                "commands": commands,
+            }
             with self._lock:
                 self._protected_hits.append(hit)
         if change.kind == "closed":
@@ -127,7 +135,9 @@ class Watcher:
             if rel in self._log_files or rel == EVENTS:
                 self._dirty_logs.add(rel)
                 return
-            entry = self._changes.setdefault(rel, {"path": rel, "change": change.kind, "ts": change.ts, "by": who, "count": 0})
+            entry = self._changes.setdefault(
+                rel, {"path": rel, "change": change.kind, "ts": change.ts, "by": who, "count": 0}
+            )
             entry.update(change=change.kind, by=who, count=entry["count"] + 1)
             self._pristine_touched |= rel.startswith(".pristine/")
 
@@ -160,15 +170,46 @@ class Watcher:
         others = by_step.pop(None, [])
         for step, step_hits in by_step.items():
             files = sorted({h["file"] for h in step_hits})
-            self.ws.events.record("system", "protected.tampered", {"files": files, "found": "watcher", "step": step, "by": step_hits[0]["by"], "seen_at": step_hits[0]["ts"], "restored": False, "note": "the engine restores protected files after each step; the step is marked invalid"})
+            self.ws.events.record(
+                "system",
+                "protected.tampered",
+                {
+                    "files": files,
+                    "found": "watcher",
+                    "step": step,
+                    "by": step_hits[0]["by"],
+                    "seen_at": step_hits[0]["ts"],
+                    "restored": False,
+                    "note": "the engine restores protected files after each step; the step is marked invalid",
+                },
+            )
             self._pending_invalid.setdefault(step, set()).update(files)
         if not others:
             return
         files = sorted({h["file"] for h in others})
         if all(h["commands"] for h in others):  # the task's own preprocessing may rewrite them
-            self.ws.events.record("system", "protected.changed", {"files": files, "found": "watcher", "by": "task commands before the step", "note": "the engine restores protected files before each step"})
+            self.ws.events.record(
+                "system",
+                "protected.changed",
+                {
+                    "files": files,
+                    "found": "watcher",
+                    "by": "task commands before the step",
+                    "note": "the engine restores protected files before each step",
+                },
+            )
             return
-        self.ws.events.record("system", "protected.tampered", {"files": files, "found": "watcher", "by": others[0]["by"], "seen_at": others[0]["ts"], "restored": running is None})
+        self.ws.events.record(
+            "system",
+            "protected.tampered",
+            {
+                "files": files,
+                "found": "watcher",
+                "by": others[0]["by"],
+                "seen_at": others[0]["ts"],
+                "restored": running is None,
+            },
+        )
         if running is None:
             self.ws.engine.restore_protected()
 
@@ -177,7 +218,11 @@ class Watcher:
         copies = self.ws.paths.pristine / "files"
         bad = [inside for inside, digest in self._manifest.items() if not intact(str(copies / inside), digest)]
         if bad:
-            self.ws.events.record("system", "pristine.tampered", {"files": bad, "found": "watcher", "by": self.ws.activity(), "restored": False})
+            self.ws.events.record(
+                "system",
+                "pristine.tampered",
+                {"files": bad, "found": "watcher", "by": self.ws.activity(), "restored": False},
+            )
 
     def _invalidate_finished_steps(self) -> None:
         """Mark a step invalid even when the file was put back before it ended
@@ -189,17 +234,27 @@ class Watcher:
             del self._pending_invalid[step]
             record = json.loads(step_json.read_text())
             if record.get("valid", True):
-                record.update(valid=False, success=False, error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}")
+                record.update(
+                    valid=False,
+                    success=False,
+                    error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}",
+                )
                 text = json.dumps(record, indent=1)
                 step_json.write_text(text)
                 digest = hashlib.sha256(text.encode()).hexdigest()
-                self.ws.events.record("system", "step.invalidated", {"step": step, "files": sorted(files), "found": "watcher", "record_sha256": digest})
+                self.ws.events.record(
+                    "system",
+                    "step.invalidated",
+                    {"step": step, "files": sorted(files), "found": "watcher", "record_sha256": digest},
+                )
 
     def _handle_log(self, rel: str) -> None:
         with self.ws.events._locked():  # consistent with API appends; no recording inside
             finding = self._check_events() if rel == EVENTS else self._check_markdown(rel)
         if finding:
-            self.ws.events.record("system", "log.tampered", {"file": rel, "found": "watcher", "by": self.ws.activity(), **finding})
+            self.ws.events.record(
+                "system", "log.tampered", {"file": rel, "found": "watcher", "by": self.ws.activity(), **finding}
+            )
 
     def _check_events(self) -> dict[str, Any] | None:
         head = self.ws.events._read_head()
@@ -210,7 +265,11 @@ class Watcher:
         if size > expected:
             extra = path.read_bytes()[expected:]
             os.truncate(path, expected)
-            return {"problem": f"{len(extra)} bytes appended outside the API", "preview": extra[:200].decode(errors="replace"), "restored": True}
+            return {
+                "problem": f"{len(extra)} bytes appended outside the API",
+                "preview": extra[:200].decode(errors="replace"),
+                "restored": True,
+            }
         return {"problem": f"file shrank from {expected} to {size} bytes", "restored": False}
 
     def _check_markdown(self, rel: str) -> dict[str, Any] | None:

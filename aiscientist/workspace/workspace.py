@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from aiscientist.records.accounting import call_usage, run_usage
 from aiscientist.experiment.engine import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.llm import read_records
+from aiscientist.records.accounting import call_usage, run_usage
 from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import Mounts, RunResult, Sandbox, SandboxSettings, get_sandbox
@@ -59,7 +59,9 @@ class RunState(BaseModel):
 
 
 class Workspace:
-    def __init__(self, task: Task, paths: RunPaths, config: WorkspaceConfig, permissions: PermissionsFile, sandbox: Sandbox):
+    def __init__(
+        self, task: Task, paths: RunPaths, config: WorkspaceConfig, permissions: PermissionsFile, sandbox: Sandbox
+    ):
         self.task, self.paths, self.config, self.permissions = task, paths, config, permissions
         self.events = EventLog(paths.root)
         self.engine = ExperimentEngine(task, paths, _ObservedSandbox(sandbox, self), on_event=self._on_engine_event)
@@ -79,19 +81,30 @@ class Workspace:
         return self.config.file_bus
 
     @classmethod
-    def create(cls, task: Task, run_dir: Path | str, file_bus: bool = True, sandbox: str | SandboxSettings | Sandbox = "auto", template: Path = TEMPLATE) -> Workspace:
+    def create(
+        cls,
+        task: Task,
+        run_dir: Path | str,
+        file_bus: bool = True,
+        sandbox: str | SandboxSettings | Sandbox = "auto",
+        template: Path = TEMPLATE,
+    ) -> Workspace:
         """Lay out a new run folder and set up the baseline. On any failure the
         run folder is removed again (nothing left behind) and the error raised."""
         root = Path(run_dir).absolute()
         if not (template / "permissions.yaml").is_file():
-            raise FileNotFoundError(f"workspace template not found at {template} (it ships inside the aiscientist package; reinstall it)")
+            raise FileNotFoundError(
+                f"workspace template not found at {template} (it ships inside the aiscientist package; reinstall it)"
+            )
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise FileExistsError(f"run folder {root} already exists and is not empty; resume it with Workspace.open")
         existed = root.exists()
         box = get_sandbox(sandbox)
         try:
             paths = RunPaths(root)
-            shutil.copytree(template, root, ignore=shutil.ignore_patterns(".keep", "permissions.yaml"), dirs_exist_ok=True)
+            shutil.copytree(
+                template, root, ignore=shutil.ignore_patterns(".keep", "permissions.yaml"), dirs_exist_ok=True
+            )
             paths.state.mkdir(parents=True, exist_ok=True)
             shutil.copy2(template / "permissions.yaml", root / PERMISSIONS)
             permissions = PermissionsFile.load(root / PERMISSIONS)
@@ -103,10 +116,16 @@ class Workspace:
             task.copy_repository(paths.submission)
             _write_task_folder(task, paths.task)
             ws = cls(task, paths, config, permissions, box)
-            ws.events.record("system", "workspace.created", {"task": task.name, "file_bus": file_bus, "sandbox": box.name})
+            ws.events.record(
+                "system", "workspace.created", {"task": task.name, "file_bus": file_bus, "sandbox": box.name}
+            )
             ws.engine.ensure_setup()
             manifest = paths.pristine / "manifest.json"
-            ws.events.record("system", "protected.manifest", {"sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(), "files": ws.engine.protected_manifest()})
+            ws.events.record(
+                "system",
+                "protected.manifest",
+                {"sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(), "files": ws.engine.protected_manifest()},
+            )
             _make_read_only(paths.task)
             ws.refresh_map()
             return ws
@@ -246,7 +265,9 @@ class _ObservedSandbox(Sandbox):
     def __init__(self, inner: Sandbox, ws: Workspace):
         self.inner, self.ws, self.name, self.settings = inner, ws, inner.name, inner.settings
 
-    def execute(self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts) -> RunResult:
+    def execute(
+        self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
+    ) -> RunResult:
         if self.ws.experiment_running is None:  # a shell or setup command may read the map
             self.ws.sync_map()
         self.ws.set_commands(True)

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,7 +44,12 @@ class StepsSummary:
         self.invalid += record.get("valid") is False
         self.stats = (self.stats[0] + stats[0], self.stats[1] + stats[1], max(self.stats[2], stats[2]))
         self.latest = record
-        eligible = record.get("success") and record.get("valid", True) and not record.get("constraint_violated") and isinstance(record.get("metric"), (int, float))
+        eligible = (
+            record.get("success")
+            and record.get("valid", True)
+            and not record.get("constraint_violated")
+            and isinstance(record.get("metric"), (int, float))
+        )
         if eligible and better is not None and (self.best is None or better(record["metric"], self.best["metric"])):
             self.best = record
 
@@ -86,11 +91,17 @@ class MapCache:
         _, record, stats = self._read_step(path, self._steps.get(path.name))
         return record, stats
 
-    def _read_step(self, path: Path, cached: tuple[int, dict[str, Any], Stats] | None) -> tuple[int, dict[str, Any], Stats]:
+    def _read_step(
+        self, path: Path, cached: tuple[int, dict[str, Any], Stats] | None
+    ) -> tuple[int, dict[str, Any], Stats]:
         try:
             stamp = os.stat(path / "step.json").st_mtime_ns
         except OSError:
-            return (0, {"step": path.name, "success": False, "error": "no step.json (crashed or running)"}, _stats(path))
+            return (
+                0,
+                {"step": path.name, "success": False, "error": "no step.json (crashed or running)"},
+                _stats(path),
+            )
         if cached is not None and cached[0] == stamp:
             return cached
         try:
@@ -115,7 +126,6 @@ class MapCache:
         count += sum(line.startswith(SESSION_MARK.encode()) for line in chunk[:complete].splitlines())
         self._logs[path] = (offset + complete, count)
         return count
-
 
 
 class MappedWorkspace(Protocol):
@@ -144,7 +154,8 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
     steps = ws.map_cache.steps(ws.paths, task.metric.better if task.metric else None)
     lines = [
         f"# WORKSPACE — {task.name} ({task.kind})",
-        ("" if stable else f"updated {_stamp(datetime.now(timezone.utc).timestamp())} UTC · ") + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
+        ("" if stable else f"updated {_stamp(datetime.now(UTC).timestamp())} UTC · ")
+        + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
     ]
     if task.metric and not stable:
         goal = f"goal: {task.metric.label} ({task.metric.direction})"
@@ -153,7 +164,12 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
         if task.target is not None:
             goal += f" · target {task.target:.6g}"
         lines.append(goal)
-    lines += ["", "| area | files | size | main file: first line |" if stable else "| area | written by | holds | files | size | updated | main file: first line |"]
+    lines += [
+        "",
+        "| area | files | size | main file: first line |"
+        if stable
+        else "| area | written by | holds | files | size | updated | main file: first line |",
+    ]
     lines.append("|---" * (4 if stable else 7) + "|")
     for area, info in ws.permissions.areas.items():
         count, size, mtime = steps.stats if area == "experiments" else _stats(root / area)
@@ -161,14 +177,24 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
         if stable:
             lines.append(f"| {area}/ | {count} | {'-' if area == 'logs' else _size(size)} | {main} |")
             continue
-        writers = "engine (experimentation)" if area == "experiments" else "append-only (API)" if area == "logs" else _writers(rules, area)
+        writers = (
+            "engine (experimentation)"
+            if area == "experiments"
+            else "append-only (API)"
+            if area == "logs"
+            else _writers(rules, area)
+        )
         lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {_size(size)} | {_stamp(mtime)} | {main} |")
     lines += ["", *([] if stable else _submission_lines(ws)), *_experiment_lines(ws, steps), *_log_lines(ws, stable)]
     return "\n".join(lines) + "\n"
 
 
 def _writers(rules: dict[str, RoleRules], area: str) -> str:
-    names = [role for role, r in rules.items() if role != "system" and any(g == EDITABLE and area == "submission" or g.startswith(area + "/") for g in r.write)]
+    names = [
+        role
+        for role, r in rules.items()
+        if role != "system" and any(g == EDITABLE and area == "submission" or g.startswith(area + "/") for g in r.write)
+    ]
     return ", ".join(names) or "nobody"
 
 
@@ -191,7 +217,10 @@ def _stats(folder: Path) -> Stats:
 def _submission_lines(ws: MappedWorkspace) -> list[str]:
     task = ws.task
     return [
-        "submission/: editable " + (", ".join(task.editable_globs) or "(none)") + " · protected (read-only) " + (", ".join(task.protected) or "(none)"),
+        "submission/: editable "
+        + (", ".join(task.editable_globs) or "(none)")
+        + " · protected (read-only) "
+        + (", ".join(task.protected) or "(none)"),
         "experiment commands: " + _cut(" && ".join(task.commands) or "(none)", 200),
     ]
 
@@ -199,7 +228,10 @@ def _submission_lines(ws: MappedWorkspace) -> list[str]:
 def _experiment_lines(ws: MappedWorkspace, steps: StepsSummary) -> list[str]:
     if not steps.count or steps.latest is None:
         return ["experiments/: no steps yet"]
-    lines = [f"experiments/: {steps.count} steps · {steps.ok} succeeded · {steps.count - steps.ok} failed" + (f" · {steps.invalid} invalid (tampering)" if steps.invalid else "")]
+    lines = [
+        f"experiments/: {steps.count} steps · {steps.ok} succeeded · {steps.count - steps.ok} failed"
+        + (f" · {steps.invalid} invalid (tampering)" if steps.invalid else "")
+    ]
     lines.append("latest: " + _describe(ws, steps.latest))
     if steps.best is not None:
         lines.append("best: " + _describe(ws, steps.best))
@@ -250,4 +282,4 @@ def _size(n: int) -> str:
 
 
 def _stamp(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"

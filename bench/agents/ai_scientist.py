@@ -66,7 +66,13 @@ def parse_ideas(text: str) -> list[Idea]:
     ideas = []
     for item in raw if isinstance(raw, list) else []:
         if isinstance(item, dict) and item.get("title"):
-            ideas.append(Idea(name=str(item.get("name") or item["title"])[:60], title=str(item["title"]), experiment=str(item.get("experiment", ""))))
+            ideas.append(
+                Idea(
+                    name=str(item.get("name") or item["title"])[:60],
+                    title=str(item["title"]),
+                    experiment=str(item.get("experiment", "")),
+                )
+            )
     return ideas
 
 
@@ -105,33 +111,65 @@ class AIScientist:
         return Outcome(stop=StopReason.STEP_BUDGET)
 
     def _code_and_run(self, ctx: RunContext, idea: Idea, progress: Progress, fix: str | None):
-        messages = [system_prompt(ROLE, CODER_INSTRUCTIONS), {"role": "user", "content": self._coder_prompt(ctx, idea, progress, fix)}]
-        coded = run_loop(lambda msgs, tools: ctx.complete(ROLE, msgs, tools), baseline_toolbox(ctx, ROLE), messages, LoopSpec(max_turns=CODER_TURNS))
+        messages = [
+            system_prompt(ROLE, CODER_INSTRUCTIONS),
+            {"role": "user", "content": self._coder_prompt(ctx, idea, progress, fix)},
+        ]
+        coded = run_loop(
+            lambda msgs, tools: ctx.complete(ROLE, msgs, tools),
+            baseline_toolbox(ctx, ROLE),
+            messages,
+            LoopSpec(max_turns=CODER_TURNS),
+        )
         if coded.stop is StopReason.MODEL_ERROR:
             raise StopRun(coded.stop, coded.detail)
         stage = f"fix of run {progress.runs + 1}" if fix else f"run {progress.runs + 1}"
-        return ctx.run_step(f"ai-scientist idea {progress.current + 1} '{idea.title}', {stage}: {idea.experiment[:300]}")
+        return ctx.run_step(
+            f"ai-scientist idea {progress.current + 1} '{idea.title}', {stage}: {idea.experiment[:300]}"
+        )
 
     @staticmethod
     def _coder_prompt(ctx: RunContext, idea: Idea, progress: Progress, fix: str | None) -> str:
-        parts = [ctx.task.summary(), f"## Idea: {idea.title}\n{idea.experiment}", f"## Experiment run {progress.runs + 1} of at most {MAX_RUNS}"]
+        parts = [
+            ctx.task.summary(),
+            f"## Idea: {idea.title}\n{idea.experiment}",
+            f"## Experiment run {progress.runs + 1} of at most {MAX_RUNS}",
+        ]
         if progress.history:
             parts.append("## Results so far for this idea\n" + "\n".join(progress.history))
         if fix:
             parts.append(f"## The last run failed; fix it\n{fix}")
         else:
-            parts.append("Plan and implement the next experiment for this idea." if progress.history else "Implement the idea.")
+            parts.append(
+                "Plan and implement the next experiment for this idea." if progress.history else "Implement the idea."
+            )
         parts.append(f"Steps left: {ctx.steps_left()}")
         editable = [f"submission/{rel}" for rel in ctx.editable_files()]
-        parts.append(facts_line(role=ROLE, idea=idea.model_dump(), run=progress.runs + 1, fix=bool(fix), **task_facts(ctx.task, editable)))
+        parts.append(
+            facts_line(
+                role=ROLE,
+                idea=idea.model_dump(),
+                run=progress.runs + 1,
+                fix=bool(fix),
+                **task_facts(ctx.task, editable),
+            )
+        )
         return "\n\n".join(parts)
 
     @staticmethod
     def _idea_messages(ctx: RunContext, progress: Progress) -> list[dict[str, Any]]:
-        code = "\n\n".join(f"### submission/{rel}\n```python\n{ctx.read_code(rel)[:6000]}\n```" for rel in ctx.editable_files())
+        code = "\n\n".join(
+            f"### submission/{rel}\n```python\n{ctx.read_code(rel)[:6000]}\n```" for rel in ctx.editable_files()
+        )
         tried = "\n".join(f"- {i.title}" for i in progress.ideas) or "(none)"
-        user = f"{ctx.task.summary()}\n\n## Baseline code\n{code}\n\n## Ideas already tried\n{tried}\n\nPropose {IDEAS_PER_CALL} new ideas.\n" + facts_line(
-            role=ROLE, want=IDEAS_PER_CALL, tried=len(progress.ideas), **task_facts(ctx.task, [f"submission/{rel}" for rel in ctx.editable_files()])
+        user = (
+            f"{ctx.task.summary()}\n\n## Baseline code\n{code}\n\n## Ideas already tried\n{tried}\n\nPropose {IDEAS_PER_CALL} new ideas.\n"
+            + facts_line(
+                role=ROLE,
+                want=IDEAS_PER_CALL,
+                tried=len(progress.ideas),
+                **task_facts(ctx.task, [f"submission/{rel}" for rel in ctx.editable_files()]),
+            )
         )
         return [system_prompt(ROLE, IDEA_INSTRUCTIONS), {"role": "user", "content": user}]
 

@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.experiment.gitrepo import git
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.records.paths import write_atomic
 from aiscientist.task import expand_globs
-from aiscientist.agent.outcome import Outcome, StopReason
 from bench.agents.tools import system_prompt
 
 ROLE = "aide"
@@ -104,10 +104,22 @@ class Aide:
             base_code = parent.code if parent is not None else baseline_code
             answer = ctx.complete(ROLE, self._messages(ctx, journal, stage, parent, base_code, direction)).content
             plan, code = extract_code(answer)
-            node = Node(id=len(journal.nodes), parent=parent.id if parent else None, stage=stage, plan=plan[:2000] or "(no plan)", code=code if code is not None else base_code, debug_depth=(parent.debug_depth + 1) if stage == "debug" and parent else 0)
+            node = Node(
+                id=len(journal.nodes),
+                parent=parent.id if parent else None,
+                stage=stage,
+                plan=plan[:2000] or "(no plan)",
+                code=code if code is not None else base_code,
+                debug_depth=(parent.debug_depth + 1) if stage == "debug" and parent else 0,
+            )
             ctx.reset_to_baseline()
             ctx.write_code(journal.target, node.code)
-            hypothesis = f"aide {stage}" + (f" of node {parent.id}" if parent else "") + f": {node.plan[:400]}" + ("" if code is not None else " [answer had no code block; parent code re-run]")
+            hypothesis = (
+                f"aide {stage}"
+                + (f" of node {parent.id}" if parent else "")
+                + f": {node.plan[:400]}"
+                + ("" if code is not None else " [answer had no code block; parent code re-run]")
+            )
             record = ctx.run_step(hypothesis)
             node.step, node.metric, node.error = record.step, record.metric, record.error
             node.buggy = not (record.eligible and record.metric is not None)
@@ -115,16 +127,29 @@ class Aide:
             self._save(ctx, journal)
         return Outcome(stop=StopReason.STEP_BUDGET)
 
-    def _messages(self, ctx: RunContext, journal: Journal, stage: str, parent: Node | None, code: str, direction: str) -> list[dict[str, Any]]:
+    def _messages(
+        self, ctx: RunContext, journal: Journal, stage: str, parent: Node | None, code: str, direction: str
+    ) -> list[dict[str, Any]]:
         parts = [ctx.task.summary(), f"Target file: {journal.target}", f"## Stage: {stage}", STAGE_TEXT[stage]]
         memory = [n for n in journal.good()][-MEMORY_NODES:]
         if memory and stage != "debug":
-            parts.append("## Memory (previous working solutions)\n" + "\n".join(f"- node {n.id} ({n.stage}): metric {n.metric:.6g}: {n.plan[:200]}" for n in memory))
+            parts.append(
+                "## Memory (previous working solutions)\n"
+                + "\n".join(f"- node {n.id} ({n.stage}): metric {n.metric:.6g}: {n.plan[:200]}" for n in memory)
+            )
         if stage == "debug" and parent is not None:
             parts.append(f"## Error\n{parent.error or 'unknown error'}\n" + self._stderr(ctx, parent.step))
         parts.append(f"## Current code of {journal.target}\n```python\n{code}\n```")
         parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")
-        parts.append(facts_line(role=ROLE, stage=stage, steps_left=ctx.steps_left(), code=code, **task_facts(ctx.task, [f"submission/{journal.target}"])))
+        parts.append(
+            facts_line(
+                role=ROLE,
+                stage=stage,
+                steps_left=ctx.steps_left(),
+                code=code,
+                **task_facts(ctx.task, [f"submission/{journal.target}"]),
+            )
+        )
         return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": "\n\n".join(parts)}]
 
     @staticmethod
@@ -147,7 +172,9 @@ class Aide:
             journal.nodes = [n for n in journal.nodes if n.step in done]
             return journal
         files = ctx.editable_files()
-        in_task_order = [f for pattern in ctx.task.editable for f in expand_globs(ctx.submission, [pattern]) if f in files]
+        in_task_order = [
+            f for pattern in ctx.task.editable for f in expand_globs(ctx.submission, [pattern]) if f in files
+        ]
         target = ctx.options.get("target_file") or (in_task_order[0] if in_task_order else None)
         if target is None or target not in files:
             raise ValueError(f"aide needs one editable target file; editable files: {files}")

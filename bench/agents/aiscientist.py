@@ -23,7 +23,9 @@ class AiScientist:
     needs_model = True
     creates_workspace = True
 
-    def solve_run(self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]) -> Outcome:
+    def solve_run(
+        self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]
+    ) -> Outcome:
         from aiscientist.config import load_config
         from aiscientist.llm.config import DEFAULT_MODELS_FILE
         from aiscientist.orchestrator import solve
@@ -34,7 +36,10 @@ class AiScientist:
         if model in (raw.get("models") or {}):
             raw["models"][model] = {**(raw["models"][model] or {}), "seed": seed}
         models_file.write_text(yaml.safe_dump(raw))
-        sets = [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in {**ARMS[self.name], **options}.items()]
+        sets = [
+            f"{key}={str(value).lower() if isinstance(value, bool) else value}"
+            for key, value in {**ARMS[self.name], **options}.items()
+        ]
         config = load_config(sets=sets, base={"sandbox": sandbox, "models_file": str(models_file)})
         result = solve(task_path, run_dir, config=config, model=model, steps=steps)
         return Outcome(stop=result.stop_reason or StopReason.FINISHED, detail=result.stop_detail)

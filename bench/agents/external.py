@@ -31,19 +31,42 @@ class External:
     def solve(self, ctx: RunContext) -> Outcome:
         command = ctx.options.get("command")
         if not command:
-            raise ValueError("agent external needs an option command=... (e.g. --option external.command='my-agent --task $AISCI_TASK_FILE')")
+            raise ValueError(
+                "agent external needs an option command=... (e.g. --option external.command='my-agent --task $AISCI_TASK_FILE')"
+            )
         bin_dir = ctx.ws.paths.state / "external_bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
         wrapper = bin_dir / "run_experiment"
-        wrapper.write_text(WRAPPER.format(python=shlex.quote(sys.executable), run_dir=shlex.quote(str(ctx.ws.paths.root)), agent=shlex.quote(ctx.agent), steps=ctx.steps))
+        wrapper.write_text(
+            WRAPPER.format(
+                python=shlex.quote(sys.executable),
+                run_dir=shlex.quote(str(ctx.ws.paths.root)),
+                agent=shlex.quote(ctx.agent),
+                steps=ctx.steps,
+            )
+        )
         wrapper.chmod(0o755)
         task_file = ctx.ws.paths.state / "external_task.md"
-        task_file.write_text(ctx.task.summary() + f"\n\nStep budget: {ctx.steps_left()} (each `run_experiment` call is one step)\n")
-        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "AISCI_TASK_FILE": str(task_file), "AISCI_STEPS": str(ctx.steps_left())}
+        task_file.write_text(
+            ctx.task.summary() + f"\n\nStep budget: {ctx.steps_left()} (each `run_experiment` call is one step)\n"
+        )
+        env = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "AISCI_TASK_FILE": str(task_file),
+            "AISCI_STEPS": str(ctx.steps_left()),
+        }
         env.update(ctx.ws.engine.env)
         timeout = float(ctx.options.get("timeout_s", 3600))
         with open(ctx.ws.paths.state / "external_output.txt", "ab") as output:
-            proc = subprocess.Popen(["bash", "-c", command], cwd=ctx.submission, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                ["bash", "-c", command],
+                cwd=ctx.submission,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -53,7 +76,11 @@ class External:
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)  # no background child outlives the agent
-        return Outcome(stop=StopReason.FINISHED) if code == 0 else Outcome(stop=StopReason.AGENT_FAILED, detail=f"external agent exited {code}")
+        return (
+            Outcome(stop=StopReason.FINISHED)
+            if code == 0
+            else Outcome(stop=StopReason.AGENT_FAILED, detail=f"external agent exited {code}")
+        )
 
 
 def step_main(argv: list[str]) -> int:

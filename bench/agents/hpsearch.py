@@ -10,9 +10,9 @@ the best is simply left behind (the next step starts again from the best).
 from __future__ import annotations
 
 from aiscientist.agent.context import RunContext
-from aiscientist.llm.candidates import Change, propose_changes
-from aiscientist.experiment.engine import best_step
 from aiscientist.agent.outcome import Outcome, StopReason
+from aiscientist.experiment.engine import best_step
+from aiscientist.llm.candidates import Change, propose_changes
 
 RESTART_PROBABILITY = 0.2
 RESTART_CHANGES = 3
@@ -33,7 +33,9 @@ class HPSearch:
                 ctx.restore_step(best.step)
             changes = self._propose(ctx, rng, RESTART_CHANGES if restart else 1)
             if not changes:
-                return Outcome(stop=StopReason.FINISHED, detail="no tunable constant or flag found in the editable files")
+                return Outcome(
+                    stop=StopReason.FINISHED, detail="no tunable constant or flag found in the editable files"
+                )
             origin = "baseline (random restart)" if restart else f"best step {best.step}"
             ctx.run_step(f"hpsearch from {origin}: " + "; ".join(f"{rel}: {c.description}" for rel, c in changes))
         return Outcome(stop=StopReason.STEP_BUDGET)

@@ -37,6 +37,7 @@ read_file_chunk, and run_experiment (one counted step each). There is no submit:
 keep working until the step budget is spent.
 """
 
+
 class ReactAgent:
     """The subclasses differ only in tools (the table), prompts and when to continue."""
 

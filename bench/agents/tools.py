@@ -32,8 +32,13 @@ def step_report(record: Any, metric_label: str) -> str:
 def step_result(record: Any, steps_left: int) -> dict[str, Any]:
     """What `run_experiment` answers: the tool's JSON, and the external agent's program's."""
     success = record.eligible and record.metric is not None
-    return {"step": record.step, "success": success, "metric": record.metric, "error": record.error,
-            "steps_left": steps_left}
+    return {
+        "step": record.step,
+        "success": success,
+        "metric": record.metric,
+        "error": record.error,
+        "steps_left": steps_left,
+    }
 
 
 def experiment_tool(ctx: RunContext) -> Tool:
@@ -42,7 +47,12 @@ def experiment_tool(ctx: RunContext) -> Tool:
         label = ctx.task.metric.label if ctx.task.metric else "metric"
         return json.dumps({**step_result(record, ctx.steps_left()), "summary": step_report(record, label)})
 
-    return Tool("run_experiment", "Run the task's experiment commands on the current code; counts one step; returns the metric or the error.", RunExperimentArgs, run_experiment)
+    return Tool(
+        "run_experiment",
+        "Run the task's experiment commands on the current code; counts one step; returns the metric or the error.",
+        RunExperimentArgs,
+        run_experiment,
+    )
 
 
 def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:

@@ -20,37 +20,88 @@ console = Console(stderr=True, soft_wrap=True)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report,agents,score,export}")
     run = sub.add_parser("run", help="run a grid of agents × tasks × rounds (resumable)")
-    run.add_argument("--agents", required=True, help="comma-separated agent names: aiscientist[-nobus|-flat], aide, ai-scientist, linear, basic, iterative, hpsearch, external")
-    run.add_argument("--tasks", default="all", help="comma-separated task names (bench/tasks/<name>, bench/papers/<name>), task.yaml paths, or 'all'")
-    run.add_argument("--rounds", type=int, default=3, help="independent runs per agent and task; a task's result is its best round")
+    run.add_argument(
+        "--agents",
+        required=True,
+        help="comma-separated agent names: aiscientist[-nobus|-flat], aide, ai-scientist, linear, basic, iterative, hpsearch, external",
+    )
+    run.add_argument(
+        "--tasks",
+        default="all",
+        help="comma-separated task names (bench/tasks/<name>, bench/papers/<name>), task.yaml paths, or 'all'",
+    )
+    run.add_argument(
+        "--rounds", type=int, default=3, help="independent runs per agent and task; a task's result is its best round"
+    )
     run.add_argument("--steps", type=int, default=100, help="experiment steps assigned to each run")
-    run.add_argument("--model", default=None, help="model for model-driven agents (litellm name, 'offline' or 'scripted:PATH')")
-    run.add_argument("--judge-model", default=None, help="model of the academic/engineering judge (default: --model, else offline)")
+    run.add_argument(
+        "--model", default=None, help="model for model-driven agents (litellm name, 'offline' or 'scripted:PATH')"
+    )
+    run.add_argument(
+        "--judge-model", default=None, help="model of the academic/engineering judge (default: --model, else offline)"
+    )
     run.add_argument("--out", required=True, type=Path, help="results folder (re-running with it continues the grid)")
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: sized to the machine)")
-    run.add_argument("--cores-per-run", type=int, default=None, help="cores each run is pinned to (default: the machine's cores shared evenly)")
+    run.add_argument(
+        "--cores-per-run",
+        type=int,
+        default=None,
+        help="cores each run is pinned to (default: the machine's cores shared evenly)",
+    )
     run.add_argument("--sandbox", default="auto", choices=BACKENDS)
-    run.add_argument("--executor", default="pool", choices=EXECUTORS, help="where runs execute: a local process pool, or Ray (a local cluster, or --address)")
-    run.add_argument("--address", default=None, help="ray: address of an existing cluster (ray://HOST:10001, HOST:6379 or auto)")
+    run.add_argument(
+        "--executor",
+        default="pool",
+        choices=EXECUTORS,
+        help="where runs execute: a local process pool, or Ray (a local cluster, or --address)",
+    )
+    run.add_argument(
+        "--address", default=None, help="ray: address of an existing cluster (ray://HOST:10001, HOST:6379 or auto)"
+    )
     run.add_argument("--seed", type=int, default=0, help="base seed; each run derives its own from it")
     run.add_argument("--embedder", default="auto", choices=EMBEDDERS)
-    run.add_argument("--option", action="append", default=[], metavar="AGENT.KEY=VALUE", help="agent option, e.g. external.command='my-agent' (repeatable)")
+    run.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="AGENT.KEY=VALUE",
+        help="agent option, e.g. external.command='my-agent' (repeatable)",
+    )
     run.add_argument("--no-progress", action="store_true", help="no live table: one line per finished cell")
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
-    report = sub.add_parser("report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder")
+    report = sub.add_parser(
+        "report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder"
+    )
     report.add_argument("results", type=Path)
     report.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/report)")
-    agents = sub.add_parser("agents", help="the tools each agent and role may call (the one table of aiscientist.agent.toolsets)")
+    agents = sub.add_parser(
+        "agents", help="the tools each agent and role may call (the one table of aiscientist.agent.toolsets)"
+    )
     agents.add_argument("--json", action="store_true", help="print the table as JSON")
     score = sub.add_parser("score", help="score an agent's FML-bench result folder with FML-bench main's metrics")
-    score.add_argument("agent_dir", type=Path, help="AGENT_DIR/<Task>/<run>/summary.json, as FML-bench's run_agent_benchmark.py writes it")
-    score.add_argument("--fml-root", type=Path, required=True, help="the FML-bench checkout (ml_tasks/<Task>/baseline_results, config.json, workspace/)")
-    score.add_argument("--json", action="store_true", help="one JSON object {task: {column: value}}, null where undefined")
+    score.add_argument(
+        "agent_dir",
+        type=Path,
+        help="AGENT_DIR/<Task>/<run>/summary.json, as FML-bench's run_agent_benchmark.py writes it",
+    )
+    score.add_argument(
+        "--fml-root",
+        type=Path,
+        required=True,
+        help="the FML-bench checkout (ml_tasks/<Task>/baseline_results, config.json, workspace/)",
+    )
+    score.add_argument(
+        "--json", action="store_true", help="one JSON object {task: {column: value}}, null where undefined"
+    )
     score.add_argument("--embedder", default="auto", choices=EMBEDDERS, help="code embedder of the exploration metrics")
-    score.add_argument("--no-exploration", action="store_true", help="skip the four embedding-based exploration metrics")
+    score.add_argument(
+        "--no-exploration", action="store_true", help="skip the four embedding-based exploration metrics"
+    )
     export = sub.add_parser("export", help="write a `bench run` results folder in FML-bench main's result layout")
     export.add_argument("results", type=Path, help="a `bench run --out` folder")
-    export.add_argument("out", type=Path, help="new folder: OUT/<agent>/<Task>/<run>/ plus a scoring root (OUT/ml_tasks, OUT/workspace)")
+    export.add_argument(
+        "out", type=Path, help="new folder: OUT/<agent>/<Task>/<run>/ plus a scoring root (OUT/ml_tasks, OUT/workspace)"
+    )
 
 
 def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
@@ -86,7 +137,11 @@ def run(args: argparse.Namespace) -> int:
     from bench.grid.runner import GridConfig, resolve_tasks, run_grid
 
     try:
-        settings = {k: v for k, v in vars(args).items() if k in GridConfig.model_fields and k not in ("agents", "tasks", "options")}
+        settings = {
+            k: v
+            for k, v in vars(args).items()
+            if k in GridConfig.model_fields and k not in ("agents", "tasks", "options")
+        }
         config = GridConfig(
             **settings,
             agents=[a.strip() for a in args.agents.split(",") if a.strip()],
@@ -108,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
     except (UnknownAgent, ExecutorUnavailable) as err:
         console.print(f"[red]error:[/red] {err}")
         return 2
-    console.print(f"bench: {outcome['runs']} runs, {outcome['ran']} run now, {len(outcome['failed'])} failed, {time.monotonic() - started:.1f}s")
+    console.print(
+        f"bench: {outcome['runs']} runs, {outcome['ran']} run now, {len(outcome['failed'])} failed, {time.monotonic() - started:.1f}s"
+    )
     for name, error in outcome["failed"].items():
         console.print(f"[red]failed[/red] {name}: {error} (see runs/.../error.txt)")
     if not args.no_report:
@@ -150,8 +207,8 @@ def _report(results: Path, out: Path | None) -> int:
 def _score(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from bench.scoring.fml_metrics import ROW_KEYS, plain, shown
     from bench.fml.results import score_agent
+    from bench.scoring.fml_metrics import ROW_KEYS, plain, shown
 
     table = score_agent(args.agent_dir, args.fml_root, args.embedder, explore=not args.no_exploration)
     if args.json:
@@ -172,5 +229,7 @@ def _export(args: argparse.Namespace) -> int:
 
     written = export_results(args.results, args.out)
     for agent in written:
-        console.print(f"exported {agent}; score it with: python -m aiscientist bench score {args.out / agent} --fml-root {args.out}")
+        console.print(
+            f"exported {agent}; score it with: python -m aiscientist bench score {args.out / agent} --fml-root {args.out}"
+        )
     return 0

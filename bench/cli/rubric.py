@@ -93,12 +93,17 @@ def _check(args: argparse.Namespace, console: Console) -> int:
         if args.json:
             print(summary.model_dump_json())
             continue
-        console.print(f"[green]ok[/green] {name}: {summary.nodes} nodes, {summary.leaves} leaves, depth {summary.depth}, "
-                      f"{summary.duplicate_ids} repeated ids", highlight=False)
+        console.print(
+            f"[green]ok[/green] {name}: {summary.nodes} nodes, {summary.leaves} leaves, depth {summary.depth}, "
+            f"{summary.duplicate_ids} repeated ids",
+            highlight=False,
+        )
         console.print("  task categories: " + _counts(summary.task_categories), highlight=False)
         console.print("  fine-grained: " + _counts(summary.finegrained_categories), highlight=False)
         for anomaly in summary.anomalies:
-            console.print(f"  [yellow]weight[/yellow] {anomaly.id!r} (at {anomaly.path}): {anomaly.problem}", highlight=False)
+            console.print(
+                f"  [yellow]weight[/yellow] {anomaly.id!r} (at {anomaly.path}): {anomaly.problem}", highlight=False
+            )
     return 0
 
 
@@ -113,9 +118,14 @@ def _score(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps({"score": score, "mismatches": [m.model_dump() for m in mismatches]}))
     else:
         leaves = [node for _, node in tree.walk_paths() if node.is_leaf]
-        console.print(f"{args.graded}: score {score:.6f} from {len(leaves)} leaves "
-                      f"({sum(not leaf.valid_score for leaf in leaves)} invalid); "
-                      f"{len(mismatches)} node(s) differ from the stored score", highlight=False)
+        console.print(
+            f"{args.graded}: score {score:.6f} from {len(leaves)} leaves "
+            f"({sum(not leaf.valid_score for leaf in leaves)} invalid); "
+            f"{len(mismatches)} node(s) differ from the stored score",
+            highlight=False,
+        )
         for m in mismatches:
-            console.print(f"  {m.id!r} (at {m.path}): stored {m.stored:.6f}, re-scored {m.computed:.6f}", highlight=False)
+            console.print(
+                f"  {m.id!r} (at {m.path}): stored {m.stored:.6f}, re-scored {m.computed:.6f}", highlight=False
+            )
     return 1 if mismatches else 0

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiscientist.records.accounting import successful
 from aiscientist.experiment.engine import StepRecord, load_steps
+from aiscientist.records.accounting import successful
 from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task, expand_globs
+from bench.fml.results import ResultsError
 from bench.scoring.exploration import EXCLUDED, explore_steps
 from bench.scoring.fml_metrics import ROW_KEYS, TaskMeta, TaskRun, ValStep, plain, range_of, score, shown
-from bench.fml.results import ResultsError
 from bench.scoring.metrics import RunSummary, best_round, group_by, load_runs
 from bench.scoring.report import markdown
 
@@ -42,7 +42,9 @@ def cells(results: Path) -> dict[str, dict[str, Cell]]:
     """`{agent: {task: Cell}}` for every improve task of a `bench run` folder."""
     runs = load_runs(results)
     if not runs:
-        raise ResultsError(f"{results}: no runs/<task>/<agent>/round_<k>/result.json (is it a `bench run --out` folder?)")
+        raise ResultsError(
+            f"{results}: no runs/<task>/<agent>/round_<k>/result.json (is it a `bench run --out` folder?)"
+        )
     groups = group_by([s for s in runs if s.kind == "improve"], lambda s: (s.agent, s.task))
     found: dict[str, dict[str, Cell]] = {}
     for (agent, name), rounds in groups.items():
@@ -59,7 +61,9 @@ def task_meta(task: Task) -> TaskMeta:
     assert task.metric is not None  # only improve tasks are exported
     found = range_of(task.name, task.metric.direction, task.score_range)
     if found is None:
-        raise ResultsError(f"{task.name}: no normalisation range; add score_range: {{p_best: ..., p_worst: ... | baseline}} to its task.yaml")
+        raise ResultsError(
+            f"{task.name}: no normalisation range; add score_range: {{p_best: ..., p_worst: ... | baseline}} to its task.yaml"
+        )
     return TaskMeta(dataset=task.metric.dataset, metric=task.metric.key, **found.model_dump())
 
 
@@ -73,7 +77,10 @@ def task_run(cell: Cell) -> TaskRun:
         baseline_primary_metric=s.baseline,
         best_val_metric=s.best_val,
         total_steps=len(cell.steps),
-        val_steps=[ValStep(success=successful(step), primary_metric=step.metric if successful(step) else None) for step in cell.steps],
+        val_steps=[
+            ValStep(success=successful(step), primary_metric=step.metric if successful(step) else None)
+            for step in cell.steps
+        ],
         total_tokens=s.tokens,
         total_duration_seconds=s.wall_time_s,
         test=s.test_metric,
@@ -83,7 +90,11 @@ def task_run(cell: Cell) -> TaskRun:
 
 def baseline_files(task: Task) -> dict[str, str]:
     """The target files at baseline (FML-bench leaves split_config.json and notes.txt out)."""
-    rels = [r for r in expand_globs(task.repository, task.editable_globs) if task.is_editable(r) and Path(r).name not in EXCLUDED]
+    rels = [
+        r
+        for r in expand_globs(task.repository, task.editable_globs)
+        if task.is_editable(r) and Path(r).name not in EXCLUDED
+    ]
     return {rel: (task.repository / rel).read_text(errors="replace") for rel in rels}
 
 
@@ -96,23 +107,35 @@ def explore(cell: Cell, prefer: str) -> tuple[dict[str, float], str | None]:
     return explore_steps(baseline_files(cell.task), [snapshot(cell, step) for step in cell.steps], "repo", prefer)
 
 
-def fml_rows(results: Path, embedder: str = "auto", explore_code: bool = True, skip_unranged: bool = False) -> dict[str, dict[str, dict[str, Any]]]:
+def fml_rows(
+    results: Path, embedder: str = "auto", explore_code: bool = True, skip_unranged: bool = False
+) -> dict[str, dict[str, dict[str, Any]]]:
     """`{agent: {task: FML-bench row}}` computed from our run records; tasks without a
     normalisation range are an error, or left out with `skip_unranged`."""
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for agent, by_task in cells(results).items():
         for name, cell in by_task.items():
-            if skip_unranged and range_of(name, cell.task.metric.direction if cell.task.metric else "max", cell.task.score_range) is None:
+            if (
+                skip_unranged
+                and range_of(name, cell.task.metric.direction if cell.task.metric else "max", cell.task.score_range)
+                is None
+            ):
                 continue
             found, embedder_name = explore(cell, embedder) if explore_code else (None, None)
-            table.setdefault(agent, {})[name] = {**score(task_run(cell), task_meta(cell.task), found), "embedder": embedder_name}
+            table.setdefault(agent, {})[name] = {
+                **score(task_run(cell), task_meta(cell.task), found),
+                "embedder": embedder_name,
+            }
     return table
 
 
 def write_fml_table(results: Path, out: Path) -> Path:
     """`out/fml_bench.json` ({agent: {task: row}}, null where undefined) and a markdown
     copy: FML-bench main's table of every ranged task, beside our report."""
-    table = {agent: {task: plain(row) for task, row in rows.items()} for agent, rows in fml_rows(results, skip_unranged=True).items()}
+    table = {
+        agent: {task: plain(row) for task, row in rows.items()}
+        for agent, rows in fml_rows(results, skip_unranged=True).items()
+    }
     (out / "fml_bench.json").write_text(json.dumps(table, indent=1))
     lines = ["# FML-bench main's metrics", ""]
     for agent, rows in table.items():
@@ -134,12 +157,21 @@ def export_results(results: Path, out: Path) -> list[str]:
             run = out / agent / name / f"round_{cell.summary.round}"
             _write_run(run, cell, meta)
             for other in cell.others:
-                _write_json(out / agent / name / f"_{other.name}" / "summary.json", {"agent": agent, "note": "not the best round"})
+                _write_json(
+                    out / agent / name / f"_{other.name}" / "summary.json",
+                    {"agent": agent, "note": "not the best round"},
+                )
     return sorted(found)
 
 
 def _info(meta: TaskMeta, value: float | None) -> dict[str, Any]:
-    return {meta.dataset: {"means": {meta.metric: value}, "stderrs": {}, "final_info_dict": {meta.metric.removesuffix("_mean"): [value]}}}
+    return {
+        meta.dataset: {
+            "means": {meta.metric: value},
+            "stderrs": {},
+            "final_info_dict": {meta.metric.removesuffix("_mean"): [value]},
+        }
+    }
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -152,7 +184,13 @@ def _write_task(out: Path, cell: Cell, meta: TaskMeta) -> None:
     if (folder / "config.json").is_file():
         return  # another agent's run wrote it already
     baselines = baseline_files(cell.task)
-    config = {"repo_dir": cell.key, "target_files": sorted(baselines), "metric": meta.metric, "metric_direction": meta.direction, "aiscientist_range": meta.model_dump()}
+    config = {
+        "repo_dir": cell.key,
+        "target_files": sorted(baselines),
+        "metric": meta.metric,
+        "metric_direction": meta.direction,
+        "aiscientist_range": meta.model_dump(),
+    }
     _write_json(folder / "config.json", config)
     for name, value in (("val_info.json", cell.summary.baseline), ("test_info.json", cell.summary.baseline_test)):
         if value is not None:
@@ -168,12 +206,27 @@ def _write_run(run: Path, cell: Cell, meta: TaskMeta) -> None:
     steps = []
     for step in cell.steps:
         ok = successful(step)
-        steps.append({"step_id": step.step, "idea_description": step.hypothesis, "edit_success": True, "val_result": {"success": ok, "primary_metric": step.metric if ok else None, "error": step.error}, "primary_metric": step.metric if ok else None, "token_usage": {"total_tokens": step.tokens}, "step_duration_seconds": step.duration_s})
+        steps.append(
+            {
+                "step_id": step.step,
+                "idea_description": step.hypothesis,
+                "edit_success": True,
+                "val_result": {"success": ok, "primary_metric": step.metric if ok else None, "error": step.error},
+                "primary_metric": step.metric if ok else None,
+                "token_usage": {"total_tokens": step.tokens},
+                "step_duration_seconds": step.duration_s,
+            }
+        )
         _write_json(run / "step_snapshots" / f"step_{step.step:04d}_code.json", snapshot(cell, step))
     summary = {
         "benchmark": cell.task.name,
         "agent": s.agent,
-        "task_config": {"metric": meta.metric, "metric_direction": meta.direction, "repo_dir": cell.key, "target_files": sorted(baseline_files(cell.task))},
+        "task_config": {
+            "metric": meta.metric,
+            "metric_direction": meta.direction,
+            "repo_dir": cell.key,
+            "target_files": sorted(baseline_files(cell.task)),
+        },
         "baseline_primary_metric": s.baseline,
         "total_steps": len(cell.steps),
         "total_duration_seconds": s.wall_time_s,

@@ -36,14 +36,20 @@ def canonical(info: Any, meta: TaskMeta) -> float | None:
 
 def constraint_violated(info: Any) -> bool:
     blocks = info.values() if isinstance(info, dict) else []
-    return any(isinstance(b, dict) and isinstance(b.get(s), dict) and b[s].get("constraint_violated") is True for b in blocks for s in ("means", "final_info_dict"))
+    return any(
+        isinstance(b, dict) and isinstance(b.get(s), dict) and b[s].get("constraint_violated") is True
+        for b in blocks
+        for s in ("means", "final_info_dict")
+    )
 
 
 def run_folders(agent_root: Path, task: str) -> list[Path]:
     folder = agent_root / task
     if not folder.is_dir():
         return []
-    return sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("_") and not d.name.endswith("_deprecated"))
+    return sorted(
+        d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("_") and not d.name.endswith("_deprecated")
+    )
 
 
 def main_run(agent_root: Path, task: str) -> Path | None:
@@ -77,7 +83,9 @@ def task_meta(fml_root: Path, task: str) -> TaskMeta:
     config = load_json(fml_root / "ml_tasks" / task / "config.json") or {}
     if isinstance(config.get("aiscientist_range"), dict):
         return TaskMeta.model_validate(config["aiscientist_range"])
-    raise ResultsError(f"{task}: no normalisation range (not an FML-bench task and its config.json has no aiscientist_range)")
+    raise ResultsError(
+        f"{task}: no normalisation range (not an FML-bench task and its config.json has no aiscientist_range)"
+    )
 
 
 def read_run(agent_root: Path, task: str, fml_root: Path, meta: TaskMeta) -> tuple[TaskRun, Path]:
@@ -91,7 +99,10 @@ def read_run(agent_root: Path, task: str, fml_root: Path, meta: TaskMeta) -> tup
     agent = summary.get("agent") or agent_root.name
     baselines = fml_root / "ml_tasks" / task / "baseline_results"
     test, status = final_test(agent, agent_root, task, run, meta)
-    steps = [ValStep(success=(s.get("val_result") or {}).get("success") is True, primary_metric=s.get("primary_metric")) for s in summary.get("val_steps") or []]
+    steps = [
+        ValStep(success=(s.get("val_result") or {}).get("success") is True, primary_metric=s.get("primary_metric"))
+        for s in summary.get("val_steps") or []
+    ]
     return (
         TaskRun(
             task=task,
@@ -115,12 +126,18 @@ def run_exploration(run: Path, task: str, fml_root: Path, prefer: str) -> tuple[
     config = load_json(fml_root / "ml_tasks" / task / "config.json") or {}
     repo_dir = str(config.get("repo_dir", ""))
     repo = fml_root / repo_dir
-    baselines = {tf: (repo / tf).read_text(errors="replace") for tf in config.get("target_files", []) if Path(tf).name not in EXCLUDED and (repo / tf).is_file()}
+    baselines = {
+        tf: (repo / tf).read_text(errors="replace")
+        for tf in config.get("target_files", [])
+        if Path(tf).name not in EXCLUDED and (repo / tf).is_file()
+    }
     snapshots = [load_json(p) or {} for p in sorted((run / "step_snapshots").glob("step_*_code.json"))]
     return explore_steps(baselines, snapshots, "/".join(repo_dir.split("/")[2:]), prefer)
 
 
-def score_agent(agent_root: Path, fml_root: Path, embedder: str = "auto", explore: bool = True) -> dict[str, dict[str, Any]]:
+def score_agent(
+    agent_root: Path, fml_root: Path, embedder: str = "auto", explore: bool = True
+) -> dict[str, dict[str, Any]]:
     """`{task: {column: value}}` for every task folder of `agent_root` holding a run."""
     if not agent_root.is_dir():
         raise ResultsError(f"{agent_root}: not a folder")

@@ -74,16 +74,24 @@ class RayExecutor:
         try:
             import ray
         except ImportError as err:
-            raise ExecutorUnavailable("--executor ray needs Ray: pip install 'aiscientist[scale]' (or pip install ray)") from err
+            raise ExecutorUnavailable(
+                "--executor ray needs Ray: pip install 'aiscientist[scale]' (or pip install ray)"
+            ) from err
         self.ray, self.cores, self.refs = ray, cores_per_run, []
         self.started = not ray.is_initialized()
         if self.started:
-            options: dict[str, Any] = {"address": address} if address else {"num_cpus": num_cpus or len(os.sched_getaffinity(0)), "include_dashboard": False}
+            options: dict[str, Any] = (
+                {"address": address}
+                if address
+                else {"num_cpus": num_cpus or len(os.sched_getaffinity(0)), "include_dashboard": False}
+            )
             env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
             try:
                 ray.init(**options, runtime_env={"env_vars": env}, log_to_driver=False, configure_logging=False)
             except (ConnectionError, ValueError, RuntimeError) as err:
-                raise ExecutorUnavailable(f"cannot start or reach a Ray cluster{f' at {address}' if address else ''}: {err}") from err
+                raise ExecutorUnavailable(
+                    f"cannot start or reach a Ray cluster{f' at {address}' if address else ''}: {err}"
+                ) from err
         self.remote = ray.remote(num_cpus=cores_per_run, max_retries=0)(_run_cell)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:

@@ -13,11 +13,10 @@ from rich.console import Console
 from rich.table import Table
 
 from aiscientist.experiment.engine import best_step, load_steps
-from aiscientist.util.humanize import num, plural
 from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task, load_task
+from aiscientist.util.humanize import num, plural
 from bench.grid.spec import GridConfig, RunSpec
-
 
 State = Literal["queued", "running", "done", "failed"]
 
@@ -48,7 +47,16 @@ def cell_status(spec: RunSpec, task: Task, out: Path) -> CellStatus:
         state, note = "failed", ((folder / "error.txt").read_text().strip().splitlines() or [""])[-1]
     else:
         state, note = ("running" if ws.is_dir() else "queued"), ""
-    return CellStatus(task=spec.task, agent=spec.agent, round=spec.round, state=state, steps=len(steps), best=best.metric if best else None, best_step=best.step if best else None, note=note)
+    return CellStatus(
+        task=spec.task,
+        agent=spec.agent,
+        round=spec.round,
+        state=state,
+        steps=len(steps),
+        best=best.metric if best else None,
+        best_step=best.step if best else None,
+        note=note,
+    )
 
 
 def cell_line(cell: CellStatus, steps: int) -> str:
@@ -61,14 +69,18 @@ class GridProgress:
     """Used as `with GridProgress(...) as live: ... live.refresh()` by the runner. A live
     table on a terminal; `enabled=False` (or no terminal): one line per finished cell."""
 
-    def __init__(self, specs: list[RunSpec], config: GridConfig, out: Path, enabled: bool = True, console: Console | None = None):
+    def __init__(
+        self, specs: list[RunSpec], config: GridConfig, out: Path, enabled: bool = True, console: Console | None = None
+    ):
         self.specs, self.config, self.out, self.enabled = specs, config, out, enabled
         self.console = console or Console(stderr=True)
         self.tasks = {s.task: load_task(s.task_path) for s in specs}
         self.started = time.monotonic()
         self.live = None
         self._done: dict[Path, CellStatus] = {}
-        self.reported: dict[Path, State] = {s.folder(out): "done" for s in specs if (s.folder(out) / "result.json").is_file()}  # finished before
+        self.reported: dict[Path, State] = {
+            s.folder(out): "done" for s in specs if (s.folder(out) / "result.json").is_file()
+        }  # finished before
 
     def cells(self) -> list[CellStatus]:
         """Every cell's status; a finished cell's folder is read once, not every refresh."""
@@ -82,13 +94,22 @@ class GridProgress:
 
     def table(self, cells: list[CellStatus]) -> Table:
         done = sum(c.state == "done" for c in cells)
-        table = Table(title=f"bench: {done}/{plural(len(cells), 'cell')} finished · {time.monotonic() - self.started:.0f} s")
+        table = Table(
+            title=f"bench: {done}/{plural(len(cells), 'cell')} finished · {time.monotonic() - self.started:.0f} s"
+        )
         for column in ("task", "agent", "round", "state", "step", "best so far"):
             table.add_column(column)
         colours = {"done": "green", "failed": "red", "running": "yellow", "queued": "dim"}
         for c in cells:
             best = "–" if c.best is None else f"{num(c.best)} (step {c.best_step})"
-            table.add_row(c.task, c.agent, str(c.round), f"[{colours[c.state]}]{c.state}[/]", f"{c.steps}/{self.config.steps}", best)
+            table.add_row(
+                c.task,
+                c.agent,
+                str(c.round),
+                f"[{colours[c.state]}]{c.state}[/]",
+                f"{c.steps}/{self.config.steps}",
+                best,
+            )
         return table
 
     def refresh(self) -> None:

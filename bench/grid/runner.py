@@ -18,26 +18,24 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any
 
-from aiscientist.records.accounting import call_usage, run_usage, successful
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment.engine import StepRecord, best_step, load_steps
 from aiscientist.llm import read_records
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
+from aiscientist.records.accounting import call_usage, run_usage, successful
 from aiscientist.records.result import RunResult, summarise, write_result
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace
-
 from bench.agents import get_agent
-from bench.scoring.contribution_judge import judge_diff
-from bench.scoring.embed import code_text, get_embedder
 from bench.grid.executors import open_executor, pool_shape, thread_env
-from bench.scoring.fml_metrics import range_of
+from bench.grid.progress import GridProgress
 from bench.grid.spec import GridConfig, RunSpec
 from bench.paper.grading import grade_task
+from bench.scoring.contribution_judge import judge_diff
+from bench.scoring.embed import code_text, get_embedder
+from bench.scoring.fml_metrics import range_of
 from bench.scoring.metrics import RunSummary, diversity, summarise_steps
-from bench.grid.progress import GridProgress
-
 
 PAPER_AGENTS = ("basic", "iterative", "aiscientist", "aiscientist-nobus", "aiscientist-flat")
 
@@ -49,7 +47,11 @@ def run_specs(config: GridConfig) -> list[RunSpec]:
         task = load_task(path)
         unfit = [a for a in config.agents if task.kind == "reproduce" and a not in PAPER_AGENTS]
         if unfit:
-            raise TaskError(path, "agents", f"{', '.join(unfit)} cannot work on a paper task (kind reproduce: they edit files of a metric-driven task); paper tasks take {', '.join(PAPER_AGENTS)}")
+            raise TaskError(
+                path,
+                "agents",
+                f"{', '.join(unfit)} cannot work on a paper task (kind reproduce: they edit files of a metric-driven task); paper tasks take {', '.join(PAPER_AGENTS)}",
+            )
         for agent in config.agents:
             for k in range(1, config.rounds + 1):
                 specs.append(RunSpec(task_path=Path(path).resolve(), task=task.name, agent=agent, round=k))
@@ -77,8 +79,9 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     if ws_dir.exists() and not (ws_dir / "state" / ("run.json" if own else "setup.json")).is_file():
         shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
     if own:
-        stop = _guard(lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, seed, config.sandbox,
-                                              options))
+        stop = _guard(
+            lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, seed, config.sandbox, options)
+        )
         ws = Workspace.open(ws_dir)
     else:
         ws = Workspace.open(ws_dir) if ws_dir.exists() else Workspace.create(task, ws_dir, sandbox=config.sandbox)
@@ -125,8 +128,9 @@ def _guard(solve: Callable[[], Outcome]) -> Outcome:
         return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600])
 
 
-def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome,
-               wall: float) -> RunSummary:
+def finish_run(
+    spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome, wall: float
+) -> RunSummary:
     """Hidden test on the best validation step (once), diversity, judge labels, summaries."""
     folder = spec.folder(out)
     steps = load_steps(ws.paths)
@@ -137,7 +141,19 @@ def finish_run(spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out
         test = previous.test  # the agent's own finish already ran the hidden test on this step
     else:
         test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
-        write_result(ws.paths.result, summarise(task, spec.agent, steps, test=test, wall_time_s=wall, stop_reason=stop.stop, stop_detail=stop.detail, config={"model": config.model, "steps": config.steps, "round": spec.round}))
+        write_result(
+            ws.paths.result,
+            summarise(
+                task,
+                spec.agent,
+                steps,
+                test=test,
+                wall_time_s=wall,
+                stop_reason=stop.stop,
+                stop_detail=stop.detail,
+                config={"model": config.model, "steps": config.steps, "round": spec.round},
+            ),
+        )
     measured = measure_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
@@ -187,7 +203,11 @@ def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         ws = Workspace.create(task, folder / "ws", sandbox=sandbox)
         step = ws.engine.run_step(agent="baseline", hypothesis="baseline: the unchanged code")
         test = ws.engine.run_test(step.step) if step.eligible and task.test_commands else None
-        result = {"val": step.metric if step.eligible else None, "test": test.metric if test else None, "error": step.error or (test.error if test else None)}
+        result = {
+            "val": step.metric if step.eligible else None,
+            "test": test.metric if test else None,
+            "error": step.error or (test.error if test else None),
+        }
         record.write_text(json.dumps(result, indent=1))
         return result
 
@@ -218,7 +238,9 @@ def _rubric(task: Task, ws: Workspace, folder: Path, config: GridConfig) -> floa
     record = folder / "grade" / "grade.json"  # the graded tree: its root holds the score
     if record.is_file():
         return float(json.loads(record.read_text())["score"])
-    return grade_task(task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade").score
+    return grade_task(
+        task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade"
+    ).score
 
 
 def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:

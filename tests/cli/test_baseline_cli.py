@@ -13,7 +13,9 @@ from tests.task.test_task import TINY, tiny_copy
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aiscientist", *map(str, args)], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "aiscientist", *map(str, args)], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_baseline_prints_metric_and_writes_result(tmp_path: Path) -> None:
@@ -37,7 +39,10 @@ def test_baseline_prints_metric_and_writes_result(tmp_path: Path) -> None:
         ({"commands": []}, "commands: an improve task needs a non-empty command list"),
         ({"editable": ["nothing/*.py"]}, "editable: glob 'nothing/*.py' matches no file"),
         ({"protected": ["evaluate.py", "config.py"]}, "editable: config.py is both editable and protected"),
-        ({"protected": ["evaluate.py", "scorer.py"]}, "protected: 'scorer.py' is still missing after the setup commands ran"),
+        (
+            {"protected": ["evaluate.py", "scorer.py"]},
+            "protected: 'scorer.py' is still missing after the setup commands ran",
+        ),
         ({"setup_commands": ["exit 4"]}, "setup_commands: command exited 4: exit 4"),
     ],
 )

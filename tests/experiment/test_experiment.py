@@ -21,7 +21,9 @@ def make_engine(task: Task, root: Path, backend: str = "auto") -> tuple[Experime
     paths = RunPaths(root)
     task.copy_repository(paths.submission)
     events: list[tuple[str, dict]] = []
-    engine = ExperimentEngine(task, paths, get_sandbox(backend), on_event=lambda kind, payload: events.append((kind, payload)))
+    engine = ExperimentEngine(
+        task, paths, get_sandbox(backend), on_event=lambda kind, payload: events.append((kind, payload))
+    )
     engine.ensure_setup()
     return engine, events
 
@@ -38,7 +40,9 @@ def test_baseline_step_is_recorded(tmp_path: Path) -> None:
     assert (step_dir / "code" / "train.py").is_file() and (step_dir / "code" / "config.py").is_file()
     assert not (step_dir / "code" / "evaluate.py").exists()
     assert (step_dir / "diff.patch").read_text() == ""
-    assert [k for k, _ in events] == ["tree.reset", "experiment.start", "experiment.end", "experiment.recorded"] or [k for k, _ in events] == ["experiment.start", "experiment.end", "experiment.recorded"]
+    assert [k for k, _ in events] == ["tree.reset", "experiment.start", "experiment.end", "experiment.recorded"] or [
+        k for k, _ in events
+    ] == ["experiment.start", "experiment.end", "experiment.recorded"]
     # hidden files never reach the workspace, but the hidden test sees them
     assert not (tmp_path / "run" / "submission" / "heldout" / "seed.json").exists()
     test = engine.run_test(1)
@@ -90,7 +94,9 @@ def test_tampering_is_detected_recorded_and_restored(tmp_path: Path) -> None:
 def test_malformed_metrics_fail_the_step_with_a_reason(tmp_path: Path, content: str, reason: str) -> None:
     task = load_task(TINY)
     engine, _ = make_engine(task, tmp_path / "run")
-    (engine.paths.submission / "train.py").write_text(f"open('final_info.json', 'w').write({content!r})\nopen('weights.json', 'w').write('[0, 0, 0]')\n")
+    (engine.paths.submission / "train.py").write_text(
+        f"open('final_info.json', 'w').write({content!r})\nopen('weights.json', 'w').write('[0, 0, 0]')\n"
+    )
     task_commands_only_train = task.model_copy(update={"commands": ["python train.py"]})
     engine.task = task_commands_only_train
     record = engine.run_step("agent", "write a broken metrics file")
@@ -110,7 +116,9 @@ def test_missing_metrics_file_and_failing_command(tmp_path: Path) -> None:
 
 
 def test_constraint_violation_is_flagged_and_not_best(tmp_path: Path) -> None:
-    task = load_task(tiny_copy(tmp_path, constraints=[{"dataset": "quadratic", "metric": "r2", "op": ">=", "value": 0.99}]))
+    task = load_task(
+        tiny_copy(tmp_path, constraints=[{"dataset": "quadratic", "metric": "r2", "op": ">=", "value": 0.99}])
+    )
     engine, _ = make_engine(task, tmp_path / "run")
     record = engine.run_step("agent", "baseline")
     assert record.success and record.constraint_violated and not record.eligible

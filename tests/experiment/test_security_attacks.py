@@ -28,7 +28,11 @@ HONEST_MSE = 0.6072
 def _attack(body: str) -> str:
     """train.py: the honest training, then `body` (its errors swallowed)."""
     honest = (TINY.parent / "repo" / "train.py").read_text().replace('if __name__ == "__main__":\n    main()\n', "")
-    return honest + "\n\ndef attack():\n" + textwrap.indent(textwrap.dedent(body), "    ") + textwrap.dedent("""
+    return (
+        honest
+        + "\n\ndef attack():\n"
+        + textwrap.indent(textwrap.dedent(body), "    ")
+        + textwrap.dedent("""
 
         if __name__ == "__main__":
             main()
@@ -37,6 +41,7 @@ def _attack(body: str) -> str:
             except Exception as err:
                 print("attack failed:", type(err).__name__, err)
         """)
+    )
 
 
 def _run(tmp_path: Path, backend: str, body: str):
@@ -49,14 +54,19 @@ def _run(tmp_path: Path, backend: str, body: str):
 
 
 def _run_folder_text(root: Path) -> str:
-    return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    return "\n".join(
+        p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_repository_code_never_runs_on_the_host(tmp_path: Path, backend: str) -> None:
     marker = tmp_path / "host-marker"
     hook = f"#!/bin/sh\ntouch {marker}\n"
-    ws, record = _run(tmp_path, backend, f"""
+    ws, record = _run(
+        tmp_path,
+        backend,
+        f"""
         import os, subprocess
         hook = {hook!r}
         for git_dir in (".git", "../state/submission.git"):
@@ -71,7 +81,8 @@ def test_repository_code_never_runs_on_the_host(tmp_path: Path, backend: str) ->
         subprocess.run(["git", "config", "core.fsmonitor", "touch {marker}"], check=False)
         with open(".gitattributes", "w") as f:
             f.write("* filter=evil diff=evil\\n")
-    """)
+    """,
+    )
     git(ws.paths, "diff", "HEAD~1", "--stat")
     assert not marker.exists()
     if backend != "local":  # local is no boundary: there the code can write the git dir, yet nothing it plants runs
@@ -79,14 +90,18 @@ def test_repository_code_never_runs_on_the_host(tmp_path: Path, backend: str) ->
 
 
 def test_a_git_folder_the_code_plants_is_reset_like_any_other_file(tmp_path: Path) -> None:
-    ws, record = _run(tmp_path, "local", """
+    ws, record = _run(
+        tmp_path,
+        "local",
+        """
         import os
         os.makedirs(".git/hooks", exist_ok=True)
         with open(".git/hooks/post-commit", "w") as f:
             f.write("#!/bin/sh\\ntouch /tmp/owned\\n")
         with open(".git/config", "w") as f:
             f.write("[core]\\n\\thooksPath = .git/hooks\\n")
-    """)
+    """,
+    )
     planted = {".git/hooks/post-commit", ".git/config"}
     assert (ws.paths.submission / ".git" / "hooks" / "post-commit").is_file()  # the step wrote them
     assert not planted & set(ws.engine.baseline_tree())
@@ -112,10 +127,14 @@ def test_a_shadow_module_cannot_forge_the_validation_score(tmp_path: Path, backe
             return _real.dump(obj, f, **kw)
     """)
     content = forged if shadow != "evil.pth" else "import os; os.environ['FORGED'] = '1'\n"
-    ws, record = _run(tmp_path, backend, f"""
+    ws, record = _run(
+        tmp_path,
+        backend,
+        f"""
         with open({shadow!r}, "w") as f:
             f.write({content!r})
-    """)
+    """,
+    )
     assert not record.valid and not record.eligible
     assert record.error is not None and shadow in record.error
     assert ws.engine.baseline_tree()  # the next step starts without the shadow:
@@ -128,7 +147,10 @@ def test_a_shadow_module_cannot_forge_the_validation_score(tmp_path: Path, backe
 def test_the_hidden_test_cannot_be_forged(tmp_path: Path, backend: str) -> None:
     forged_eval = 'import json\njson.dump({"quadratic": {"means": {"mse_mean": 0.0001, "r2_mean": 1.0}}}, open("final_info.json", "w"))\n'
     late_writer = "import time, json; time.sleep(1.5); json.dump({'quadratic': {'means': {'mse_mean': 0.0001}}}, open('final_info.json', 'w'))"
-    ws, record = _run(tmp_path, backend, f"""
+    ws, record = _run(
+        tmp_path,
+        backend,
+        f"""
         import os, subprocess, sys
         for path in ("evaluate.py", "data.py"):
             try:
@@ -139,7 +161,8 @@ def test_the_hidden_test_cannot_be_forged(tmp_path: Path, backend: str) -> None:
                 print("blocked", path, err)
         # a background writer that outlives this command would overwrite the metrics
         subprocess.Popen([sys.executable, "-c", {late_writer!r}], start_new_session=True)
-    """)
+    """,
+    )
     test = ws.engine.run_test(record.step)
     if backend == "local":  # no boundary: the writes land, and are caught
         assert not record.valid and "tampering" in (record.error or "")
@@ -155,13 +178,17 @@ def test_links_never_carry_host_files_into_the_run(tmp_path: Path, backend: str)
     secret = tmp_path / "secret.txt"
     secret.write_text(SECRET)
     heldout = TINY.parent / "repo" / "heldout"
-    ws, record = _run(tmp_path, backend, f"""
+    ws, record = _run(
+        tmp_path,
+        backend,
+        f"""
         import os
         os.remove("config.py")
         os.symlink({str(secret)!r}, "config.py")
         os.symlink({str(heldout)!r}, "heldout_link")
         os.symlink("../.pristine/files/evaluate.py", "notes.txt")
-    """)
+    """,
+    )
     assert not record.valid and "leaves the repository" in (record.error or "")
     assert SECRET not in _run_folder_text(ws.paths.root)
     diff = (ws.paths.root / record.diff_path).read_text()
@@ -198,8 +225,17 @@ def test_the_sandbox_shows_nothing_of_the_host(tmp_path: Path) -> None:
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    targets = [home / "id_rsa", sibling / "result.json", TINY.parent / "repo" / "heldout" / "seed.json", Path("/etc/shadow"), Path("/root/.bash_history")]
-    ws, record = _run(tmp_path, "bwrap", f"""
+    targets = [
+        home / "id_rsa",
+        sibling / "result.json",
+        TINY.parent / "repo" / "heldout" / "seed.json",
+        Path("/etc/shadow"),
+        Path("/root/.bash_history"),
+    ]
+    ws, record = _run(
+        tmp_path,
+        "bwrap",
+        f"""
         import glob, os, socket
         for path in {[str(t) for t in targets]!r} + glob.glob("/tmp/*") + glob.glob("/run/*") + glob.glob("/home/*/*"):
             try:
@@ -210,7 +246,8 @@ def test_the_sandbox_shows_nothing_of_the_host(tmp_path: Path) -> None:
         s = socket.socket(socket.AF_UNIX)
         s.connect({str(sock_path)!r})
         print("CONNECTED")
-    """)
+    """,
+    )
     thread.join(timeout=35)
     server.close()
     out = (ws.paths.root / "experiments" / "step_0001" / "stdout.txt").read_text()
@@ -225,13 +262,27 @@ def test_limits_hold_memory_processes_and_file_size(tmp_path: Path) -> None:
     from aiscientist.sandbox import SandboxSettings, get_sandbox
 
     box = get_sandbox(SandboxSettings(backend="bwrap", memory_mb=512, processes=64, file_size_mb=5))
-    memory = box.run(['python3 -c "x = bytearray(2 * 1024**3); print(len(x))"'], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    memory = box.run(
+        ['python3 -c "x = bytearray(2 * 1024**3); print(len(x))"'], cwd=tmp_path, timeout=60, writable=[tmp_path]
+    )
     assert not memory.ok and "MemoryError" in memory.stderr_tail
     big = box.run(["head -c 20000000 /dev/zero > big.bin"], cwd=tmp_path, timeout=60, writable=[tmp_path])
     assert not big.ok and (tmp_path / "big.bin").stat().st_size <= 5 * 1024 * 1024
-    in_tmp = box.run(["set -e; for i in 1 2 3; do head -c 4000000 /dev/zero > /tmp/f$i; done"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    in_tmp = box.run(
+        ["set -e; for i in 1 2 3; do head -c 4000000 /dev/zero > /tmp/f$i; done"],
+        cwd=tmp_path,
+        timeout=60,
+        writable=[tmp_path],
+    )
     assert not in_tmp.ok  # the private /tmp (in memory) holds at most file_size_mb
-    forks = box.run(["n=0; for i in $(seq 200); do (sleep 2 &) 2>/dev/null && n=$((n+1)); done; sleep 0.5; ls /proc | grep -c '^[0-9]'"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    forks = box.run(
+        [
+            "n=0; for i in $(seq 200); do (sleep 2 &) 2>/dev/null && n=$((n+1)); done; sleep 0.5; ls /proc | grep -c '^[0-9]'"
+        ],
+        cwd=tmp_path,
+        timeout=60,
+        writable=[tmp_path],
+    )
     assert int(forks.stdout_tail.split()[-1]) <= 64
 
 
@@ -241,7 +292,9 @@ def test_local_backend_kills_children_that_left_the_session(tmp_path: Path) -> N
 
     from aiscientist.sandbox import get_sandbox
 
-    result = get_sandbox("local").run(["setsid sleep 731 > /dev/null 2>&1 & echo $!"], cwd=tmp_path, timeout=30, writable=[tmp_path])
+    result = get_sandbox("local").run(
+        ["setsid sleep 731 > /dev/null 2>&1 & echo $!"], cwd=tmp_path, timeout=30, writable=[tmp_path]
+    )
     pid = int(result.stdout_tail.split()[-1])
     time.sleep(0.2)
     alive = os.path.exists(f"/proc/{pid}") and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
@@ -250,18 +303,24 @@ def test_local_backend_kills_children_that_left_the_session(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_whole_attack_run_leaves_a_verifiable_folder(tmp_path: Path, backend: str) -> None:
-    ws, record = _run(tmp_path, backend, """
+    ws, record = _run(
+        tmp_path,
+        backend,
+        """
         with open("json.py", "w") as f:
             f.write("raise SystemExit(0)\\n")
-    """)
+    """,
+    )
     report = verify_run(ws.paths.root)
     assert report.clean, report.problems
-    assert json.loads((ws.paths.root / record.diff_path.replace("diff.patch", "step.json")).read_text())["valid"] is False
+    assert (
+        json.loads((ws.paths.root / record.diff_path.replace("diff.patch", "step.json")).read_text())["valid"] is False
+    )
 
 
 def test_grading_reads_no_linked_host_file(tmp_path: Path) -> None:
-    from bench.paper.judge import read_files
     from bench.paper.checks import TextMatch
+    from bench.paper.judge import read_files
 
     secret_dir = tmp_path / "host"
     secret_dir.mkdir()
@@ -287,5 +346,7 @@ def test_hidden_paths_inside_the_python_environment_are_covered(tmp_path: Path) 
 
     site_dir = Path(site.getsitepackages()[0])
     hidden = site_dir / "sklearn"  # stands for a task folder shipped inside an installed package
-    result = get_sandbox("bwrap").run([f"ls {hidden} | wc -l"], cwd=tmp_path, timeout=30, writable=[tmp_path], hidden=[hidden])
+    result = get_sandbox("bwrap").run(
+        [f"ls {hidden} | wc -l"], cwd=tmp_path, timeout=30, writable=[tmp_path], hidden=[hidden]
+    )
     assert result.ok and result.stdout_tail.strip() == "0"

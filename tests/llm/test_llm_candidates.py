@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from aiscientist.llm.candidates import find_candidates, perturb, propose_changes
 
-SOURCE = '''import argparse
+SOURCE = """import argparse
 
 LEARNING_RATE = 3e-4
 SEED = 1234
@@ -29,7 +29,7 @@ hidden_dim, logit_scale = 64, 2.0
 HIDDEN_DIM = 256
 out = torch.cat(parts, dim=1)
 json.dump(result, handle, indent=1)
-'''
+"""
 
 
 def test_finds_constants_defaults_and_flags_but_not_bookkeeping() -> None:
@@ -79,7 +79,10 @@ def test_repeated_lines_are_skipped_and_yaml_is_read() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(name=st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True), value=st.floats(min_value=1e-6, max_value=1e6, allow_nan=False))
+@given(
+    name=st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True),
+    value=st.floats(min_value=1e-6, max_value=1e6, allow_nan=False),
+)
 def test_any_float_constant_is_perturbed_to_a_different_valid_float(name: str, value: float) -> None:
     source = f"{name}_x = {value!r}\n"
     [change] = propose_changes(source, random.Random(0))

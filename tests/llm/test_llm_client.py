@@ -37,7 +37,10 @@ READ_FILE = {
         },
     },
 }
-MESSAGES = [{"role": "system", "content": "ROLE: helper\nYou read files."}, {"role": "user", "content": "Read train.py"}]
+MESSAGES = [
+    {"role": "system", "content": "ROLE: helper\nYou read files."},
+    {"role": "user", "content": "Read train.py"},
+]
 
 
 @pytest.fixture(autouse=True)
@@ -64,18 +67,24 @@ def calls_log(run: Path) -> list[dict]:
 
 
 def test_completion_with_tool_calls(tmp_path: Path) -> None:
-    with FakeOpenAI([reply("Reading it.", [("read_file", '{"path": "train.py"}')], prompt_tokens=120, completion_tokens=30)]) as server:
+    with FakeOpenAI(
+        [reply("Reading it.", [("read_file", '{"path": "train.py"}')], prompt_tokens=120, completion_tokens=30)]
+    ) as server:
         client = make_client(MODEL, tmp_path, role="helper", config=config(server))
         c = client.complete(MESSAGES, tools=[READ_FILE])
     sent = server.requests[0]
     assert sent["model"] == "fake-model" and sent["messages"] == MESSAGES
     assert sent["tools"][0]["function"]["name"] == "read_file"
     assert c.content == "Reading it."
-    assert [(t.id, t.name, t.arguments, t.error) for t in c.tool_calls] == [("call_0", "read_file", {"path": "train.py"}, None)]
+    assert [(t.id, t.name, t.arguments, t.error) for t in c.tool_calls] == [
+        ("call_0", "read_file", {"path": "train.py"}, None)
+    ]
     assert c.message == {
         "role": "assistant",
         "content": "Reading it.",
-        "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "train.py"}'}}],
+        "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "train.py"}'}}
+        ],
     }
     assert (c.prompt_tokens, c.completion_tokens) == (120, 30)
     assert c.cost == pytest.approx((120 * 0.5 + 30 * 1.0) / 1000)
@@ -242,7 +251,9 @@ def test_known_model_is_priced_from_litellm_cost_map(tmp_path: Path) -> None:
         c = client.complete(MESSAGES)
     import litellm
 
-    prompt_cost, completion_cost = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=1000)
+    prompt_cost, completion_cost = litellm.cost_per_token(
+        model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=1000
+    )
     assert c.cost == pytest.approx(prompt_cost + completion_cost) and c.cost > 0
 
 
@@ -260,7 +271,9 @@ def test_missing_usage_is_counted_with_tiktoken(tmp_path: Path) -> None:
 def test_retry_after_past_the_patience_fails_instead_of_hanging(tmp_path: Path) -> None:
     with FakeOpenAI([error(429, {"Retry-After": "3600"}), reply("never")]) as server:
         client = make_client(MODEL, tmp_path, config=config(server, patience_s=5))
-        with pytest.raises(ModelUnavailable, match="HTTP 429: planned HTTP 429 .*retry after 3600 s, past the remaining patience"):
+        with pytest.raises(
+            ModelUnavailable, match="HTTP 429: planned HTTP 429 .*retry after 3600 s, past the remaining patience"
+        ):
             client.complete(MESSAGES)
     assert len(server.requests) == 1
 

@@ -36,7 +36,9 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _config(server: FakeOpenAI, **kw) -> LLMConfig:
-    return LLMConfig(**{"model": MODEL, "api_base": server.api_base, "timeout_s": 5, "patience_s": 2, "backoff_base_s": 0.05, **kw})
+    return LLMConfig(
+        **{"model": MODEL, "api_base": server.api_base, "timeout_s": 5, "patience_s": 2, "backoff_base_s": 0.05, **kw}
+    )
 
 
 def _window(chars: int):
@@ -60,7 +62,9 @@ def test_overflow_clips_the_oldest_tool_results_and_retries_once(tmp_path: Path)
     assert second[:3] + second[4:] == first[:3] + first[4:]
     failed, ok = read_records(tmp_path / "logs" / "llm_calls.jsonl")
     assert (failed["outcome"], failed["kind"]) == ("error", "context_overflow")
-    assert failed["error"].startswith(f"{MODEL}: context window exceeded: This model's maximum context length is 825 tokens")
+    assert failed["error"].startswith(
+        f"{MODEL}: context window exceeded: This model's maximum context length is 825 tokens"
+    )
     assert (ok["outcome"], ok["trimmed"]) == ("ok", True)
 
 
@@ -71,9 +75,13 @@ def test_overflow_that_trimming_cannot_fix_names_the_limit_and_the_size(tmp_path
             client.complete(CONVERSATION)
         assert len(server.requests) == 2  # one smaller retry, no more
         message = str(info.value)
-        assert message.startswith(f"{MODEL}: the request does not fit the context window: about 8500 tokens, the model's limit is 8192 tokens (still too large")
+        assert message.startswith(
+            f"{MODEL}: the request does not fit the context window: about 8500 tokens, the model's limit is 8192 tokens (still too large"
+        )
         assert message.endswith("your messages resulted in 8500 tokens. Please reduce the length of the messages.)")
-        with pytest.raises(ContextOverflow, match="about 9000 tokens, the model's limit is 8192 tokens \\(no tool result to clip"):
+        with pytest.raises(
+            ContextOverflow, match="about 9000 tokens, the model's limit is 8192 tokens \\(no tool result to clip"
+        ):
             server.plan[:0] = [overflow(8192, 9000)]
             client.complete(CONVERSATION[:2])  # nothing to clip: no retry
     assert len(server.requests) == 3
@@ -83,13 +91,23 @@ def test_patience_bounds_the_retries_and_an_outage_within_it_is_sat_out(tmp_path
     """patience_s and backoff_base_s are shortened here (defaults: 600 s and 1 s)."""
     with FakeOpenAI([reply("back")]) as server:
         server.down()  # refused connections
-        client = make_client(MODEL, tmp_path, config=_config(server, patience_s=1.5, backoff_base_s=0.2, backoff_max_s=0.4))
+        client = make_client(
+            MODEL, tmp_path, config=_config(server, patience_s=1.5, backoff_base_s=0.2, backoff_max_s=0.4)
+        )
         started = time.monotonic()
-        with pytest.raises(ModelUnavailable, match=r"connection refused \(http://127.0.0.1:\d+/v1\) \(model unavailable: gave up after \d+ attempts over \d+ s"):
+        with pytest.raises(
+            ModelUnavailable,
+            match=r"connection refused \(http://127.0.0.1:\d+/v1\) \(model unavailable: gave up after \d+ attempts over \d+ s",
+        ):
             client.complete([{"role": "user", "content": "hello"}])
         assert 1.5 <= time.monotonic() - started < 3
         server.down(1.0)  # back after a second, well within the patience
-        assert make_client(MODEL, tmp_path, config=_config(server, patience_s=5, backoff_base_s=0.2)).complete([{"role": "user", "content": "again"}]).content == "back"
+        assert (
+            make_client(MODEL, tmp_path, config=_config(server, patience_s=5, backoff_base_s=0.2))
+            .complete([{"role": "user", "content": "again"}])
+            .content
+            == "back"
+        )
     failed, ok = read_records(tmp_path / "logs" / "llm_calls.jsonl")
     assert failed["kind"] == "unavailable" and failed["attempts"] >= 4
     assert {r["error"] for r in failed["retry_log"]} == {f"connection refused ({server.api_base})"}
@@ -111,14 +129,25 @@ def test_failed_calls_are_recorded_and_replayed_as_the_same_failures(tmp_path: P
     store = tmp_path / "rec"
     asks = [[{"role": "user", "content": f"question {i}"}] for i in range(3)]
     with FakeOpenAI([error(400, message="bad request body"), error(503), reply("fine")]) as server:
-        seen = _outcomes(make_client(MODEL, tmp_path / "live", config=_config(server, record_dir=store, max_attempts=1)), asks)
+        seen = _outcomes(
+            make_client(MODEL, tmp_path / "live", config=_config(server, record_dir=store, max_attempts=1)), asks
+        )
     assert seen[0] == f"ModelError: {MODEL}: HTTP 400: bad request body"
-    assert seen[1].startswith(f"ModelUnavailable: {MODEL}: HTTP 503: planned HTTP 503 (model unavailable: gave up after 1 attempts")
+    assert seen[1].startswith(
+        f"ModelUnavailable: {MODEL}: HTTP 503: planned HTTP 503 (model unavailable: gave up after 1 attempts"
+    )
     assert seen[2] == "fine"
 
-    assert _outcomes(make_client(MODEL, tmp_path / "replayed", config=LLMConfig(model=MODEL, replay_dir=store)), asks) == seen
+    assert (
+        _outcomes(make_client(MODEL, tmp_path / "replayed", config=LLMConfig(model=MODEL, replay_dir=store)), asks)
+        == seen
+    )
     records = read_records(tmp_path / "replayed" / "logs" / "llm_calls.jsonl")
-    assert [(r["outcome"], r.get("kind"), r["replayed"]) for r in records] == [("error", "error", True), ("error", "unavailable", True), ("ok", None, True)]
+    assert [(r["outcome"], r.get("kind"), r["replayed"]) for r in records] == [
+        ("error", "error", True),
+        ("error", "unavailable", True),
+        ("ok", None, True),
+    ]
     with pytest.raises(ModelUnavailable):  # the class survives the round trip too
         make_client(MODEL, tmp_path / "third", config=LLMConfig(model=MODEL, replay_dir=store)).complete(asks[1])
 
@@ -126,9 +155,15 @@ def test_failed_calls_are_recorded_and_replayed_as_the_same_failures(tmp_path: P
 @pytest.mark.parametrize(
     ("message", "sizes"),
     [
-        ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.", (8192, 9000)),
+        (
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.",
+            (8192, 9000),
+        ),
         # llama-cpp-python's server, as it answered a too long request (n_ctx 512)
-        ("This model's maximum context length is 512 tokens. However, you requested 1518 tokens (1510 in the messages, 8 in the completion). Please reduce the length of the messages or completion.", (512, 1518)),
+        (
+            "This model's maximum context length is 512 tokens. However, you requested 1518 tokens (1510 in the messages, 8 in the completion). Please reduce the length of the messages or completion.",
+            (512, 1518),
+        ),
         ("prompt is too long: 210000 tokens > 200000 maximum", (200000, 210000)),
         ("the request is too large", (None, None)),
     ],

@@ -13,19 +13,39 @@ MODEL = "openai/fake-model"
 TOOLS = [
     {
         "type": "function",
-        "function": {"name": "run_experiment", "parameters": {"type": "object", "properties": {"hypothesis": {"type": "string"}}, "required": ["hypothesis"]}},
+        "function": {
+            "name": "run_experiment",
+            "parameters": {
+                "type": "object",
+                "properties": {"hypothesis": {"type": "string"}},
+                "required": ["hypothesis"],
+            },
+        },
     }
 ]
 PLAN = [
-    reply("Let me try a bigger learning rate.", [("run_experiment", '{"hypothesis": "lr x2"}')], prompt_tokens=80, completion_tokens=12),
-    reply("Better. Try more epochs.", [("run_experiment", '{"hypothesis": "epochs x2"}')], prompt_tokens=140, completion_tokens=11),
+    reply(
+        "Let me try a bigger learning rate.",
+        [("run_experiment", '{"hypothesis": "lr x2"}')],
+        prompt_tokens=80,
+        completion_tokens=12,
+    ),
+    reply(
+        "Better. Try more epochs.",
+        [("run_experiment", '{"hypothesis": "epochs x2"}')],
+        prompt_tokens=140,
+        completion_tokens=11,
+    ),
     reply("Done: lr x2 and epochs x2.", prompt_tokens=200, completion_tokens=9),
 ]
 
 
 def conversation(client, results: list[str]) -> list[tuple[str, list]]:
     """A three-call tool loop; tool results are fixed so both runs ask the same things."""
-    messages = [{"role": "system", "content": "ROLE: experimentation"}, {"role": "user", "content": "Improve the metric."}]
+    messages = [
+        {"role": "system", "content": "ROLE: experimentation"},
+        {"role": "user", "content": "Improve the metric."},
+    ]
     seen = []
     for result in results + [None]:
         c = client.complete(messages, tools=TOOLS)
@@ -61,7 +81,10 @@ def test_record_then_replay_reproduces_every_response(tmp_path: Path, monkeypatc
     text = str(miss.value)
     assert "message 3 (tool) differs in 'content'" in text and "'metric 0.5'" in text and "'metric 0.9'" in text
     failed = read_records(tmp_path / "run3" / "logs" / "llm_calls.jsonl")[-1]
-    assert failed["outcome"] == "error" and f"replay miss: no recorded response for request {failed['request_hash']}" in text
+    assert (
+        failed["outcome"] == "error"
+        and f"replay miss: no recorded response for request {failed['request_hash']}" in text
+    )
 
 
 def test_record_and_replay_together_is_refused(tmp_path: Path) -> None:

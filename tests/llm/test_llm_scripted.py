@@ -9,7 +9,12 @@ import pytest
 from aiscientist.llm import LLMConfig, ModelConfigError, ScriptExhausted, load_llm_config, make_client, read_records
 
 SCRIPT = Path(__file__).parents[1] / "fixtures" / "llm" / "script.yaml"
-TOOLS = [{"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
+TOOLS = [
+    {
+        "name": "read_file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    }
+]
 MESSAGES = [{"role": "user", "content": "go"}]
 
 
@@ -83,7 +88,13 @@ def test_langchain_messages_reach_the_model_as_openai_dicts(tmp_path: Path) -> N
     dicts = [
         {"role": "system", "content": 'help\nFACTS: {"role": "helper"}'},
         {"role": "user", "content": "read a"},
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"type": "function", "id": "c1", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "Error: no such file: a"},
     ]
     client.complete(dicts, tools=TOOLS)
@@ -94,7 +105,9 @@ def test_langchain_messages_reach_the_model_as_openai_dicts(tmp_path: Path) -> N
         client.complete([1])
 
 
-def test_record_and_replay_come_from_the_environment_the_cli_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_and_replay_come_from_the_environment_the_cli_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from aiscientist.cli.app import build_parser
 
     args = build_parser().parse_args(["--record", str(tmp_path / "rec"), "verify", str(tmp_path)])

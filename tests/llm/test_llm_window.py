@@ -14,11 +14,40 @@ from hypothesis import strategies as st
 
 from aiscientist.llm import ContextOverflow, LLMConfig, make_client, read_records
 from aiscientist.llm.tokens import TokenCounter
-from aiscientist.llm.window import DEFAULT_CONTEXT_WINDOW, FORGET_TO, TRIM_KEEP_CHARS, TRIM_MARK, context_window, fit, forget_oldest
+from aiscientist.llm.window import (
+    DEFAULT_CONTEXT_WINDOW,
+    FORGET_TO,
+    TRIM_KEEP_CHARS,
+    TRIM_MARK,
+    context_window,
+    fit,
+    forget_oldest,
+)
 
 TOOLS = [
-    {"type": "function", "function": {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "a path"}, "max_lines": {"type": "integer", "default": 200}}, "required": ["path"]}}},
-    {"type": "function", "function": {"name": "finish", "description": "Finish.", "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "a path"},
+                    "max_lines": {"type": "integer", "default": 200},
+                },
+                "required": ["path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "finish",
+            "description": "Finish.",
+            "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]},
+        },
+    },
 ]
 
 
@@ -27,22 +56,38 @@ def _code(tag: str, lines: int) -> str:
 
 
 def _conversation(results: list[str]) -> list[dict]:
-    messages = [{"role": "system", "content": "ROLE: implementation\nChange the code."}, {"role": "user", "content": "Task: make it faster. Editable files: a.py"}]
+    messages = [
+        {"role": "system", "content": "ROLE: implementation\nChange the code."},
+        {"role": "user", "content": "Task: make it faster. Editable files: a.py"},
+    ]
     for i, text in enumerate(results):
-        call = {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}.py"})}}
-        messages += [{"role": "assistant", "content": f"Reading file {i}.", "tool_calls": [call]}, {"role": "tool", "tool_call_id": f"c{i}", "content": text}]
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}.py"})},
+        }
+        messages += [
+            {"role": "assistant", "content": f"Reading file {i}.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": text},
+        ]
     return messages
 
 
 @pytest.mark.parametrize("model", ["", "gpt-4o", "gpt-3.5-turbo-0301"])
 @pytest.mark.parametrize("system", [True, False])
 def test_counts_equal_litellms_counter(model: str, system: bool) -> None:
-    messages = _conversation([_code("a", 30), "Error: no such file", "ünïcödé ✓ " * 20]) + [{"role": "user", "content": "Now finish."}]
+    messages = _conversation([_code("a", 30), "Error: no such file", "ünïcödé ✓ " * 20]) + [
+        {"role": "user", "content": "Now finish."}
+    ]
     messages = messages if system else messages[1:]
     counter = TokenCounter(model)
     for tools in (TOOLS, []):
-        assert counter.request(messages, tools) == litellm.token_counter(model=model, messages=messages, tools=tools or None)
-    assert counter.request(messages[:1], TOOLS) == litellm.token_counter(model=model, messages=messages[:1], tools=TOOLS)
+        assert counter.request(messages, tools) == litellm.token_counter(
+            model=model, messages=messages, tools=tools or None
+        )
+    assert counter.request(messages[:1], TOOLS) == litellm.token_counter(
+        model=model, messages=messages[:1], tools=TOOLS
+    )
 
 
 def test_a_growing_conversation_counts_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,9 +109,19 @@ def test_a_growing_conversation_counts_only_its_new_messages(monkeypatch: pytest
 
 
 @settings(max_examples=30, deadline=None)
-@given(texts=st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=4000), min_size=1, max_size=4), model=st.sampled_from(["", "gpt-4o"]))
+@given(
+    texts=st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=4000), min_size=1, max_size=4),
+    model=st.sampled_from(["", "gpt-4o"]),
+)
 def test_counts_equal_litellms_counter_for_any_text(texts: list[str], model: str) -> None:
-    messages = [{"role": ("user", "assistant", "tool")[i % 3], "content": text, **({"tool_call_id": f"c{i}"} if i % 3 == 2 else {})} for i, text in enumerate(texts)]
+    messages = [
+        {
+            "role": ("user", "assistant", "tool")[i % 3],
+            "content": text,
+            **({"tool_call_id": f"c{i}"} if i % 3 == 2 else {}),
+        }
+        for i, text in enumerate(texts)
+    ]
     assert TokenCounter(model).request(messages, []) == litellm.token_counter(model=model, messages=messages)
 
 
@@ -115,7 +170,9 @@ def test_a_request_over_the_window_is_trimmed_before_it_is_sent(tmp_path: Path) 
     messages = _conversation([_code("old", 60), _code("new", 60)])
     size = TokenCounter("").request(messages, TOOLS)
     window = size - 300
-    client = make_client(model, tmp_path / "run", config=LLMConfig(model=model, context_window=window, record_dir=tmp_path / "rec"))
+    client = make_client(
+        model, tmp_path / "run", config=LLMConfig(model=model, context_window=window, record_dir=tmp_path / "rec")
+    )
     assert client.complete(messages, TOOLS).content == "done"
     [record] = read_records(tmp_path / "run" / "logs" / "llm_calls.jsonl")
     assert (record["outcome"], record["trimmed"], record["clipped"]) == ("ok", True, 1)
@@ -131,10 +188,20 @@ def test_a_request_that_cannot_fit_is_a_clear_error_and_is_not_sent(tmp_path: Pa
     with pytest.raises(ContextOverflow) as info:
         client.complete(messages, TOOLS)
     size = info.value.size
-    assert info.value.limit == 100 and size == TokenCounter("").request(fit(TokenCounter(""), messages, TOOLS, 100).messages, TOOLS) > 100
-    assert str(info.value).startswith(f"{model}: the request does not fit the context window: {size} tokens after clipping 1 old tool result(s), the model's limit is 100 tokens (not sent")
+    assert (
+        info.value.limit == 100
+        and size == TokenCounter("").request(fit(TokenCounter(""), messages, TOOLS, 100).messages, TOOLS) > 100
+    )
+    assert str(info.value).startswith(
+        f"{model}: the request does not fit the context window: {size} tokens after clipping 1 old tool result(s), the model's limit is 100 tokens (not sent"
+    )
     [record] = read_records(tmp_path / "run" / "logs" / "llm_calls.jsonl")
-    assert (record["outcome"], record["kind"], record["sent"], record["prompt_tokens"]) == ("error", "context_overflow", False, 0)
+    assert (record["outcome"], record["kind"], record["sent"], record["prompt_tokens"]) == (
+        "error",
+        "context_overflow",
+        False,
+        0,
+    )
     assert client.complete(messages[:2]).content == "never sent"  # the script was not consumed: nothing had been sent
 
 

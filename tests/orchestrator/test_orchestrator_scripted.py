@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 from aiscientist.orchestrator import solve
 from aiscientist.task import load_task
 from aiscientist.workspace import verify_run
-from aiscientist.agent.outcome import StopReason
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCRIPT = FIXTURES / "orchestrator" / "every_specialist.yaml"
@@ -33,7 +33,9 @@ def test_scripted_run_uses_every_specialist(tmp_path):
     denied = [e for e in _events(run_dir) if e["kind"] == "access.denied"]
     assert denied and denied[0]["role"] == "implementation" and "evaluate.py" in json.dumps(denied[0]["payload"])
     journal = [json.loads(line) for line in (run_dir / "state" / "journal.jsonl").read_text().splitlines()]
-    edit_results = [j["value"]["content"] for j in journal if j["kind"] == "done" and (j["value"] or {}).get("tool") == "edit_file"]
+    edit_results = [
+        j["value"]["content"] for j in journal if j["kind"] == "done" and (j["value"] or {}).get("tool") == "edit_file"
+    ]
     assert edit_results[0].startswith("Error: implementation may not") and "evaluate.py" in edit_results[0]
     assert "import json\n" in (run_dir / "submission" / "evaluate.py").read_text()  # unchanged
 
@@ -44,8 +46,14 @@ def test_scripted_run_uses_every_specialist(tmp_path):
     assert result.best_step == 2 and result.steps_total == 2 and result.steps_successful == 1
     # the implementation specialist looked with its shell before fixing; the call is on record
     [shell] = [e for e in _events(run_dir) if e["kind"] == "shell.run"]
-    assert shell["role"] == "implementation" and shell["payload"]["command"] == "grep -n no_such_module_here train.py" and shell["payload"]["exit_code"] == 0
-    bash_results = [j["value"]["content"] for j in journal if j["kind"] == "done" and (j["value"] or {}).get("tool") == "bash"]
+    assert (
+        shell["role"] == "implementation"
+        and shell["payload"]["command"] == "grep -n no_such_module_here train.py"
+        and shell["payload"]["exit_code"] == 0
+    )
+    bash_results = [
+        j["value"]["content"] for j in journal if j["kind"] == "done" and (j["value"] or {}).get("tool") == "bash"
+    ]
     assert bash_results == ["[exit 0]\n4:import no_such_module_here"]
     impl_log = (run_dir / "logs" / "impl_log.md").read_text()
     assert "mode: explore" in impl_log and "mode: fix" in impl_log
@@ -53,7 +61,12 @@ def test_scripted_run_uses_every_specialist(tmp_path):
     assert "[step 0001]" in exp_log and "success: false" in exp_log and "step 2 recovered after the fix" in exp_log
 
     # every specialist left its artifact; the chain and protected files verify
-    for path in ("paper_analysis/summary.md", "paper_analysis/notes_code.md", "plan/prioritized_tasks.md", "scratch/failure.md"):
+    for path in (
+        "paper_analysis/summary.md",
+        "paper_analysis/notes_code.md",
+        "plan/prioritized_tasks.md",
+        "scratch/failure.md",
+    ):
         assert (run_dir / path).is_file(), path
     assert verify_run(run_dir).clean
     saved = json.loads((run_dir / "result.json").read_text())

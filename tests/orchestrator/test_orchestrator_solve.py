@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.util import notices
+from aiscientist.agent.outcome import StopReason
 from aiscientist.config import load_config
 from aiscientist.orchestrator import solve
 from aiscientist.resources import CONFIGS_DIR
 from aiscientist.task import load_task
+from aiscientist.util import notices
 from aiscientist.workspace import verify_run
-from aiscientist.agent.outcome import StopReason
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
@@ -25,7 +25,9 @@ ABLATIONS = CONFIGS_DIR / "ablations"
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "aiscientist", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "aiscientist", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
+    )
 
 
 def _events(run_dir: Path) -> list[dict]:
@@ -49,7 +51,11 @@ def test_solve_cli_offline_five_steps(tmp_path):
     assert _cli("verify", str(run_dir), cwd=tmp_path).returncode == 0
 
     result = json.loads((run_dir / "result.json").read_text())
-    assert result["agent"] == "aiscientist" and result["config"]["file_bus"] is True and result["config"]["hierarchy"] is True
+    assert (
+        result["agent"] == "aiscientist"
+        and result["config"]["file_bus"] is True
+        and result["config"]["hierarchy"] is True
+    )
     assert (result["steps_total"], result["steps_completed"]) == (5, 5)
     steps = [json.loads((run_dir / "experiments" / f"step_000{n}" / "step.json").read_text()) for n in range(1, 6)]
     best = min((s for s in steps if s["success"]), key=lambda s: s["metric"])
@@ -58,10 +64,16 @@ def test_solve_cli_offline_five_steps(tmp_path):
     assert result["stop_reason"] == "submitted" and result["tokens"] > 0
     # thin control: once the recent-turn window is full, the orchestrator's prompt stops growing
     prompts = [e["payload"]["prompt_tokens"] for e in _events(run_dir) if e["kind"] == "orchestrator.decision"]
-    assert len(prompts) == 6 and max(prompts[3:]) <= 1.25 * prompts[2], prompts  # offline: measure + next change per decision
+    assert len(prompts) == 6 and max(prompts[3:]) <= 1.25 * prompts[2], (
+        prompts
+    )  # offline: measure + next change per decision
     # the best code is kept as a git tag when a step beats the baseline and every earlier step
     if best["metric"] < result["baseline"]:
-        tag = subprocess.run(["git", f"--git-dir={run_dir}/state/submission.git", "show", "best:config.py"], capture_output=True, text=True)
+        tag = subprocess.run(
+            ["git", f"--git-dir={run_dir}/state/submission.git", "show", "best:config.py"],
+            capture_output=True,
+            text=True,
+        )
         assert tag.stdout == (run_dir / "experiments" / f"step_{best['step']:04d}" / "code" / "config.py").read_text()
 
 
@@ -70,7 +82,9 @@ def test_no_file_bus_arm_passes_outputs_through_the_conversation(tmp_path):
     result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=3)
     assert result.agent == "aiscientist-nobus" and result.config["file_bus"] is False
     assert result.steps_total == 3 and verify_run(tmp_path / "run").clean
-    starts = {e["payload"]["specialist"]: e["payload"] for e in _events(tmp_path / "run") if e["kind"] == "specialist.start"}
+    starts = {
+        e["payload"]["specialist"]: e["payload"] for e in _events(tmp_path / "run") if e["kind"] == "specialist.start"
+    }
     # comprehension's analysis reached prioritization only through the call's arguments
     assert starts["prioritization"]["arguments"]["context"].startswith("[comprehension: done")
     # without the bus the conversation is the carrier: the prompt grows with every decision
@@ -88,7 +102,9 @@ def test_a_conversation_that_outgrows_the_context_window_forgets_its_oldest_turn
     window = 9000  # File-as-Bus off: the conversation outgrows this within a few steps
     models = tmp_path / "models.yaml"
     models.write_text(f"models:\n  offline:\n    context_window: {window}\n")
-    config = load_config([ABLATIONS / "no_file_bus.yaml"], ["sandbox=local", f"models_file={models}", "specialists.readers=[code]"])
+    config = load_config(
+        [ABLATIONS / "no_file_bus.yaml"], ["sandbox=local", f"models_file={models}", "specialists.readers=[code]"]
+    )
     shown: list[tuple[str, str]] = []
     with notices.listening(lambda kind, text: shown.append((kind, text))):
         result = solve(load_task(TINY), tmp_path / "run", config, model="offline", steps=10)

@@ -39,7 +39,10 @@ def test_missing_script_exits_2_before_the_first_step(tmp_path, capsys):
 def test_no_preflight_lets_the_run_spend_its_budget(tmp_path):
     task = _task(tmp_path, commands=["python trian.py", "python evaluate.py --split val"])
     run_dir = tmp_path / "run"
-    assert main(["solve", str(task), "--model", "offline", "--steps", "1", "--run-dir", str(run_dir), "--no-preflight"]) == 1
+    assert (
+        main(["solve", str(task), "--model", "offline", "--steps", "1", "--run-dir", str(run_dir), "--no-preflight"])
+        == 1
+    )
     assert (run_dir / "experiments" / "step_0001" / "step.json").is_file()
     assert main(["show", str(run_dir)]) == 0  # the run page names why the step failed
     assert "failure cause: exit code: command exited 2: python trian.py" in (run_dir / "run.html").read_text()
@@ -84,7 +87,23 @@ def test_model_must_answer(tmp_path, monkeypatch):
 
 def test_unusable_sandbox_exits_2(tmp_path, capsys):
     task = _task(tmp_path)
-    assert main(["solve", str(task), "--model", "offline", "--run-dir", str(tmp_path / "run"), "--sandbox", "docker", "--set", "sandbox.image=no-such-image:none"]) == 2
+    assert (
+        main(
+            [
+                "solve",
+                str(task),
+                "--model",
+                "offline",
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--sandbox",
+                "docker",
+                "--set",
+                "sandbox.image=no-such-image:none",
+            ]
+        )
+        == 2
+    )
     assert "sandbox" in capsys.readouterr().err
 
 
@@ -115,7 +134,12 @@ def test_a_program_the_sandbox_hides_exits_2_before_any_step(tmp_path, capsys, m
     monkeypatch.setenv("PATH", f"{_host_tool(tmp_path, 'hosttool-xyz')}:{os.environ['PATH']}")
     task = _task(tmp_path, commands=["hosttool-xyz && python train.py", "python evaluate.py --split val"])
     run_dir = tmp_path / "run"
-    assert main(["solve", str(task), "--model", "offline", "--steps", "1", "--run-dir", str(run_dir), "--sandbox", "bwrap"]) == 2
+    assert (
+        main(
+            ["solve", str(task), "--model", "offline", "--steps", "1", "--run-dir", str(run_dir), "--sandbox", "bwrap"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "program 'hosttool-xyz' is hidden by the bwrap sandbox" in err and "commands" in err
     assert not run_dir.exists()
@@ -131,7 +155,9 @@ def test_preflight_names_a_program_that_is_not_executable(tmp_path, monkeypatch)
 
 
 def test_preflight_looks_python_up_inside_the_sandbox(tmp_path):
-    task = _task(tmp_path, commands=["python3 train.py && bash -c true", "python evaluate.py --split val", "no-such-xyz"])
+    task = _task(
+        tmp_path, commands=["python3 train.py && bash -c true", "python evaluate.py --split val", "no-such-xyz"]
+    )
     lookup = sandbox_lookup(load_task(task), "auto")
     assert lookup("python") is None and lookup("python3") is None and lookup("bash") is None
     assert "not installed" in (lookup("no-such-xyz") or "")

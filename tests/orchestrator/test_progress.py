@@ -33,7 +33,10 @@ def test_solve_line_says_whether_the_baseline_is_beaten(best, direction, text):
 
 
 def test_solve_progress_line_on_a_real_run(tmp_path, capsys):
-    assert main(["solve", str(TINY), "--model", "offline", "--steps", "1", "--run-dir", str(tmp_path / "run")]) in (0, 1)
+    assert main(["solve", str(TINY), "--model", "offline", "--steps", "1", "--run-dir", str(tmp_path / "run")]) in (
+        0,
+        1,
+    )
     out = capsys.readouterr().out
     step = json.loads((tmp_path / "run" / "experiments" / "step_0001" / "step.json").read_text())
     beaten = "(baseline 0.6072)" if step["metric"] < 0.6072 else "(none beats the baseline 0.6072 yet)"
@@ -61,7 +64,10 @@ def test_grid_progress_reports_each_finished_cell_once(tmp_path):
     (second.folder(out) / "error.txt").write_text("Traceback ...\nRuntimeError: boom\n")
     live.refresh()
     live.refresh()
-    assert buffer.getvalue().splitlines() == ["failed: tiny-quadratic · linear · round 2 · 1/2 steps · best " + f"{step1['metric']:.4g} at step 1 · RuntimeError: boom"]
+    assert buffer.getvalue().splitlines() == [
+        "failed: tiny-quadratic · linear · round 2 · 1/2 steps · best "
+        + f"{step1['metric']:.4g} at step 1 · RuntimeError: boom"
+    ]
     table = Console(file=io.StringIO(), width=200)
     table.print(live.table(live.cells()))
     assert "1/3 cells finished" in table.file.getvalue() and "queued" in table.file.getvalue()

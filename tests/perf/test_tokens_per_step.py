@@ -22,13 +22,28 @@ BOUND = 11_800
 def test_tiny_task_stays_under_the_tokens_per_step_bound(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "perf" / "tokens_per_step.py"), "--task", str(TINY), "--steps", "4", "--keep", str(tmp_path), "--json", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "perf" / "tokens_per_step.py"),
+            "--task",
+            str(TINY),
+            "--steps",
+            "4",
+            "--keep",
+            str(tmp_path),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     [row] = json.loads(out.read_text())
     calls = [r for r in read_records(tmp_path / "tiny" / "logs" / "llm_calls.jsonl") if r["outcome"] == "ok"]
     assert row["tokens"] == sum(r["prompt_tokens"] + r["completion_tokens"] for r in calls) == row["result_tokens"]
     assert row["steps"] == 4 and row["per_step"] == row["tokens"] / 4
-    assert row["per_step"] <= BOUND, f"{row['per_step']:.0f} tokens per step on the tiny task (bound {BOUND}): {row['by_role']}"
+    assert row["per_step"] <= BOUND, (
+        f"{row['per_step']:.0f} tokens per step on the tiny task (bound {BOUND}): {row['by_role']}"
+    )
     assert "goal <= 15,000 tokens per step on every task: met" in done.stdout

@@ -11,27 +11,50 @@ from hypothesis import strategies as st
 
 from aiscientist.llm.budget import BudgetTracker
 from aiscientist.llm.config import BudgetLimits
-from aiscientist.records.accounting import best_so_far, best_step, call_usage, is_better, signed_gain, successful, totals
-from aiscientist.records.step import StepRecord
+from aiscientist.records.accounting import (
+    best_so_far,
+    best_step,
+    call_usage,
+    is_better,
+    signed_gain,
+    successful,
+    totals,
+)
 from aiscientist.records.result import summarise
+from aiscientist.records.step import StepRecord
 from aiscientist.task import load_task
 from bench.scoring.metrics import summarise_steps
 
 TASK = load_task(Path(__file__).resolve().parents[2] / "tests/fixtures/tiny/task.yaml")  # direction min
 
 
-def record(step: int, metric: float | None, success: bool, valid: bool, violated: bool, tokens: int, cost: float) -> StepRecord:
+def record(
+    step: int, metric: float | None, success: bool, valid: bool, violated: bool, tokens: int, cost: float
+) -> StepRecord:
     return StepRecord(
-        step=step, agent="a", hypothesis="h", started_at="t", commands=["c"], returncodes=[0 if success else 1], duration_s=1.0,
-        backend="local", metric=metric, success=success, valid=valid, constraint_violated=violated, diff_path="d", code_path="c",
-        tokens=tokens, cost=cost,
+        step=step,
+        agent="a",
+        hypothesis="h",
+        started_at="t",
+        commands=["c"],
+        returncodes=[0 if success else 1],
+        duration_s=1.0,
+        backend="local",
+        metric=metric,
+        success=success,
+        valid=valid,
+        constraint_violated=violated,
+        diff_path="d",
+        code_path="c",
+        tokens=tokens,
+        cost=cost,
     )
 
 
 values = st.one_of(st.none(), st.integers(-50, 50).map(float))  # small integers: ties happen
-trajectories = st.lists(st.tuples(values, st.booleans(), st.booleans(), st.booleans(), st.integers(0, 10_000), st.floats(0, 5)), max_size=12).map(
-    lambda rows: [record(i + 1, *row) for i, row in enumerate(rows)]
-)
+trajectories = st.lists(
+    st.tuples(values, st.booleans(), st.booleans(), st.booleans(), st.integers(0, 10_000), st.floats(0, 5)), max_size=12
+).map(lambda rows: [record(i + 1, *row) for i, row in enumerate(rows)])
 directions = st.sampled_from(["max", "min"])
 
 
@@ -56,7 +79,9 @@ def test_best_so_far_never_gets_worse_and_ends_at_the_best(steps: list[StepRecor
     curve = best_so_far(steps, direction)
     assert len(curve) == len(steps)
     known = [v for v in curve if v is not None]
-    assert all(not is_better(earlier, later, direction) for later, earlier in zip(known[1:], known))  # never worse than before
+    assert all(
+        not is_better(earlier, later, direction) for later, earlier in zip(known[1:], known)
+    )  # never worse than before
     best = best_step(steps, direction)
     assert (curve[-1] if curve else None) == (best.metric if best else None)
 
@@ -74,13 +99,30 @@ def test_result_json_and_bench_summary_agree_with_accounting(steps: list[StepRec
     best = best_step(steps, "min")
     assert result.best_step == summary["best_step"] == (best.step if best else None)
     assert result.best_metric == summary["best_val"]
-    assert result.steps_successful == summary["successful"] == counts.successful == sum(s.eligible and s.metric is not None for s in steps)
+    assert (
+        result.steps_successful
+        == summary["successful"]
+        == counts.successful
+        == sum(s.eligible and s.metric is not None for s in steps)
+    )
     assert result.tokens == summary["tokens"] == sum(s.tokens for s in steps)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["ok", "error", "budget_exhausted"]), st.integers(0, 1000), st.integers(0, 1000), st.floats(0, 1))))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ok", "error", "budget_exhausted"]),
+            st.integers(0, 1000),
+            st.integers(0, 1000),
+            st.floats(0, 1),
+        )
+    )
+)
 def test_call_usage_counts_calls_and_the_budget_tracker_agrees(tmp_path_factory, rows):
-    records = [{"outcome": o, "prompt_tokens": p, "completion_tokens": c, "cost": cost, "run_elapsed_s": i} for i, (o, p, c, cost) in enumerate(rows)]
+    records = [
+        {"outcome": o, "prompt_tokens": p, "completion_tokens": c, "cost": cost, "run_elapsed_s": i}
+        for i, (o, p, c, cost) in enumerate(rows)
+    ]
     made = [(o, p, c, x) for o, p, c, x in rows if o != "budget_exhausted"]  # a budget refusal is not a call
     usage = call_usage(records)
     assert (usage.calls, usage.answered) == (len(made), sum(o == "ok" for o, *_ in made))

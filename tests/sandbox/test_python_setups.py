@@ -43,7 +43,7 @@ def pyenv_shims(base: Path) -> tuple[list[str], dict[str, str], Path]:
     shims = base / "home" / ".pyenv" / "shims"
     shims.mkdir(parents=True)
     for name in ("python", "python3"):
-        (shims / name).write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+        (shims / name).write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
         (shims / name).chmod(0o755)
     return ["python"], {"PATH": f"{shims}:{SYSTEM_PATH}", "HOME": str(base / "home")}, base
 
@@ -55,7 +55,9 @@ def venv_in_project(base: Path) -> tuple[list[str], dict[str, str], Path]:
 
 
 SETUPS: dict[str, Callable[[Path], tuple[list[str], dict[str, str], Path]]] = {
-    "venv-under-tmp": venv_under_tmp, "pyenv-shims": pyenv_shims, "venv-in-project": venv_in_project,
+    "venv-under-tmp": venv_under_tmp,
+    "pyenv-shims": pyenv_shims,
+    "venv-in-project": venv_in_project,
 }
 
 
@@ -73,13 +75,33 @@ def test_baseline_and_solve_succeed_from_every_python_setup(setup: str, backend:
     base = [*python, "-m", "aiscientist"]
     measured = subprocess.run(
         [*base, "baseline", "tiny/task.yaml", "--sandbox", backend, "--run-dir", "base"],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert measured.returncode == 0, measured.stdout + measured.stderr
     assert "command not found" not in measured.stdout + measured.stderr
     solved = subprocess.run(
-        [*base, "solve", "tiny/task.yaml", "--model", "offline", "--steps", "2", "--sandbox", backend, "--run-dir", "run"],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+        [
+            *base,
+            "solve",
+            "tiny/task.yaml",
+            "--model",
+            "offline",
+            "--steps",
+            "2",
+            "--sandbox",
+            backend,
+            "--run-dir",
+            "run",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert solved.returncode == 0, solved.stdout + solved.stderr
     result = json.loads((cwd / "run" / "result.json").read_text())

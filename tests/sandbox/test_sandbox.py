@@ -95,7 +95,9 @@ def test_bwrap_writes_only_to_writable_folders(tmp_path: Path) -> None:
     assert not (outside / "x.txt").exists()
     assert not sandbox.run(["echo no > /etc/aisci-probe"], cwd=work, timeout=10, writable=[work]).ok
     # temporary files go to a private writable folder that is gone afterwards
-    private = sandbox.run(['python3 -c "import tempfile; print(tempfile.mkstemp()[1])"'], cwd=work, timeout=10, writable=[work])
+    private = sandbox.run(
+        ['python3 -c "import tempfile; print(tempfile.mkstemp()[1])"'], cwd=work, timeout=10, writable=[work]
+    )
     assert private.ok and not Path(private.stdout_tail.strip()).exists()
 
 
@@ -117,7 +119,9 @@ def test_bwrap_hides_paths(tmp_path: Path) -> None:
     (secret / "test_split.txt").write_text("labels")
     work = tmp_path / "work"
     work.mkdir()
-    result = BwrapSandbox().run([f"cat {secret}/test_split.txt"], cwd=work, timeout=10, writable=[work], hidden=[secret])
+    result = BwrapSandbox().run(
+        [f"cat {secret}/test_split.txt"], cwd=work, timeout=10, writable=[work], hidden=[secret]
+    )
     assert not result.ok and "No such file" in result.stderr_tail
 
 

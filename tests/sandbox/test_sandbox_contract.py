@@ -58,21 +58,30 @@ def _gone(duration: str, wait_s: float = 3.0) -> bool:
 
 def test_output_is_captured_and_clipped_alike(tmp_path: Path, backend: str) -> None:
     script = "import sys; print('x' * 100000); print('warn-' * 3000, file=sys.stderr)"
-    result = get_sandbox(backend).run([f'python3 -c "{script}"', "echo second"], cwd=tmp_path, timeout=30, writable=[tmp_path])
+    result = get_sandbox(backend).run(
+        [f'python3 -c "{script}"', "echo second"], cwd=tmp_path, timeout=30, writable=[tmp_path]
+    )
     assert result.ok and result.backend == backend and result.returncodes == [0, 0]
     assert result.stdout_tail == ("x" * 100000 + "\nsecond\n")[-TAIL_CHARS:]
     assert result.stderr_tail == ("warn-" * 3000 + "\n")[-TAIL_CHARS:]
 
 
 def test_command_list_stops_at_first_failure(tmp_path: Path, backend: str) -> None:
-    result = get_sandbox(backend).run(["true", "echo boom >&2; exit 3", "touch never"], cwd=tmp_path, timeout=30, writable=[tmp_path])
+    result = get_sandbox(backend).run(
+        ["true", "echo boom >&2; exit 3", "touch never"], cwd=tmp_path, timeout=30, writable=[tmp_path]
+    )
     assert result.returncodes == [0, 3]
     assert not (tmp_path / "never").exists()
     assert result.failure() == "command exited 3: echo boom >&2; exit 3 (boom)"
 
 
 def test_writes_land_in_writable_folders(tmp_path: Path, backend: str) -> None:
-    result = get_sandbox(backend).run(["mkdir -p out && echo ok > out/inside.txt", "cat out/inside.txt"], cwd=tmp_path, timeout=30, writable=[tmp_path])
+    result = get_sandbox(backend).run(
+        ["mkdir -p out && echo ok > out/inside.txt", "cat out/inside.txt"],
+        cwd=tmp_path,
+        timeout=30,
+        writable=[tmp_path],
+    )
     assert result.ok and result.stdout_tail == "ok\n"
     assert (tmp_path / "out" / "inside.txt").read_text() == "ok\n"
 
@@ -89,7 +98,9 @@ def test_writes_outside_allowed_areas_are_blocked(tmp_path: Path, isolating: str
 
 
 def test_temporary_files_are_private_to_the_call(tmp_path: Path, isolating: str) -> None:
-    result = get_sandbox(isolating).run(['python3 -c "import tempfile; print(tempfile.mkstemp()[1])"'], cwd=tmp_path, timeout=30, writable=[tmp_path])
+    result = get_sandbox(isolating).run(
+        ['python3 -c "import tempfile; print(tempfile.mkstemp()[1])"'], cwd=tmp_path, timeout=30, writable=[tmp_path]
+    )
     assert result.ok
     assert not Path(result.stdout_tail.strip()).exists()
 
@@ -110,11 +121,20 @@ def test_protected_files_stay_read_only(tmp_path: Path, isolating: str) -> None:
     protected = tmp_path / "eval.py"
     protected.write_text("original\n")
     sandbox = get_sandbox(isolating)
-    for attack in ["echo hacked > eval.py", "rm -f eval.py", "mv eval.py moved.py", "chmod 777 eval.py", "truncate -s 0 eval.py"]:
+    for attack in [
+        "echo hacked > eval.py",
+        "rm -f eval.py",
+        "mv eval.py moved.py",
+        "chmod 777 eval.py",
+        "truncate -s 0 eval.py",
+    ]:
         result = sandbox.run([attack], cwd=tmp_path, timeout=30, writable=[tmp_path], readonly=[protected])
         assert not result.ok, attack
     assert protected.read_text() == "original\n"
-    assert sandbox.run(["cat eval.py"], cwd=tmp_path, timeout=30, writable=[tmp_path], readonly=[protected]).stdout_tail == "original\n"
+    assert (
+        sandbox.run(["cat eval.py"], cwd=tmp_path, timeout=30, writable=[tmp_path], readonly=[protected]).stdout_tail
+        == "original\n"
+    )
 
 
 @pytest.mark.parametrize("inside_writable", [False, True])
@@ -124,7 +144,9 @@ def test_hidden_paths_cannot_be_read(tmp_path: Path, isolating: str, inside_writ
     secret.mkdir(parents=True)
     work.mkdir(exist_ok=True)
     (secret / "test_split.txt").write_text("labels")
-    result = get_sandbox(isolating).run([f"cat {secret}/test_split.txt"], cwd=work, timeout=30, writable=[work], hidden=[secret])
+    result = get_sandbox(isolating).run(
+        [f"cat {secret}/test_split.txt"], cwd=work, timeout=30, writable=[work], hidden=[secret]
+    )
     assert not result.ok and "No such file" in result.stderr_tail
 
 
@@ -141,7 +163,9 @@ def test_timeout_kills_the_whole_process_tree(tmp_path: Path, backend: str) -> N
 
 def test_background_processes_do_not_outlive_the_call(tmp_path: Path, backend: str) -> None:
     duration = _unique_sleep()
-    result = get_sandbox(backend).run([f"sleep {duration} > /dev/null 2>&1 & echo started"], cwd=tmp_path, timeout=30, writable=[tmp_path])
+    result = get_sandbox(backend).run(
+        [f"sleep {duration} > /dev/null 2>&1 & echo started"], cwd=tmp_path, timeout=30, writable=[tmp_path]
+    )
     assert result.ok and result.stdout_tail == "started\n"
     assert _gone(duration)
 
@@ -149,6 +173,11 @@ def test_background_processes_do_not_outlive_the_call(tmp_path: Path, backend: s
 def test_detached_processes_do_not_outlive_the_call(tmp_path: Path, isolating: str) -> None:
     # setsid leaves the process group: only a namespace or container boundary catches it
     duration = _unique_sleep()
-    result = get_sandbox(isolating).run([f"setsid nohup sleep {duration} > /dev/null 2>&1 < /dev/null & echo started"], cwd=tmp_path, timeout=30, writable=[tmp_path])
+    result = get_sandbox(isolating).run(
+        [f"setsid nohup sleep {duration} > /dev/null 2>&1 < /dev/null & echo started"],
+        cwd=tmp_path,
+        timeout=30,
+        writable=[tmp_path],
+    )
     assert result.ok
     assert _gone(duration)

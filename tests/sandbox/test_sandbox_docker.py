@@ -33,7 +33,12 @@ def _ours(client) -> list:
 
 def test_memory_processes_and_file_size_are_limited(tmp_path: Path) -> None:
     box = docker(memory_mb=128, processes=32, file_size_mb=1)
-    memory = box.run(["python3 -c \"b = bytearray(512 * 1024 * 1024); print('allocated')\""], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    memory = box.run(
+        ["python3 -c \"b = bytearray(512 * 1024 * 1024); print('allocated')\""],
+        cwd=tmp_path,
+        timeout=60,
+        writable=[tmp_path],
+    )
     assert memory.returncodes == [137] and "allocated" not in memory.stdout_tail  # killed by the OOM killer
     forks = box.run(["for i in $(seq 64); do sleep 5 & done; wait"], cwd=tmp_path, timeout=60, writable=[tmp_path])
     assert "Resource temporarily unavailable" in forks.stderr_tail
@@ -45,7 +50,12 @@ def test_memory_processes_and_file_size_are_limited(tmp_path: Path) -> None:
 
 
 def test_cpu_quota_reaches_the_container(tmp_path: Path) -> None:
-    result = docker(cpus=0.5).run(["cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    result = docker(cpus=0.5).run(
+        ["cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us"],
+        cwd=tmp_path,
+        timeout=60,
+        writable=[tmp_path],
+    )
     assert result.ok and result.stdout_tail.split()[0] == "50000"
 
 
@@ -53,18 +63,37 @@ def test_only_the_runtime_python_and_run_areas_are_visible(tmp_path: Path) -> No
     work = tmp_path / "work"
     work.mkdir()
     (tmp_path / "sibling.txt").write_text("host file")
-    probes = [f"cat {tmp_path}/sibling.txt", "grep -q root /etc/shadow", "ls /etc/ssh/*", f"ls {ROOT}", "ls /home/*", "ls /run/*", f"ls {Path.home()}/.cache", f"ls {os.environ.get('DOCKER_HOST', 'unix:///var/run/docker.sock')[7:]}"]
+    probes = [
+        f"cat {tmp_path}/sibling.txt",
+        "grep -q root /etc/shadow",
+        "ls /etc/ssh/*",
+        f"ls {ROOT}",
+        "ls /home/*",
+        "ls /run/*",
+        f"ls {Path.home()}/.cache",
+        f"ls {os.environ.get('DOCKER_HOST', 'unix:///var/run/docker.sock')[7:]}",
+    ]
     box = docker()
     for probe in probes:
         assert not box.run([probe], cwd=work, timeout=60, writable=[work]).ok, probe
-    python = box.run(['python -c "import sys, numpy; print(sys.executable)"', "touch /usr/x 2>/dev/null || echo ro"], cwd=work, timeout=60, writable=[work])
+    python = box.run(
+        ['python -c "import sys, numpy; print(sys.executable)"', "touch /usr/x 2>/dev/null || echo ro"],
+        cwd=work,
+        timeout=60,
+        writable=[work],
+    )
     assert python.ok and python.stdout_tail.splitlines() == [sys.executable, "ro"]
 
 
 def test_files_keep_the_callers_owner_and_env_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     result = docker().run(["touch made.txt; env"], cwd=tmp_path, timeout=60, env={"EXTRA": "1"}, writable=[tmp_path])
-    assert result.ok and "sk-secret" not in result.stdout_tail and "EXTRA=1" in result.stdout_tail and "HOME=/tmp" in result.stdout_tail
+    assert (
+        result.ok
+        and "sk-secret" not in result.stdout_tail
+        and "EXTRA=1" in result.stdout_tail
+        and "HOME=/tmp" in result.stdout_tail
+    )
     assert (tmp_path / "made.txt").stat().st_uid == os.getuid()
 
 
@@ -127,10 +156,18 @@ def test_missing_engine_or_image_is_a_clear_error(monkeypatch: pytest.MonkeyPatc
 
 
 def test_build_image_command(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "aiscientist", "sandbox", "build-image", "--tag", "aisci-test-build:1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "aiscientist", "sandbox", "build-image", "--tag", "aisci-test-build:1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "built aisci-test-build:1" in done.stderr
-    result = docker(image="aisci-test-build:1").run(["echo from-new-image"], cwd=tmp_path, timeout=60, writable=[tmp_path])
+    result = docker(image="aisci-test-build:1").run(
+        ["echo from-new-image"], cwd=tmp_path, timeout=60, writable=[tmp_path]
+    )
     assert result.ok and result.stdout_tail == "from-new-image\n"
     docker().client.images.remove("aisci-test-build:1")
 
@@ -146,7 +183,9 @@ def test_paper_reproduction_runs_in_a_fresh_container(tmp_path: Path) -> None:
 
     sub = tmp_path / "submission"
     sub.mkdir()
-    (sub / "reproduce.sh").write_text(f"set -e\necho start\ntest ! -e {sub}/reproduce.sh\nmkdir results\necho 0.9 > results/acc.txt\necho done\nexit 3\n")
+    (sub / "reproduce.sh").write_text(
+        f"set -e\necho start\ntest ! -e {sub}/reproduce.sh\nmkdir results\necho 0.9 > results/acc.txt\necho done\nexit 3\n"
+    )
     result = reproduce(sub, tmp_path / "work", timeout_s=60, sandbox=docker())
     assert result.ran and result.backend == "docker" and result.returncode == 3  # the script's own exit code
     assert result.log_path.read_text() == "start\ndone\n" and result.created == ["results/acc.txt"]
@@ -164,7 +203,11 @@ def test_an_image_from_a_root_filesystem_brings_its_own_runtime(tmp_path: Path) 
     # a minimal root filesystem: bash and the libraries it links, nothing of the host mounted
     rootfs = tmp_path / "rootfs"
     bash = Path(shutil.which("bash")).resolve()
-    libs = [Path(p) for p in subprocess.run(["ldd", str(bash)], capture_output=True, text=True).stdout.split() if p.startswith("/")]
+    libs = [
+        Path(p)
+        for p in subprocess.run(["ldd", str(bash)], capture_output=True, text=True).stdout.split()
+        if p.startswith("/")
+    ]
     for path in [bash, *libs]:
         target = rootfs / Path(os.path.realpath(path)).relative_to("/")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -176,7 +219,23 @@ def test_an_image_from_a_root_filesystem_brings_its_own_runtime(tmp_path: Path) 
     for link in ("bin", "lib", "lib64"):
         if os.path.islink(f"/{link}") and not (rootfs / link).exists():
             (rootfs / link).symlink_to(os.readlink(f"/{link}"))
-    done = subprocess.run([sys.executable, "-m", "aiscientist", "sandbox", "build-image", "--tag", "aisci-test-rootfs:1", "--rootfs", str(rootfs)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aiscientist",
+            "sandbox",
+            "build-image",
+            "--tag",
+            "aisci-test-rootfs:1",
+            "--rootfs",
+            str(rootfs),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     work = tmp_path / "work"
     work.mkdir()
@@ -191,8 +250,24 @@ def test_an_image_from_a_root_filesystem_brings_its_own_runtime(tmp_path: Path) 
 @pytest.mark.slow
 def test_solve_runs_every_step_in_docker_and_leaves_no_container(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "aiscientist", "solve", "tests/fixtures/tiny/task.yaml", "--model", "offline", "--steps", "2", "--sandbox", "docker", "--run-dir", str(run_dir)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    command = [
+        sys.executable,
+        "-m",
+        "aiscientist",
+        "solve",
+        "tests/fixtures/tiny/task.yaml",
+        "--model",
+        "offline",
+        "--steps",
+        "2",
+        "--sandbox",
+        "docker",
+        "--run-dir",
+        str(run_dir),
+    ]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     steps = [json.loads(p.read_text()) for p in sorted(run_dir.glob("experiments/step_*/step.json"))]
     assert len(steps) == 2 and {s["backend"] for s in steps} == {"docker"}

@@ -41,7 +41,9 @@ def test_legacy_steps_stale_outputs_and_tampering(root: Path, tmp_path: Path, mo
     ws = Workspace.create(load_task(root / "ml_tasks" / "Tiny_legacy"), tmp_path / "run")
     model = ws.paths.submission / "model.py"
     first = ws.engine.run_step("t", "baseline")
-    assert first.success and first.metric == pytest.approx(4.0)  # the preprocessed evaluate.py ran, not the repo's outdated one
+    assert first.success and first.metric == pytest.approx(
+        4.0
+    )  # the preprocessed evaluate.py ran, not the repo's outdated one
     model.write_text(model.read_text().replace("SLOPE = 1.0", "SLOPE = 3.0"))
     assert ws.engine.run_step("t", "slope 3").metric == pytest.approx(0.0)
     assert kinds(ws, "protected.tampered") == []  # preprocess copies and the restore agree
@@ -53,14 +55,18 @@ def test_legacy_steps_stale_outputs_and_tampering(root: Path, tmp_path: Path, mo
     after = ws.engine.run_step("t", "after tampering")  # the tampered evaluation file is put back first
     assert after.success and after.metric == pytest.approx(0.0)
     assert "evaluate.py" in kinds(ws, "tree.reset")[-1]["payload"]["paths"]
-    assert (ws.paths.submission / "evaluate.py").read_text() == (root / "ml_tasks/Tiny_legacy/original_file_backup/evaluate.py").read_text()
+    assert (ws.paths.submission / "evaluate.py").read_text() == (
+        root / "ml_tasks/Tiny_legacy/original_file_backup/evaluate.py"
+    ).read_text()
     assert kinds(ws, "protected.tampered") == [] and kinds(ws, "integrity.violation") == []
 
 
 def test_constraint_flag_makes_a_step_ineligible(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CONDA_SETTING, "current")
     script = root / "ml_tasks" / "Tiny_legacy" / "postprocess.py"
-    script.write_text(script.read_text().replace('"fit_mean": -mean}', '"fit_mean": -mean, "constraint_violated": True}'))
+    script.write_text(
+        script.read_text().replace('"fit_mean": -mean}', '"fit_mean": -mean, "constraint_violated": True}')
+    )
     ws = Workspace.create(load_task(root / "ml_tasks" / "Tiny_legacy"), tmp_path / "run")
     record = ws.engine.run_step("t", "flagged")
     assert record.metric == pytest.approx(4.0) and record.constraint_violated and not record.eligible
@@ -75,24 +81,33 @@ def test_outside_data_is_read_only(root: Path, tmp_path: Path, monkeypatch: pyte
     assert not result.ok and data.read_text().startswith("[[1, 3]")
 
 
-def test_conda_env_runs_through_conda_or_fails_clearly(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_conda_env_runs_through_conda_or_fails_clearly(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     task = load_task(root / "ml_tasks" / "Tiny_main")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.delenv(CONDA_SETTING, raising=False)
-    with pytest.raises(TaskError, match="conda environment 'tiny' but conda is not installed.*AISCIENTIST_CONDA=current"):
+    with pytest.raises(
+        TaskError, match="conda environment 'tiny' but conda is not installed.*AISCIENTIST_CONDA=current"
+    ):
         in_environment(task, ["python x.py"])
     conda = tmp_path / "bin" / "conda"
     conda.parent.mkdir()
     conda.write_text("#!/bin/sh\n")
     conda.chmod(conda.stat().st_mode | stat.S_IEXEC)
-    assert in_environment(task, ["python a.py && echo ok"]) == [f"{conda} run --no-capture-output -n tiny bash -c 'python a.py && echo ok'"]
+    assert in_environment(task, ["python a.py && echo ok"]) == [
+        f"{conda} run --no-capture-output -n tiny bash -c 'python a.py && echo ok'"
+    ]
     assert tmp_path in readable_outside(task)  # the conda installation is visible to sandboxed commands
     monkeypatch.setenv(CONDA_SETTING, "current")
     assert in_environment(task, ["python a.py"]) == ["python a.py"]
 
 
 def test_conda_base_without_conda_runs_in_the_current_environment(
-    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     task = load_task(root / "ml_tasks" / "Tiny_main").model_copy(update={"conda_env": "base"})
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
@@ -112,7 +127,19 @@ def test_conda_base_without_conda_runs_in_the_current_environment(
 @pytest.mark.parametrize("task", ["Tiny_legacy", "Tiny_main"])
 def test_solve_offline_end_to_end(root: Path, tmp_path: Path, task: str) -> None:
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "aiscientist", "solve", str(root / "ml_tasks" / task), "--model", "offline", "--steps", "3", "--run-dir", str(run_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "aiscientist",
+        "solve",
+        str(root / "ml_tasks" / task),
+        "--model",
+        "offline",
+        "--steps",
+        "3",
+        "--run-dir",
+        str(run_dir),
+    ]
     env = {**os.environ, CONDA_SETTING: "current"}
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -94,16 +94,23 @@ def _fml_checkout(tmp_path: Path) -> Path:
                 "setup_commands": ["cp ../../../ml_tasks/Tiny/evaluate.py ./"],
                 "do_preprocess": True,
                 "preprocess_commands": ["cp ../../../ml_tasks/Tiny/evaluate.py ./"],
-                "execute_commands": ["python train.py", "python evaluate.py --split val && mkdir -p results && mv final_info.json results/"],
+                "execute_commands": [
+                    "python train.py",
+                    "python evaluate.py --split val && mkdir -p results && mv final_info.json results/",
+                ],
                 "exp_running_dir": "results/",
                 "do_postprocess": False,
                 "postprocess_commands": ["echo never"],
             }
         )
     )
-    (folder / "prompt.json").write_text(json.dumps({"system": "You are a researcher.", "task_description": "Lower the MSE."}))
+    (folder / "prompt.json").write_text(
+        json.dumps({"system": "You are a researcher.", "task_description": "Lower the MSE."})
+    )
     (folder / "baseline_results").mkdir()
-    (folder / "baseline_results" / "final_info.json").write_text(json.dumps({"quadratic": {"means": {"mse_mean": 0.6072}, "stderrs": {}, "final_info_dict": {}}}))
+    (folder / "baseline_results" / "final_info.json").write_text(
+        json.dumps({"quadratic": {"means": {"mse_mean": 0.6072}, "stderrs": {}, "final_info_dict": {}}})
+    )
     return folder
 
 
@@ -113,7 +120,10 @@ def test_fml_folder_loads_and_rewrites_reaching_back_paths(tmp_path: Path) -> No
     evaluate = str((folder / "evaluate.py").resolve())
     assert task.setup_commands == [f"cp {evaluate} ./"]
     assert task.preprocess_commands == [f"cp {evaluate} ./"]
-    assert task.commands == ["python train.py", "python evaluate.py --split val && mkdir -p results && mv final_info.json results/"]
+    assert task.commands == [
+        "python train.py",
+        "python evaluate.py --split val && mkdir -p results && mv final_info.json results/",
+    ]
     assert task.postprocess_commands == []  # do_postprocess: false
     assert task.metrics_file == "results/final_info.json"
     assert task.baseline == pytest.approx(0.6072)
@@ -127,8 +137,12 @@ def test_fml_folder_metric_from_root_configs_or_error(tmp_path: Path) -> None:
         load_task(folder)
     configs = folder.parent.parent / "configs"
     configs.mkdir()
-    (configs / "other.yaml").write_text("benchmark: {name: Other}\nmetrics: {include_datasets: [x], include_metrics: [y_mean]}\n")
-    (configs / "tiny.yaml").write_text("benchmark: {name: Tiny}\nmetrics: {optimization_direction: lower, include_datasets: [quadratic], include_metrics: [mse_mean]}\n")
+    (configs / "other.yaml").write_text(
+        "benchmark: {name: Other}\nmetrics: {include_datasets: [x], include_metrics: [y_mean]}\n"
+    )
+    (configs / "tiny.yaml").write_text(
+        "benchmark: {name: Tiny}\nmetrics: {optimization_direction: lower, include_datasets: [quadratic], include_metrics: [mse_mean]}\n"
+    )
     assert load_task(folder).metric == MetricSpec(dataset="quadratic", name="mse_mean", direction="min")
     (folder / "config.json").write_text("{not json")
     with pytest.raises(TaskError, match="invalid JSON"):

@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.browser_check import visit
 
 from aiscientist.cli.app import main
 from aiscientist.util.humanize import num
 from aiscientist.viewer import load_run, write_page
 from aiscientist.workspace.eventlog import EventLog
+from tests.browser_check import visit
 
 TINY = Path(__file__).parents[1] / "fixtures" / "tiny" / "task.yaml"
 
@@ -34,12 +34,19 @@ def test_show_writes_one_self_contained_page(run_dir, capsys):
     page = run_dir / "run.html"
     assert capsys.readouterr().out.strip() == str(page)
     text = page.read_text()
-    assert "http://" not in text and "https://" not in text and "<link" not in text and " src='data:image/png;base64," in text
+    assert (
+        "http://" not in text
+        and "https://" not in text
+        and "<link" not in text
+        and " src='data:image/png;base64," in text
+    )
     result = json.loads((run_dir / "result.json").read_text())
     assert f"{num(result['best_metric'])} at step {result['best_step']}" in text
     assert "clean (" in text  # verify status
     plan = (run_dir / "plan" / "prioritized_tasks.md").read_text()
-    assert load_run(run_dir).plan_texts == [("plan/prioritized_tasks.md · version 1 (call d1.c1)", plan)]  # as prioritization handed it back (offline: the 2nd call of decision 1)
+    assert load_run(run_dir).plan_texts == [
+        ("plan/prioritized_tasks.md · version 1 (call d1.c1)", plan)
+    ]  # as prioritization handed it back (offline: the 2nd call of decision 1)
     assert "<details class='plan' open><summary>plan/prioritized_tasks.md · version 1" in text
 
 
@@ -68,17 +75,32 @@ def test_running_run_reloads_and_tree_search_runs_nest(run_dir, tmp_path):
     shutil.copytree(run_dir, running, ignore=shutil.ignore_patterns("submission", "code"))
     (running / "result.json").unlink()
     (running / "experiments" / "step_0003" / "step.json").unlink()  # a step still running
-    journal = {"target": "config.py", "nodes": [{"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "", "step": 1}, {"id": 1, "parent": 0, "stage": "improve", "plan": "p", "code": "", "step": 2}]}
+    journal = {
+        "target": "config.py",
+        "nodes": [
+            {"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "", "step": 1},
+            {"id": 1, "parent": 0, "stage": "improve", "plan": "p", "code": "", "step": 2},
+        ],
+    }
     (running / "state" / "aide_journal.json").write_text(json.dumps(journal))
     (running / "plan" / "prioritized_tasks.md").write_text("# Prioritized tasks\n- a newer plan\n")  # being rewritten
     assert [name for name, _ in load_run(running).plan_texts][-1] == "plan/prioritized_tasks.md · current"
     log = EventLog(running)
-    log.record("implementation", "access.denied", {"op": "write", "path": "submission/evaluate.py", "reason": "protected file"})
-    log.record("orchestrator", "orchestrator.context_trimmed", {"forgot_turns": 12, "kept_turns": 29, "tokens": 128087, "limit": 128000})
+    log.record(
+        "implementation", "access.denied", {"op": "write", "path": "submission/evaluate.py", "reason": "protected file"}
+    )
+    log.record(
+        "orchestrator",
+        "orchestrator.context_trimmed",
+        {"forgot_turns": 12, "kept_turns": 29, "tokens": 128087, "limit": 128000},
+    )
     log.record("orchestrator", "orchestrator.model_error", {"error": "offline: refused", "consecutive": 1})
     view = load_run(running)
     assert [m.text for m in view.denials] == ["write submission/evaluate.py: protected file"]
-    assert [m.text for m in view.timeline][-2:] == ["context window full (128,087 of 128,000 tokens): forgot the 12 oldest turns, kept 29", "model error: offline: refused"]
+    assert [m.text for m in view.timeline][-2:] == [
+        "context window full (128,087 of 128,000 tokens): forgot the 12 oldest turns, kept 29",
+        "model error: offline: refused",
+    ]
     assert view.running and [s.step for s in view.steps] == [1, 2] and view.steps[1].parent == 1
     text = write_page(running).read_text()
     assert "http-equiv='refresh'" in text and "run in progress" in text

@@ -30,18 +30,58 @@ CONTENT = "FUZZ-WRITE\n"
 EDITABLE = ["submission/train.py", "submission/config.py"]
 READ = {
     "helper": ["task", "paper_analysis", "plan", "submission", "experiments", "scratch", "WORKSPACE.md"],
-    "implementation": ["task", "paper_analysis", "plan", "submission", "experiments", "scratch", "logs/exp_log.md", "logs/impl_log.md", "WORKSPACE.md"],
+    "implementation": [
+        "task",
+        "paper_analysis",
+        "plan",
+        "submission",
+        "experiments",
+        "scratch",
+        "logs/exp_log.md",
+        "logs/impl_log.md",
+        "WORKSPACE.md",
+    ],
     "agent": ["task", "submission", "scratch"],
     "comprehension": ["task", "paper_analysis", "submission", "WORKSPACE.md"],
 }
-WRITE = {"helper": ["scratch"], "implementation": EDITABLE, "agent": [*EDITABLE, "scratch"], "comprehension": ["paper_analysis"]}
+WRITE = {
+    "helper": ["scratch"],
+    "implementation": EDITABLE,
+    "agent": [*EDITABLE, "scratch"],
+    "comprehension": ["paper_analysis"],
+}
 NEVER = [".pristine", "state", "logs/events.jsonl", "logs/llm_calls.jsonl", "submission/.git", "submission/heldout"]
 # Hashed before and after each batch: none of it may change (the two files that
 # every recorded event rewrites are left out).
-DENIED = [".pristine", "state", "logs", "task", "experiments", "submission/.git", "submission/heldout", "submission/evaluate.py", "submission/data.py"]
+DENIED = [
+    ".pristine",
+    "state",
+    "logs",
+    "task",
+    "experiments",
+    "submission/.git",
+    "submission/heldout",
+    "submission/evaluate.py",
+    "submission/data.py",
+]
 CHURN = frozenset({"state/events_head.json", "logs/events.jsonl"})
 WRITABLE = ["scratch", "paper_analysis", "plan"]
-LINKS = ["out_dir", "out_file", "abs_out", "up", "to_pristine", "to_state", "to_logs", "to_git", "to_protected", "to_train", "to_inner", "loop", "hard_out", "fifo"]
+LINKS = [
+    "out_dir",
+    "out_file",
+    "abs_out",
+    "up",
+    "to_pristine",
+    "to_state",
+    "to_logs",
+    "to_git",
+    "to_protected",
+    "to_train",
+    "to_inner",
+    "loop",
+    "hard_out",
+    "fifo",
+]
 
 
 def under(rel: str, areas: list[str]) -> bool:
@@ -70,7 +110,9 @@ def world(tmp_path_factory):
     base = tmp_path_factory.mktemp("fuzz")
     outside = base / "outside"
     (outside / "deep").mkdir(parents=True)
-    markers = {name: f"{name}-{os.urandom(6).hex()}" for name in ("OUTSIDE", "PRISTINE", "STATE", "GIT", "HIDDEN", "LLMCALLS")}
+    markers = {
+        name: f"{name}-{os.urandom(6).hex()}" for name in ("OUTSIDE", "PRISTINE", "STATE", "GIT", "HIDDEN", "LLMCALLS")
+    }
     (outside / "secret.txt").write_text(markers["OUTSIDE"] + "\n")
     (outside / "deep" / "secret.txt").write_text(markers["OUTSIDE"] + "\n")
     ws = Workspace.create(load_task(TINY), base / "run", sandbox="local")
@@ -100,17 +142,62 @@ def world(tmp_path_factory):
         (here / "loop").symlink_to("loop")
     os.link(outside / "secret.txt", root / "scratch" / "hard_out")
     os.mkfifo(root / "scratch" / "fifo")
-    yield {"ws": ws, "base": base, "markers": list(markers.values()), "baseline": contents(root), "scopes": {role: ws.scope(role) for role in READ}}
+    yield {
+        "ws": ws,
+        "base": base,
+        "markers": list(markers.values()),
+        "baseline": contents(root),
+        "scopes": {role: ws.scope(role) for role in READ},
+    }
     shutil.rmtree(base, ignore_errors=True)
 
 
 ODD = ["\udc80", "\ud800", "\udfff", "a\udc80b", "\0", "a\0b", "\0\udc80", "n" * 300, "é" * 130, "~", "etc", "passwd"]
 SEGMENTS = [
-    "", ".", "..", "...", "task", "paper_analysis", "plan", "submission", "experiments", "logs", "state", ".pristine", ".git", "scratch",
-    "heldout", "m.txt", "evaluate.py", "data.py", "train.py", "config.py", "exp_log.md", "events.jsonl", "llm_calls.jsonl", "workspace.json",
-    "manifest.json", "inner", "secret.txt", "deep", "WORKSPACE.md", *LINKS,
+    "",
+    ".",
+    "..",
+    "...",
+    "task",
+    "paper_analysis",
+    "plan",
+    "submission",
+    "experiments",
+    "logs",
+    "state",
+    ".pristine",
+    ".git",
+    "scratch",
+    "heldout",
+    "m.txt",
+    "evaluate.py",
+    "data.py",
+    "train.py",
+    "config.py",
+    "exp_log.md",
+    "events.jsonl",
+    "llm_calls.jsonl",
+    "workspace.json",
+    "manifest.json",
+    "inner",
+    "secret.txt",
+    "deep",
+    "WORKSPACE.md",
+    *LINKS,
 ]
-PLAIN = ["new.txt", "a", "b", "notes.md", "train.py", "config.py", "task.md", "inner", "m.txt", "evaluate.py", "summary.md"]
+PLAIN = [
+    "new.txt",
+    "a",
+    "b",
+    "notes.md",
+    "train.py",
+    "config.py",
+    "task.md",
+    "inner",
+    "m.txt",
+    "evaluate.py",
+    "summary.md",
+]
 # Mostly names a role might use, so that many calls are accepted and the oracle
 # has something to check; one name in five is a link, a dot or worse.
 NAMES = st.one_of(
@@ -121,18 +208,57 @@ NAMES = st.one_of(
     st.integers(0xD800, 0xDFFF).map(chr),
 )
 LEADS = st.sampled_from(["", "", "", "", "", "", "", "", "./", "/", "//", "/etc/", "\0", "../"])
-AREAS = st.sampled_from(["scratch", "submission", "plan", "paper_analysis", "task", "logs", "state", ".pristine", "experiments", ".", "WORKSPACE.md"])
-STRUCTURED = st.builds(lambda lead, area, rest: lead + "/".join([area, *rest]), LEADS, AREAS, st.lists(NAMES, max_size=4))
-LINKED = st.builds(lambda lead, area, link, rest: lead + "/".join([area, link, *rest]), LEADS, st.sampled_from(["scratch", "submission", "plan", "paper_analysis"]), st.sampled_from(LINKS), st.lists(NAMES, max_size=3))
+AREAS = st.sampled_from(
+    [
+        "scratch",
+        "submission",
+        "plan",
+        "paper_analysis",
+        "task",
+        "logs",
+        "state",
+        ".pristine",
+        "experiments",
+        ".",
+        "WORKSPACE.md",
+    ]
+)
+STRUCTURED = st.builds(
+    lambda lead, area, rest: lead + "/".join([area, *rest]), LEADS, AREAS, st.lists(NAMES, max_size=4)
+)
+LINKED = st.builds(
+    lambda lead, area, link, rest: lead + "/".join([area, link, *rest]),
+    LEADS,
+    st.sampled_from(["scratch", "submission", "plan", "paper_analysis"]),
+    st.sampled_from(LINKS),
+    st.lists(NAMES, max_size=3),
+)
 WILD = st.builds(lambda lead, parts: lead + "/".join(parts), LEADS, st.lists(NAMES, min_size=1, max_size=6))
 LONG = st.integers(520, 1600).map(lambda n: "scratch/" + "a/" * n)  # longer than the 1024-byte path limit
 PATHS = st.one_of(*[STRUCTURED] * 6, *[LINKED] * 2, WILD, LONG)
 # Calls near where roles work (plain names under real areas, sometimes a link),
 # so that many are accepted and the oracle has something to check.
-EXISTING = ["task/task.md", "submission/train.py", "submission/config.py", "submission/evaluate.py", "WORKSPACE.md", "logs/exp_log.md", "scratch/inner/notes.md", "plan/summary.md", "paper_analysis/summary.md", "scratch", "submission", "."]
+EXISTING = [
+    "task/task.md",
+    "submission/train.py",
+    "submission/config.py",
+    "submission/evaluate.py",
+    "WORKSPACE.md",
+    "logs/exp_log.md",
+    "scratch/inner/notes.md",
+    "plan/summary.md",
+    "paper_analysis/summary.md",
+    "scratch",
+    "submission",
+    ".",
+]
 NEAR = st.one_of(
     st.sampled_from(EXISTING),
-    st.builds(lambda area, rest: "/".join([area, *rest]), st.sampled_from(["scratch", "submission", "plan", "paper_analysis", "task", "experiments"]), st.lists(st.sampled_from(PLAIN + LINKS), max_size=2)),
+    st.builds(
+        lambda area, rest: "/".join([area, *rest]),
+        st.sampled_from(["scratch", "submission", "plan", "paper_analysis", "task", "experiments"]),
+        st.lists(st.sampled_from(PLAIN + LINKS), max_size=2),
+    ),
 )
 OPS = st.sampled_from(["read", "write", "edit", "list", "search"])
 CALLS = st.tuples(st.sampled_from(sorted(READ)), OPS, PATHS)
@@ -197,7 +323,10 @@ def test_fuzzed_paths_never_escape_or_crash(world):
     started = time.monotonic()
 
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(wild=st.lists(CALLS, min_size=BATCH - NEARBY, max_size=BATCH - NEARBY), near=st.lists(NEAR_CALLS, min_size=NEARBY, max_size=NEARBY))
+    @given(
+        wild=st.lists(CALLS, min_size=BATCH - NEARBY, max_size=BATCH - NEARBY),
+        near=st.lists(NEAR_CALLS, min_size=NEARBY, max_size=NEARBY),
+    )
     def batch(wild, near):
         for role, op, path in wild + near:
             tally["paths"] += 1

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.llm.types import ToolCall
 from aiscientist.agent.tools import Tool, Toolbox, WriteFileArgs, file_tools
+from aiscientist.llm.types import ToolCall
 from aiscientist.task import load_task
 from aiscientist.workspace import PermissionDenied, ToolError, Workspace, verify_run
 from aiscientist.workspace.eventlog import read_events
@@ -53,7 +53,11 @@ def ws(tmp_path: Path) -> Workspace:
 
 
 def tree_hash(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and p.name not in skip}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink() and p.name not in skip
+    }
 
 
 def test_swapping_a_folder_for_a_link_during_writes_never_reaches_logs(ws: Workspace):
@@ -62,7 +66,9 @@ def test_swapping_a_folder_for_a_link_during_writes_never_reaches_logs(ws: Works
     logs_before = tree_hash(root / "logs", skip=("events.jsonl",))
     state_file = root / "state" / "workspace.json"
     secret = state_file.read_text()
-    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root / "scratch" / "sub"), "3"], stdout=subprocess.PIPE, text=True)
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", SWAPPER, str(root / "scratch" / "sub"), "3"], stdout=subprocess.PIPE, text=True
+    )
     outcomes = {"written": 0, "refused": 0, "missing": 0, "read": 0}
     leaks: list[str] = []
     deadline = time.monotonic() + 3
@@ -107,7 +113,10 @@ def test_a_link_planted_on_the_way_is_refused_for_every_operation(ws: Workspace,
     (root / "scratch" / "to_inner").symlink_to("inner")  # stays inside and allowed: still refused
     (root / "scratch" / "to_logs").symlink_to("../logs")
     scope = ws.scope("helper")
-    with pytest.raises(PermissionDenied, match="scratch/to_inner is a symbolic link .to scratch/inner.; the file API does not follow links"):
+    with pytest.raises(
+        PermissionDenied,
+        match="scratch/to_inner is a symbolic link .to scratch/inner.; the file API does not follow links",
+    ):
         scope.read("scratch/to_inner/note.md")
     with pytest.raises(PermissionDenied, match="it leads to logs/exp_log.md: logs are append-only"):
         scope.write("scratch/to_logs/exp_log.md", "x")
@@ -118,7 +127,9 @@ def test_a_link_planted_on_the_way_is_refused_for_every_operation(ws: Workspace,
     with pytest.raises(PermissionDenied, match="symbolic link"):
         scope.edit("scratch/to_inner/note.md", "note", "edited")
     assert scope.list("scratch") == ["scratch/inner/"]  # links are not listed: they cannot be opened
-    assert scope.search("note", "scratch") == ["scratch/inner/note.md:1: note"]  # found once, not again through the link
+    assert scope.search("note", "scratch") == [
+        "scratch/inner/note.md:1: note"
+    ]  # found once, not again through the link
     assert (root / "scratch" / "inner" / "note.md").read_text() == "note\n"
 
 
@@ -130,7 +141,11 @@ def test_a_fifo_cannot_block_and_a_write_never_truncates_a_hard_link(ws: Workspa
     os.link(root / "submission" / "evaluate.py", root / "scratch" / "alias.py")
     protected = (root / "submission" / "evaluate.py").read_bytes()
     scope = ws.scope("helper")
-    for action in (lambda: scope.read("scratch/pipe"), lambda: scope.write("scratch/pipe", "x"), lambda: scope.search("x", "scratch/pipe")):
+    for action in (
+        lambda: scope.read("scratch/pipe"),
+        lambda: scope.write("scratch/pipe", "x"),
+        lambda: scope.search("x", "scratch/pipe"),
+    ):
         with pytest.raises(PermissionDenied, match="not a regular file"):
             action()
     with pytest.raises(PermissionDenied, match="2 hard links"):
@@ -175,7 +190,10 @@ def test_odd_and_huge_text_in_every_scope_operation_is_a_tool_error(ws: Workspac
                 message.encode()  # what goes back to the model is encodable
                 assert len(message) < 2000, (name, len(message))
                 if not encodable:
-                    assert any(word in message for word in ("surrogate", "NUL", "limit", "unknown log")), (name, message)
+                    assert any(word in message for word in ("surrogate", "NUL", "limit", "unknown log")), (
+                        name,
+                        message,
+                    )
                 continue
             assert encodable, f"{name} accepted {ascii(payload[:20])}, which UTF-8 cannot encode"
     (root / "logs" / "exp_log.md").read_bytes().decode()  # still valid UTF-8
@@ -184,7 +202,9 @@ def test_odd_and_huge_text_in_every_scope_operation_is_a_tool_error(ws: Workspac
     assert len(denied) > len(ODD_TEXT) * 5
     report = verify_run(root)
     assert report.clean, report.problems
-    check = subprocess.run([sys.executable, "-m", "aiscientist", "verify", str(root)], capture_output=True, text=True, timeout=120)
+    check = subprocess.run(
+        [sys.executable, "-m", "aiscientist", "verify", str(root)], capture_output=True, text=True, timeout=120
+    )
     assert check.returncode == 0, check.stdout + check.stderr
 
 
@@ -250,12 +270,19 @@ def test_a_baselines_toolbox_is_the_kernels_dispatch(ws: Workspace):
     def call(name: str, arguments: dict) -> str:
         return box.call(ToolCall(id="c", name=name, arguments=arguments))[0]
 
-    assert call("write_file", {"path": "scratch/\udc80", "content": "x"}).startswith("Error: bad arguments for write_file: path: a lone surrogate")
+    assert call("write_file", {"path": "scratch/\udc80", "content": "x"}).startswith(
+        "Error: bad arguments for write_file: path: a lone surrogate"
+    )
     assert call("read_file", {"path": "x" * 2_000_000}).startswith("Error: agent may not read")
     assert call("read_file", {"nope": 1}).startswith("Error: bad arguments for read_file:")
     assert call("submit", {}).startswith("Error: unknown tool 'submit'")  # linear has no submit
     box.tools["list_files"].handler = lambda args: 1 / 0
-    assert call("list_files", {"path": "scratch"}) == "Error: the tool list_files failed unexpectedly: ZeroDivisionError: division by zero"
+    assert (
+        call("list_files", {"path": "scratch"})
+        == "Error: the tool list_files failed unexpectedly: ZeroDivisionError: division by zero"
+    )
     crashed = [e for e in read_events(ws.paths.root) if e["kind"] == "tool.crashed"]
-    assert [(e["role"], e["payload"]["tool"], e["payload"]["traceback"][-1]) for e in crashed] == [("agent", "list_files", "ZeroDivisionError: division by zero")]
+    assert [(e["role"], e["payload"]["tool"], e["payload"]["traceback"][-1]) for e in crashed] == [
+        ("agent", "list_files", "ZeroDivisionError: division by zero")
+    ]
     assert verify_run(ws.paths.root).clean

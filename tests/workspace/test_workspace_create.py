@@ -33,7 +33,12 @@ def test_create_lays_out_the_run(tmp_path, task):
         assert (root / area).is_dir(), area
     assert not list(root.rglob(".keep"))
     assert (root / "state" / "permissions.yaml").is_file() and not (root / "permissions.yaml").exists()
-    log = subprocess.run(["git", f"--git-dir={root}/state/submission.git", "log", "--format=%s", "baseline"], capture_output=True, text=True, check=True).stdout.split()
+    log = subprocess.run(
+        ["git", f"--git-dir={root}/state/submission.git", "log", "--format=%s", "baseline"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert log == ["baseline"]
     assert not (root / "submission" / "heldout" / "seed.json").exists()
     assert json.loads((root / "task" / "task.json").read_text())["name"] == "tiny-quadratic"
@@ -72,7 +77,19 @@ def test_open_on_a_copied_folder_resumes_with_the_same_state(tmp_path, task):
     ws.scope("implementation").edit("submission/config.py", "LEARNING_RATE = 0.05", "LEARNING_RATE = 0.2")
     ws.engine.run_step("experimentation", "lr 0.2", tokens=120, cost=0.01)
     with open(ws.paths.logs / "llm_calls.jsonl", "a") as handle:  # as the model client writes it
-        handle.write(json.dumps({"role": "implementation", "prompt_tokens": 100, "completion_tokens": 20, "cost": 0.01, "outcome": "ok", "run_elapsed_s": 12.5}) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "role": "implementation",
+                    "prompt_tokens": 100,
+                    "completion_tokens": 20,
+                    "cost": 0.01,
+                    "outcome": "ok",
+                    "run_elapsed_s": 12.5,
+                }
+            )
+            + "\n"
+        )
     before = ws.state()
     steps_before = [s.model_dump() for s in ws.steps()]
     assert before.best_step == 2 and before.steps_done == 2
@@ -167,12 +184,14 @@ def test_the_map_stays_short_with_a_thousand_experiments(tmp_path, task):
         (folder / "stdout.txt").write_text("train mse=...\n")
         (folder / "diff.patch").write_text("")
         metric = round(rng.uniform(0.2, 0.9), 4) if step != 777 else 0.1234
-        record = real.model_copy(update={"step": step, "metric": metric, "hypothesis": f"hypothesis number {step}\nwith a second line"})
+        record = real.model_copy(
+            update={"step": step, "metric": metric, "hypothesis": f"hypothesis number {step}\nwith a second line"}
+        )
         (folder / "step.json").write_text(record.model_dump_json())
     text = ws.refresh_map()
     assert len(text) <= 6000 and len(re.findall(r"\w+|[^\w\s]", text)) <= 1500, len(text)
     assert "experiments/: 1000 steps" in text
-    assert 'latest: step_1000 · mse=' in text and "hypothesis number 1000" in text
+    assert "latest: step_1000 · mse=" in text and "hypothesis number 1000" in text
     assert 'best: step_0777 · mse=0.1234 · "hypothesis number 777"' in text
     assert "second line" not in text
     assert ws.state().best_step == 777

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.task import load_task
 from aiscientist.cli import verify as command
+from aiscientist.task import load_task
 from aiscientist.workspace import EventLog, Workspace, verify_run
 from aiscientist.workspace.eventlog import read_events
 
@@ -34,7 +34,9 @@ def _writer(root: str, proc: int) -> None:
     session = None
     for n in range(PER_PROC):
         if n % 5 == 0:  # every fifth append goes to a markdown log (itself one event)
-            _, session = log.append_text(f"proc{proc}", "logs/exp_log.md", f"proc {proc} note {n}\nsecond line {n}", session)
+            _, session = log.append_text(
+                f"proc{proc}", "logs/exp_log.md", f"proc {proc} note {n}\nsecond line {n}", session
+            )
         else:
             log.record(f"proc{proc}", "race", {"proc": proc, "n": n})
 
@@ -131,7 +133,9 @@ def reorder(path: Path, k: int) -> None:
     path.write_bytes(b"".join(lines))
 
 
-@pytest.mark.parametrize("mutation", [truncate, truncate_mid_line, edit_byte, delete, reorder], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "mutation", [truncate, truncate_mid_line, edit_byte, delete, reorder], ids=lambda f: f.__name__
+)
 @pytest.mark.parametrize("log", ["logs/events.jsonl", "logs/exp_log.md", "logs/impl_log.md"])
 def test_verify_names_the_first_damaged_line(logged_run, tmp_path, log, mutation):
     copy = tmp_path / "copy"
@@ -190,7 +194,9 @@ def test_verify_command_line(logged_run, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(logged_run, copy, symlinks=True)
     delete(copy / "logs" / "impl_log.md", 2)
-    done = subprocess.run([sys.executable, "-m", "aiscientist", "verify", str(copy)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "aiscientist", "verify", str(copy)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 1 and "logs/impl_log.md line 2" in done.stdout, done.stderr
 
 

@@ -21,10 +21,39 @@ TINY = Path(__file__).parents[1] / "fixtures" / "tiny" / "task.yaml"
 # role -> (folders/files it may read, files/folders it may write), for each permission set.
 ORACLE = {
     "file_bus": {
-        "implementation": (["task", "paper_analysis", "plan", "submission", "experiments", "scratch", "logs/exp_log.md", "logs/impl_log.md", "WORKSPACE.md"], ["submission/train.py", "submission/config.py"]),
+        "implementation": (
+            [
+                "task",
+                "paper_analysis",
+                "plan",
+                "submission",
+                "experiments",
+                "scratch",
+                "logs/exp_log.md",
+                "logs/impl_log.md",
+                "WORKSPACE.md",
+            ],
+            ["submission/train.py", "submission/config.py"],
+        ),
         "comprehension": (["task", "paper_analysis", "submission", "WORKSPACE.md"], ["paper_analysis"]),
-        "helper": (["task", "paper_analysis", "plan", "submission", "experiments", "scratch", "WORKSPACE.md"], ["scratch"]),
-        "orchestrator": (["task", "paper_analysis", "plan", "submission", "experiments", "scratch", "logs/exp_log.md", "logs/impl_log.md", "WORKSPACE.md"], []),
+        "helper": (
+            ["task", "paper_analysis", "plan", "submission", "experiments", "scratch", "WORKSPACE.md"],
+            ["scratch"],
+        ),
+        "orchestrator": (
+            [
+                "task",
+                "paper_analysis",
+                "plan",
+                "submission",
+                "experiments",
+                "scratch",
+                "logs/exp_log.md",
+                "logs/impl_log.md",
+                "WORKSPACE.md",
+            ],
+            [],
+        ),
         "agent": (["task", "submission", "scratch"], ["submission/train.py", "submission/config.py", "scratch"]),
     },
     "file_bus_off": {
@@ -33,12 +62,54 @@ ORACLE = {
         "prioritization": (["task", "plan"], ["plan"]),
     },
 }
-NEVER = [".pristine", "state", "logs/events.jsonl", "logs/llm_calls.jsonl", "submission/.git", "submission/heldout/seed.json", "submission/evaluate.py:w", "submission/data.py:w"]
+NEVER = [
+    ".pristine",
+    "state",
+    "logs/events.jsonl",
+    "logs/llm_calls.jsonl",
+    "submission/.git",
+    "submission/heldout/seed.json",
+    "submission/evaluate.py:w",
+    "submission/data.py:w",
+]
 
 SEGMENTS = [
-    "", ".", "..", "submission", "plan", "scratch", "task", "paper_analysis", "experiments", "logs", "state", ".pristine", ".git",
-    "files", "manifest.json", "events.jsonl", "exp_log.md", "train.py", "config.py", "evaluate.py", "data.py", "heldout", "seed.json",
-    "out_dir", "out_file", "hard_out", "hard_protected", "fifo", "to_pristine", "to_protected", "to_train", "to_state", "loop", "~", "etc", "passwd",
+    "",
+    ".",
+    "..",
+    "submission",
+    "plan",
+    "scratch",
+    "task",
+    "paper_analysis",
+    "experiments",
+    "logs",
+    "state",
+    ".pristine",
+    ".git",
+    "files",
+    "manifest.json",
+    "events.jsonl",
+    "exp_log.md",
+    "train.py",
+    "config.py",
+    "evaluate.py",
+    "data.py",
+    "heldout",
+    "seed.json",
+    "out_dir",
+    "out_file",
+    "hard_out",
+    "hard_protected",
+    "fifo",
+    "to_pristine",
+    "to_protected",
+    "to_train",
+    "to_state",
+    "loop",
+    "~",
+    "etc",
+    "passwd",
 ]
 
 
@@ -85,7 +156,21 @@ LEADS = st.sampled_from(["", "", "", "", "", "", "./", "/", "//"])
 structured = st.builds(
     lambda lead, area, rest: lead + "/".join([area, *rest]),
     LEADS,
-    st.sampled_from(["task", "paper_analysis", "plan", "submission", "experiments", "logs", "scratch", "state", ".pristine", "WORKSPACE.md", "."]),
+    st.sampled_from(
+        [
+            "task",
+            "paper_analysis",
+            "plan",
+            "submission",
+            "experiments",
+            "logs",
+            "scratch",
+            "state",
+            ".pristine",
+            "WORKSPACE.md",
+            ".",
+        ]
+    ),
     st.lists(NAMES, max_size=4),
 )
 wild = st.builds(lambda lead, parts: lead + "/".join(parts), LEADS, st.lists(NAMES, min_size=1, max_size=6))
@@ -93,7 +178,11 @@ paths = st.one_of(structured, structured, structured, wild)
 
 
 def allowed(root: Path, real: str, areas: list[str]) -> bool:
-    rel = Path(real).relative_to(os.path.realpath(root)).as_posix() if Path(real).is_relative_to(os.path.realpath(root)) else None
+    rel = (
+        Path(real).relative_to(os.path.realpath(root)).as_posix()
+        if Path(real).is_relative_to(os.path.realpath(root))
+        else None
+    )
     if rel is None:
         return False
     return any(rel == a or rel.startswith(a + "/") for a in areas)
@@ -124,20 +213,44 @@ def attempt(scope, op: str, path: str) -> bool:
     return True
 
 
-LINKS = ["out_dir", "out_file", "to_pristine", "to_protected", "to_state", "to_train", "loop", "hard_out", "hard_protected", "fifo"]
+LINKS = [
+    "out_dir",
+    "out_file",
+    "to_pristine",
+    "to_protected",
+    "to_state",
+    "to_train",
+    "loop",
+    "hard_out",
+    "hard_protected",
+    "fifo",
+]
 # Through one of the planted links, then on into what lies behind it.
 linked = st.builds(
     lambda lead, area, link, rest: lead + "/".join([area, link, *rest]),
     LEADS,
     st.sampled_from(["submission", "scratch", "plan", "paper_analysis"]),
     st.sampled_from(LINKS),
-    st.lists(st.one_of(st.sampled_from(["manifest.json", "files", "secret.txt", "evaluate.py", "workspace.json", "logs", ".", ".."]), NAMES), max_size=2),
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                ["manifest.json", "files", "secret.txt", "evaluate.py", "workspace.json", "logs", ".", ".."]
+            ),
+            NAMES,
+        ),
+        max_size=2,
+    ),
 )
 
 
 def near(areas: list[str]) -> st.SearchStrategy[str]:
     """Paths that start inside one of `areas`, then wander (links, dots, names)."""
-    return st.builds(lambda lead, area, rest: lead + "/".join([area, *rest]), LEADS, st.sampled_from(areas), st.lists(NAMES, max_size=3))
+    return st.builds(
+        lambda lead, area, rest: lead + "/".join([area, *rest]),
+        LEADS,
+        st.sampled_from(areas),
+        st.lists(NAMES, max_size=3),
+    )
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -153,10 +266,18 @@ def test_no_accepted_path_leaves_the_roles_area(planted, set_name, data):
     if not attempt(ws.scope(role), op, path):
         return
     real = os.path.realpath(root / path.lstrip("/")) if not path.startswith("/") else path
-    rel = Path(real).relative_to(os.path.realpath(root)).as_posix() if Path(real).is_relative_to(os.path.realpath(root)) else None
+    rel = (
+        Path(real).relative_to(os.path.realpath(root)).as_posix()
+        if Path(real).is_relative_to(os.path.realpath(root))
+        else None
+    )
     assert rel is not None, f"{role} {op} {path!r} resolved outside the run folder: {real}"
     if op == "list":
-        assert rel == "." or any(a.startswith(rel + "/") or allowed(root, real, [a]) for a in read_areas), (role, path, rel)
+        assert rel == "." or any(a.startswith(rel + "/") or allowed(root, real, [a]) for a in read_areas), (
+            role,
+            path,
+            rel,
+        )
         assert not never(rel, write=False) or rel == ".", (role, path, rel)
     else:
         areas = write_areas if op == "write" else read_areas
@@ -170,7 +291,10 @@ def test_listings_and_searches_show_only_readable_paths(planted, path):
     ws = planted["file_bus"]
     scope = ws.scope("comprehension")
     read_areas = ORACLE["file_bus"]["comprehension"][0]
-    for action in (lambda: scope.list(path), lambda: [hit.split(":", 1)[0] for hit in scope.search("secret|import|seed", path)]):
+    for action in (
+        lambda: scope.list(path),
+        lambda: [hit.split(":", 1)[0] for hit in scope.search("secret|import|seed", path)],
+    ):
         try:
             shown = action()
         except ToolError:
@@ -194,15 +318,27 @@ def test_refusals_are_specific_recorded_and_not_crashes(planted):
         ("read", ".pristine/manifest.json"): "pristine copies of protected files are off limits",
         ("read", "submission/out_file"): "it leads outside the workspace (symlink)",
         ("read", "plan/to_pristine/manifest.json"): "it leads to .pristine/manifest.json: pristine copies",
-        ("write", "scratch/to_protected"): "implementation may not write scratch/to_protected: outside the files this role may write",
+        (
+            "write",
+            "scratch/to_protected",
+        ): "implementation may not write scratch/to_protected: outside the files this role may write",
         ("write", "submission/to_protected"): "outside the files this role may write",
         ("read", "submission/heldout/seed.json"): "hidden test asset",
         ("write", "logs/exp_log.md"): "logs are append-only (use append_log)",
-        ("write", "plan/prioritized_tasks.md"): "outside the files this role may write (submission/train.py, submission/config.py)",
+        (
+            "write",
+            "plan/prioritized_tasks.md",
+        ): "outside the files this role may write (submission/train.py, submission/config.py)",
         ("read", "state/workspace.json"): "outside the areas this role may read",
         ("write", "scratch/" + "n" * 300): "longer than 255 bytes",
-        ("read", "scratch/hard_out"): "implementation may not read scratch/hard_out: the file has 3 hard links (it may alias another file)",
-        ("read", "submission/hard_protected"): "implementation may not read submission/hard_protected: the file has 2 hard links",
+        (
+            "read",
+            "scratch/hard_out",
+        ): "implementation may not read scratch/hard_out: the file has 3 hard links (it may alias another file)",
+        (
+            "read",
+            "submission/hard_protected",
+        ): "implementation may not read submission/hard_protected: the file has 2 hard links",
     }
     before = sum(1 for e in read_events(ws.paths.root) if e["kind"] == "access.denied")
     for (op, path), message in cases.items():
@@ -211,7 +347,9 @@ def test_refusals_are_specific_recorded_and_not_crashes(planted):
         assert message in str(info.value), (op, path, str(info.value))
     denied = [e for e in read_events(ws.paths.root) if e["kind"] == "access.denied"]
     assert len(denied) - before == len(cases)
-    assert [(e["role"], e["payload"]["op"], e["payload"]["path"]) for e in denied[-len(cases):]] == [("implementation", op, path[:200]) for op, path in cases]
+    assert [(e["role"], e["payload"]["op"], e["payload"]["path"]) for e in denied[-len(cases) :]] == [
+        ("implementation", op, path[:200]) for op, path in cases
+    ]
     with pytest.raises(PermissionDenied, match="may not append to exp_log: this role may not append"):
         impl.append("exp_log", "x")
     with pytest.raises(PermissionDenied, match="exceeds the 1000000-byte write limit"):
@@ -234,7 +372,10 @@ def test_an_editable_name_that_is_a_link_to_a_protected_file_is_refused(planted)
     config.unlink()
     config.symlink_to("evaluate.py")
     try:
-        with pytest.raises(PermissionDenied, match="may not write submission/config.py: it leads to submission/evaluate.py: protected file"):
+        with pytest.raises(
+            PermissionDenied,
+            match="may not write submission/config.py: it leads to submission/evaluate.py: protected file",
+        ):
             ws.scope("implementation").write("submission/config.py", "pwned")
     finally:
         config.unlink()

@@ -34,7 +34,10 @@ def test_experiment_overwriting_a_protected_file_and_a_log(ws):
     original = (ws.paths.submission / "data.py").read_text()
     ws.scope("experimentation").append("exp_log", "step 1: trying a larger learning rate")
     log_before = (ws.paths.logs / "exp_log.md").read_text()
-    plant(ws, 'open("data.py", "w").write("def make_split(name):\\n    return [(0.0, 0.0)]\\n")\nopen("../logs/exp_log.md", "w").write("all targets beaten\\n")')
+    plant(
+        ws,
+        'open("data.py", "w").write("def make_split(name):\\n    return [(0.0, 0.0)]\\n")\nopen("../logs/exp_log.md", "w").write("all targets beaten\\n")',
+    )
     with ws.watch(flush_s=0.1):
         ws.set_active("experimentation")
         record = ws.engine.run_step("experimentation", "larger learning rate")
@@ -59,7 +62,10 @@ def test_experiment_overwriting_a_protected_file_and_a_log(ws):
 
 
 def test_a_protected_file_edited_and_put_back_during_a_step_invalidates_it(ws):
-    plant(ws, 'import pathlib, time\np = pathlib.Path("evaluate.py")\nkeep = p.read_text()\np.write_text(keep + "# fake scores\\n")\ntime.sleep(1.0)\np.write_text(keep)')
+    plant(
+        ws,
+        'import pathlib, time\np = pathlib.Path("evaluate.py")\nkeep = p.read_text()\np.write_text(keep + "# fake scores\\n")\ntime.sleep(1.0)\np.write_text(keep)',
+    )
     with ws.watch(flush_s=0.1):
         record = ws.engine.run_step("experimentation", "sneaky")
     assert record.valid  # the engine alone, checking after the run, sees nothing
@@ -90,7 +96,9 @@ def test_events_appended_outside_the_api_are_cut_back(ws):
         while not any(e["kind"] == "log.tampered" for e in kinds(ws)) and time.monotonic() < deadline:
             time.sleep(0.05)
     flagged = [e for e in kinds(ws) if e["kind"] == "log.tampered"]
-    assert flagged and flagged[0]["payload"]["file"] == "logs/events.jsonl" and flagged[0]["payload"]["restored"] is True
+    assert (
+        flagged and flagged[0]["payload"]["file"] == "logs/events.jsonl" and flagged[0]["payload"]["restored"] is True
+    )
     assert not any(e.get("kind") == "forged" for e in kinds(ws))
     assert verify_run(ws.paths.root).clean
 
@@ -153,7 +161,15 @@ def test_the_observer_runs_in_a_process_of_its_own_and_stops_with_the_watch(ws):
         ws.set_active("helper")
         (ws.paths.root / "scratch.txt").write_text("note\n")  # the top level is watched too
         deadline = time.monotonic() + 5
-        while not (seen := [c for e in kinds(ws) if e["kind"] == "files.changed" for c in e["payload"]["changes"] if c["path"] == "scratch.txt"]):
+        while not (
+            seen := [
+                c
+                for e in kinds(ws)
+                if e["kind"] == "files.changed"
+                for c in e["payload"]["changes"]
+                if c["path"] == "scratch.txt"
+            ]
+        ):
             assert time.monotonic() < deadline, "the change never arrived"
             time.sleep(0.05)
             watcher.flush()  # takes what the observer has seen so far

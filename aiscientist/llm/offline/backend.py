@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 from aiscientist.llm.facts import read_facts
 from aiscientist.llm.messages import request_hash
@@ -75,7 +76,9 @@ class PolicyContext:
                     args = json.loads(fn.get("arguments") or "{}")
                 except json.JSONDecodeError:
                     args = {}
-                out.append(Exchange(fn.get("name", ""), args if isinstance(args, dict) else {}, results.get(call.get("id"))))
+                out.append(
+                    Exchange(fn.get("name", ""), args if isinstance(args, dict) else {}, results.get(call.get("id")))
+                )
         return out
 
     def calls_to(self, name: str) -> list[Exchange]:
@@ -115,7 +118,10 @@ class OfflineBackend:
         reply = POLICIES.get(context.role, POLICIES["solo"])(context)
         content = reply.content if BANNER in reply.content else f"{BANNER} {reply.content}".strip()
         stem = request_hash("offline", messages, tools)[:12]
-        calls = [RawToolCall(id=f"call_{stem}_{i}", name=name, arguments=json.dumps(args, sort_keys=True)) for i, (name, args) in enumerate(reply.calls)]
+        calls = [
+            RawToolCall(id=f"call_{stem}_{i}", name=name, arguments=json.dumps(args, sort_keys=True))
+            for i, (name, args) in enumerate(reply.calls)
+        ]
         return Reply(content=content, tool_calls=calls, cost=0.0)
 
 

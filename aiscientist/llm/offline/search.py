@@ -48,7 +48,10 @@ class Edit:
 
     def marker(self) -> str:
         """Short enough to survive a clipped hypothesis (no line texts)."""
-        return MARK + json.dumps({"path": self.path, "name": self.name, "line": self.line, "before": self.before, "after": self.after}, sort_keys=True)
+        return MARK + json.dumps(
+            {"path": self.path, "name": self.name, "line": self.line, "before": self.before, "after": self.after},
+            sort_keys=True,
+        )
 
     def args(self) -> dict[str, str]:
         return {"path": self.path, "old": self.old, "new": self.new}
@@ -150,7 +153,15 @@ def undo(contents: dict[str, str], edit: Edit) -> Edit | None:
         if (cand.name, cand.line, cand.value) == (edit.name, edit.line, edit.after):
             line = contents[edit.path].splitlines()[cand.line - 1]
             if contents[edit.path].count(line) == 1:
-                return Edit(edit.path, edit.name, edit.line, edit.after, edit.before, line, line[: cand.start] + edit.before + line[cand.end :])
+                return Edit(
+                    edit.path,
+                    edit.name,
+                    edit.line,
+                    edit.after,
+                    edit.before,
+                    line,
+                    line[: cand.start] + edit.before + line[cand.end :],
+                )
     return None
 
 

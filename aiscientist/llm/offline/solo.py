@@ -37,12 +37,17 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
         return ctx.finish(f"{BANNER} No {', '.join(sorted(missing))} tool offered; nothing to do.")
     limit = int(ctx.facts.get("steps_budget") or ctx.max_steps)
     if len(runs) >= limit or (runs and runs[-1].failed and "budget" in (runs[-1].result or "")):
-        return ctx.finish(f"{BANNER} The step budget is spent ({len(runs)} experiments); the best validated step is kept.")
+        return ctx.finish(
+            f"{BANNER} The step budget is spent ({len(runs)} experiments); the best validated step is kept."
+        )
     files = editable(ctx)
     if not files:  # a paper task: this policy cannot write a reproduction, only run what is there
         if runs:
             return ctx.finish(f"{BANNER} Nothing more the offline policy can do without editable files.")
-        return PolicyReply("Running the task's commands on the submission as it is.", [("run_experiment", {"hypothesis": "run the submission unchanged"})])
+        return PolicyReply(
+            "Running the task's commands on the submission as it is.",
+            [("run_experiment", {"hypothesis": "run the submission unchanged"})],
+        )
     contents = replay(ctx)
     unread = [f for f in files if f not in contents]
     if unread:
@@ -53,7 +58,10 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
         edit = search.identify(before, *_written(last, before)) if _written(last, before) else None
         hypothesis = f"{edit.marker() if edit else 'an offline change'} {BANNER} {edit.what if edit else ''} (a blind change of one literal)"
         return PolicyReply("Measuring the change.", [("run_experiment", {"hypothesis": hypothesis})])
-    done = tries(ctx, [(search.parse_marker(str(r.arguments.get("hypothesis", ""))), search.outcome(r.result or "")) for r in runs])
+    done = tries(
+        ctx,
+        [(search.parse_marker(str(r.arguments.get("hypothesis", ""))), search.outcome(r.result or "")) for r in runs],
+    )
     back = search.revert_last(contents, done) if revert else None
     calls: list[Call] = [("edit_file", back.args())] if back else []
     edit = search.next_change(contents, done, ctx.rng("change", len(runs)))
@@ -61,7 +69,9 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
         return ctx.finish(f"{BANNER} No untried change is left after {len(runs)} experiments.", *calls)
     if bash:
         text = contents[edit.path].replace(edit.old, edit.new, 1)
-        command = f"cat > {edit.path.removeprefix('submission/')} <<'{HEREDOC}'\n{text.removesuffix(chr(10))}\n{HEREDOC}"
+        command = (
+            f"cat > {edit.path.removeprefix('submission/')} <<'{HEREDOC}'\n{text.removesuffix(chr(10))}\n{HEREDOC}"
+        )
         return PolicyReply(f"Step {len(runs) + 1}: {edit.what}.", [("bash", {"command": command})])
     return PolicyReply(f"Step {len(runs) + 1}: {edit.what}.", [*calls, ("edit_file", edit.args())])
 
@@ -79,17 +89,26 @@ def replay(ctx: PolicyContext, history: list[Exchange] | None = None) -> dict[st
         match = _heredoc(e)
         if e.failed:
             continue
-        if e.name in ("read_file", "read_file_chunk") and int(e.arguments.get("start_line", e.arguments.get("start", 1)) or 1) == 1:
+        if (
+            e.name in ("read_file", "read_file_chunk")
+            and int(e.arguments.get("start_line", e.arguments.get("start", 1)) or 1) == 1
+        ):
             contents[e.path] = search.strip_line_numbers(e.result or "")
         elif e.name == "edit_file" and e.path in contents:
-            contents[e.path] = contents[e.path].replace(str(e.arguments.get("old", "")), str(e.arguments.get("new", "")), 1)
+            contents[e.path] = contents[e.path].replace(
+                str(e.arguments.get("old", "")), str(e.arguments.get("new", "")), 1
+            )
         elif match and f"submission/{match[0]}" in contents:
             contents[f"submission/{match[0]}"] = match[1] + "\n"
     return contents
 
 
 def _heredoc(e: Exchange) -> tuple[str, str] | None:
-    match = re.match(rf"cat > (\S+) <<'{HEREDOC}'\n(.*)\n{HEREDOC}$", str(e.arguments.get("command", "")), re.S) if e.name == "bash" else None
+    match = (
+        re.match(rf"cat > (\S+) <<'{HEREDOC}'\n(.*)\n{HEREDOC}$", str(e.arguments.get("command", "")), re.S)
+        if e.name == "bash"
+        else None
+    )
     return (match.group(1), match.group(2)) if match else None
 
 
@@ -126,8 +145,11 @@ def ai_scientist(ctx: PolicyContext) -> PolicyReply:
     if not ctx.tools:
         start, files = int(ctx.facts.get("tried", 0)), ", ".join(editable(ctx))
         ideas = [
-            {"name": f"knob_{n}", "title": f"tune literal #{n} of the editable code",
-             "experiment": f"Scale literal #{n} of {files} up or down; keep the better value."}
+            {
+                "name": f"knob_{n}",
+                "title": f"tune literal #{n} of the editable code",
+                "experiment": f"Scale literal #{n} of {files} up or down; keep the better value.",
+            }
             for n in range(start, start + int(ctx.facts.get("want", 3)))
         ]
         return PolicyReply("Ideas (blind tuning of literals):\n```json\n" + json.dumps(ideas, indent=1) + "\n```")

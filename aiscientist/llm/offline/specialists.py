@@ -16,8 +16,8 @@ import json
 import re
 from typing import Any
 
-from aiscientist.llm import candidates
 import aiscientist.llm.offline.search as search
+from aiscientist.llm import candidates
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.llm.offline.solo import Call, editable, read_call, replay, tries
 
@@ -49,12 +49,17 @@ def reader(ctx: PolicyContext) -> PolicyReply:
     searched = {e.path for e in ctx.calls_to("search_files")}
     todo = [f for f in ctx.facts.get("files") or [] if f not in searched]
     if todo:
-        return PolicyReply(f"{BANNER} Skimming {len(todo)} file(s).", [("search_files", {"pattern": _pattern(axis, f), "path": f}) for f in todo])
+        return PolicyReply(
+            f"{BANNER} Skimming {len(todo)} file(s).",
+            [("search_files", {"pattern": _pattern(axis, f), "path": f}) for f in todo],
+        )
     notes = [f"{BANNER} notes on the {axis} axis (extracted mechanically, not interpreted):"]
     for e in ctx.calls_to("search_files"):
         if not e.failed:
             found = [line.split(":", 2) for line in (e.result or "").splitlines() if line.count(":") >= 2]
-            notes.append(f"- {e.path}: " + _digest([(n, text) for _, n, text in found], _pattern(axis, e.path) == EVAL_LINES))
+            notes.append(
+                f"- {e.path}: " + _digest([(n, text) for _, n, text in found], _pattern(axis, e.path) == EVAL_LINES)
+            )
     return ctx.finish("\n".join(notes))
 
 
@@ -67,8 +72,15 @@ def _digest(found: list[tuple[str, str]], evaluation: bool) -> str:
     doc = next((t.strip('"# ') for _, t in found if t.startswith(('"""', "#"))), "")
     defs = [m for _, t in found for m in re.findall(r"^(?:def|class) (\w+)", t)]
     knobs = [] if evaluation else [f"{c.name}={c.value}" for _, t in found for c in candidates.find_candidates(t)]
-    metric_lines = [f"line {n}: {t[:100]}" for n, t in found if evaluation and not t.startswith(("def ", "class ", '"""', "#"))]
-    parts = [doc[:160], "defines " + ", ".join(defs[:10]) if defs else "", "knobs: " + ", ".join(dict.fromkeys(knobs)) if knobs else "", "; ".join(metric_lines[:5])]
+    metric_lines = [
+        f"line {n}: {t[:100]}" for n, t in found if evaluation and not t.startswith(("def ", "class ", '"""', "#"))
+    ]
+    parts = [
+        doc[:160],
+        "defines " + ", ".join(defs[:10]) if defs else "",
+        "knobs: " + ", ".join(dict.fromkeys(knobs)) if knobs else "",
+        "; ".join(metric_lines[:5]),
+    ]
     return " | ".join(p for p in parts if p)
 
 
@@ -84,7 +96,9 @@ def comprehension(ctx: PolicyContext) -> PolicyReply:
         "Method structure": "see paper_analysis/notes_method.md",
         "Evaluation protocol": "see paper_analysis/notes_evaluation.md",
         "Ambiguities": "- No target value is given: any validated improvement over the baseline counts.",
-        "Implementation details": "Editable files: " + ", ".join(f.get("editable") or ["(none)"]) + "; code notes: paper_analysis/notes_code.md",
+        "Implementation details": "Editable files: "
+        + ", ".join(f.get("editable") or ["(none)"])
+        + "; code notes: paper_analysis/notes_code.md",
     }
     text = f"# Paper / task analysis\n_{BANNER}_\n\n" + "\n\n".join(f"## {k}\n{v}" for k, v in sections.items()) + "\n"
     return ctx.finish(done, ("write_file", {"path": SUMMARY, "content": text}))
@@ -98,11 +112,19 @@ def prioritization(ctx: PolicyContext) -> PolicyReply:
     if reading:
         return reading
     changes = search.options_of(replay(ctx))
-    lines = [f"# Prioritized tasks\n_{BANNER}: one-step changes of literals found mechanically, each up and down; gains unknown._\n"]
+    lines = [
+        f"# Prioritized tasks\n_{BANNER}: one-step changes of literals found mechanically, each up and down; gains unknown._\n"
+    ]
     for rank, edit in enumerate(changes):
-        lines += [f"## P{min(3, rank * 4 // len(changes))}. #{rank + 1}: {edit.what}", f"- change: {json.dumps(edit.args())}", ""]
+        lines += [
+            f"## P{min(3, rank * 4 // len(changes))}. #{rank + 1}: {edit.what}",
+            f"- change: {json.dumps(edit.args())}",
+            "",
+        ]
     if not changes:
-        lines.append("No candidate change found (with File-as-Bus off this role cannot read the code; implementation chooses).")
+        lines.append(
+            "No candidate change found (with File-as-Bus off this role cannot read the code; implementation chooses)."
+        )
     text = "\n".join(lines)
     return ctx.finish(_plan_summary(text), ("write_file", {"path": PLAN, "content": text}))
 
@@ -116,13 +138,24 @@ def implementation(ctx: PolicyContext) -> PolicyReply:
     edits = ctx.calls_to("edit_file")
     if edits:
         failed = [e for e in edits if e.failed]
-        return ctx.finish(f"{BANNER} The edit failed: {(failed[-1].result or '')[:300]}" if failed else f"{BANNER} Applied the change.")
+        return ctx.finish(
+            f"{BANNER} The edit failed: {(failed[-1].result or '')[:300]}"
+            if failed
+            else f"{BANNER} Applied the change."
+        )
     bus = ctx.facts.get("bus", True)
     reading = _read_first(ctx, editable(ctx), "Reading the code and the experiment log.")
     if reading:  # from the log only each step's change and outcome lines
-        return PolicyReply(reading.content, reading.calls + ([("search_files", {"pattern": LOG_LINES, "path": EXP_LOG})] if bus else []))
+        return PolicyReply(
+            reading.content,
+            reading.calls + ([("search_files", {"pattern": LOG_LINES, "path": EXP_LOG})] if bus else []),
+        )
     found = [e.result or "" for e in ctx.calls_to("search_files") if not e.failed]
-    logs = "\n".join(line.split(": ", 1)[-1] for text in found for line in text.splitlines()) if bus else str(args(ctx).get("context", ""))
+    logs = (
+        "\n".join(line.split(": ", 1)[-1] for text in found for line in text.splitlines())
+        if bus
+        else str(args(ctx).get("context", ""))
+    )
     done = tries(ctx, search.log_runs(logs))
     contents = replay(ctx)
     back = search.revert_last(contents, done)
@@ -140,7 +173,10 @@ def experimentation(ctx: PolicyContext) -> PolicyReply:
     if runs:  # the finish of the first turn was refused: the run failed
         return ctx.finish(f"{BANNER} No experiment ran: {(runs[-1].result or '')[:300]}")
     hypothesis = str(args(ctx).get("hypothesis") or "measure the current code")
-    return ctx.finish(f"{BANNER} Ran the experiment; its outcome is the latest entry of {EXP_LOG}.", ("run_experiment", {"hypothesis": hypothesis}))
+    return ctx.finish(
+        f"{BANNER} Ran the experiment; its outcome is the latest entry of {EXP_LOG}.",
+        ("run_experiment", {"hypothesis": hypothesis}),
+    )
 
 
 def helper(ctx: PolicyContext) -> PolicyReply:
@@ -148,7 +184,10 @@ def helper(ctx: PolicyContext) -> PolicyReply:
         return ctx.finish(f"{BANNER} Wrote the job's notes under scratch/.")
     job = str(args(ctx).get("job") or "job")
     slug = re.sub(r"[^a-z0-9]+", "-", job.lower()).strip("-")[:40] or "job"
-    return PolicyReply(f"{BANNER} Noting the job.", [("write_file", {"path": f"scratch/{slug}.md", "content": f"{BANNER}\nJob: {job}\n"})])
+    return PolicyReply(
+        f"{BANNER} Noting the job.",
+        [("write_file", {"path": f"scratch/{slug}.md", "content": f"{BANNER}\nJob: {job}\n"})],
+    )
 
 
 def orchestrator(ctx: PolicyContext) -> PolicyReply:

@@ -18,7 +18,15 @@ TASK = ROOT / "tests/fixtures/tiny/task.yaml"
 
 
 def run_agent(out: Path, agent: str, steps: int = 2, **options: str) -> tuple[Path, dict]:
-    config = GridConfig(agents=[agent], tasks=[TASK], rounds=1, steps=steps, model="offline", options={agent: options} if options else {}, embedder="minilm")
+    config = GridConfig(
+        agents=[agent],
+        tasks=[TASK],
+        rounds=1,
+        steps=steps,
+        model="offline",
+        options={agent: options} if options else {},
+        embedder="minilm",
+    )
     spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
     execute_run(spec, config, out)
     folder = spec.folder(out)
@@ -76,7 +84,8 @@ def test_pool_shape_and_worker_pinning():
     import subprocess
     from concurrent.futures import ProcessPoolExecutor
 
-    from bench.grid.executors import pin_worker as _pin_worker, pool_shape
+    from bench.grid.executors import pin_worker as _pin_worker
+    from bench.grid.executors import pool_shape
 
     cpus = sorted(os.sched_getaffinity(0))
     workers, slots = pool_shape(n_runs=50, workers=None, cores_per_run=1)
@@ -87,7 +96,9 @@ def test_pool_shape_and_worker_pinning():
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     queue.put([cpus[-1]])
-    probe = functools.partial(subprocess.check_output, ["bash", "-c", "nproc; echo $OMP_NUM_THREADS $MKL_NUM_THREADS"], text=True)
+    probe = functools.partial(
+        subprocess.check_output, ["bash", "-c", "nproc; echo $OMP_NUM_THREADS $MKL_NUM_THREADS"], text=True
+    )
     with ProcessPoolExecutor(1, mp_context=context, initializer=_pin_worker, initargs=(queue,)) as pool:
         assert pool.submit(probe).result(timeout=120).split() == ["1", "1", "1"]  # experiments inherit the pinning
 

@@ -21,7 +21,27 @@ TASK = ROOT / "tests/fixtures/bench/tiny-r2/task.yaml"
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fmlgrid") / "results"
-    command = [sys.executable, "-m", "aiscientist", "bench", "run", "--agents", "hpsearch", "--tasks", str(TASK), "--rounds", "2", "--steps", "3", "--out", str(out), "--workers", "1", "--no-progress", "--no-report"]
+    command = [
+        sys.executable,
+        "-m",
+        "aiscientist",
+        "bench",
+        "run",
+        "--agents",
+        "hpsearch",
+        "--tasks",
+        str(TASK),
+        "--rounds",
+        "2",
+        "--steps",
+        "3",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--no-progress",
+        "--no-report",
+    ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return out
@@ -34,7 +54,9 @@ def same(a: object, b: object) -> bool:
 
 
 @pytest.mark.slow
-def test_export_then_score_reproduces_our_rows(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_then_score_reproduces_our_rows(
+    results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ours = fml_rows(results)["hpsearch"]["tiny-r2"]
     out = tmp_path / "fml"
     assert main(["bench", "export", str(results), str(out)]) == 0
@@ -56,11 +78,15 @@ def test_export_then_score_reproduces_our_rows(results: Path, tmp_path: Path, ca
             best = max(best, step["primary_metric"])
         curve.append(best - baseline)
     assert scored["AUC-over-steps"] == pytest.approx(sum(curve) / 3)
-    assert scored["Valid step ratio"] == pytest.approx(sum(s["val_result"]["success"] for s in summary["val_steps"]) / 3)
+    assert scored["Valid step ratio"] == pytest.approx(
+        sum(s["val_result"]["success"] for s in summary["val_steps"]) / 3
+    )
     assert scored["embedder"] == ours["embedder"] and scored["Exploration Spread"] is not None
     assert main(["bench", "export", str(results), str(out)]) == 2  # refuses to write into a non-empty folder
     # the bench report carries the same table beside its own
     assert main(["bench", "report", str(results), "--out", str(tmp_path / "report")]) == 0
     reported = json.loads((tmp_path / "report" / "fml_bench.json").read_text())["hpsearch"]["tiny-r2"]
-    assert reported == json.loads(json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v for k, v in ours.items()}))
+    assert reported == json.loads(
+        json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v for k, v in ours.items()})
+    )
     assert "Normalized Improvement" in (tmp_path / "report" / "fml_bench.md").read_text()

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aiscientist.task import load_task
+from aiscientist.util.humanize import num
 from bench.scoring.contribution_judge import offline_label
 from bench.scoring.embed import code_text, get_embedder
-from aiscientist.util.humanize import num
-from aiscientist.task import load_task
 
 ROOT = Path(__file__).resolve().parents[3]
 TASKS = [ROOT / "tests/fixtures/tiny/task.yaml", ROOT / "tests/fixtures/bench/tiny-r2/task.yaml"]
@@ -28,7 +28,30 @@ STEPS = 3
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("grid") / "results"
-    command = [sys.executable, "-m", "aiscientist", "bench", "run", "--agents", ",".join(AGENTS), "--tasks", ",".join(map(str, TASKS)), "--rounds", "1", "--steps", str(STEPS), "--model", "offline", "--out", str(out), "--workers", "2", "--no-progress", "--option", "aide.target_file=config.py"]
+    command = [
+        sys.executable,
+        "-m",
+        "aiscientist",
+        "bench",
+        "run",
+        "--agents",
+        ",".join(AGENTS),
+        "--tasks",
+        ",".join(map(str, TASKS)),
+        "--rounds",
+        "1",
+        "--steps",
+        str(STEPS),
+        "--model",
+        "offline",
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--no-progress",
+        "--option",
+        "aide.target_file=config.py",
+    ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return out
@@ -44,7 +67,11 @@ def hand_metrics(out: Path) -> dict[tuple[str, str], dict]:
         for agent in AGENTS:
             ws = out / "runs" / name / agent / "round_1" / "ws"
             steps = [json.loads(p.read_text()) for p in sorted(ws.glob("experiments/step_*/step.json"))]
-            good = [s for s in steps if s["success"] and s["valid"] and not s["constraint_violated"] and s["metric"] is not None]
+            good = [
+                s
+                for s in steps
+                if s["success"] and s["valid"] and not s["constraint_violated"] and s["metric"] is not None
+            ]
             curve, best = [], None
             for s in steps:
                 if s in good and (best is None or sign * (s["metric"] - best) > 0):
@@ -56,7 +83,11 @@ def hand_metrics(out: Path) -> dict[tuple[str, str], dict]:
             vectors = [embedder.embed(code_text(task, ws / s["code_path"])) for s in good]
             centroid = np.mean(vectors, axis=0)
             labels = [offline_label((ws / s["diff_path"]).read_text())[0] for s in good]
-            calls = [json.loads(line) for line in (ws / "logs/llm_calls.jsonl").read_text().splitlines()] if (ws / "logs/llm_calls.jsonl").is_file() else []
+            calls = (
+                [json.loads(line) for line in (ws / "logs/llm_calls.jsonl").read_text().splitlines()]
+                if (ws / "logs/llm_calls.jsonl").is_file()
+                else []
+            )
             tokens = sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls if c["outcome"] == "ok")
             raw[(name, agent)] = {
                 "sign": sign,
@@ -87,8 +118,12 @@ def hand_metrics(out: Path) -> dict[tuple[str, str], dict]:
         for cell in cells.values():
             norm = lambda v, s, b: 0.0 if v is None or s == 0 else max(0.0, sign * (v - b) / s)  # noqa: E731
             cell["normalised"] = norm(cell["score"], score_span, test_baseline)
-            cell["auc"] = sum(norm(v, curve_span, baseline) for v in cell["curve"]) / (len(cell["curve"]) if fixed is not None else STEPS)
-            cell["steps_to_target"] = next((i for i, v in enumerate(cell["curve"], 1) if v is not None and sign * (v - target) >= 0), None)
+            cell["auc"] = sum(norm(v, curve_span, baseline) for v in cell["curve"]) / (
+                len(cell["curve"]) if fixed is not None else STEPS
+            )
+            cell["steps_to_target"] = next(
+                (i for i, v in enumerate(cell["curve"], 1) if v is not None and sign * (v - target) >= 0), None
+            )
     return raw
 
 
@@ -100,12 +135,29 @@ def test_grid_tables_and_metrics_match_hand_computation(grid: Path):
     assert set(rows) == set(expected)
     for key, want in expected.items():
         row = rows[key]
-        for field in ("best_val", "score", "normalised", "auc", "success_rate", "completion_rate", "diversity", "academic_rate", "tokens", "tokens_per_step", "steps_to_target"):
+        for field in (
+            "best_val",
+            "score",
+            "normalised",
+            "auc",
+            "success_rate",
+            "completion_rate",
+            "diversity",
+            "academic_rate",
+            "tokens",
+            "tokens_per_step",
+            "steps_to_target",
+        ):
             value = want[field]
             if value is None:
                 assert row[field] == "", (key, field, row[field])
             else:
-                assert math.isclose(float(row[field]), value, rel_tol=1e-6, abs_tol=1e-9), (key, field, row[field], value)
+                assert math.isclose(float(row[field]), value, rel_tol=1e-6, abs_tol=1e-9), (
+                    key,
+                    field,
+                    row[field],
+                    value,
+                )
         assert row["embedder"] == get_embedder().name
     # at least one agent improved on each task, so the normalised numbers are not all zero
     assert all(any(expected[(t, a)]["normalised"] > 0 for a in AGENTS) for t in ("tiny-quadratic", "tiny-r2"))
@@ -146,7 +198,13 @@ def test_grid_plots_are_valid_pngs_and_page_is_self_contained(grid: Path):
 
 def test_report_is_regenerated_from_results_alone(grid: Path, tmp_path: Path):
     again = tmp_path / "again"
-    done = subprocess.run([sys.executable, "-m", "aiscientist", "bench", "report", str(grid), "--out", str(again)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "aiscientist", "bench", "report", str(grid), "--out", str(again)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     for name in ("utility.csv", "agents.csv", "per_task.csv", "utility.md"):
         assert (again / name).read_text() == (grid / "report" / name).read_text()

@@ -16,19 +16,24 @@ def test_extract_code_takes_plan_and_longest_block():
     assert extract_code("no code here") == ("no code here", None)
 
 
-def node(i: int, parent: int | None, buggy: bool, metric: float | None = None, depth: int = 0, stage: str = "draft") -> Node:
+def node(
+    i: int, parent: int | None, buggy: bool, metric: float | None = None, depth: int = 0, stage: str = "draft"
+) -> Node:
     return Node(id=i, parent=parent, stage=stage, plan="p", code="c", buggy=buggy, metric=metric, debug_depth=depth)
 
 
 def test_journal_best_and_debuggable_leaves():
-    journal = Journal(target="train.py", nodes=[
-        node(0, None, False, 0.5),
-        node(1, None, True),  # buggy leaf
-        node(2, None, True),  # buggy, but it has a child: not a leaf
-        node(3, 2, True, depth=1, stage="debug"),
-        node(4, None, True, depth=MAX_DEBUG_DEPTH, stage="debug"),  # too deep
-        node(5, 0, False, 0.3, stage="improve"),
-    ])
+    journal = Journal(
+        target="train.py",
+        nodes=[
+            node(0, None, False, 0.5),
+            node(1, None, True),  # buggy leaf
+            node(2, None, True),  # buggy, but it has a child: not a leaf
+            node(3, 2, True, depth=1, stage="debug"),
+            node(4, None, True, depth=MAX_DEBUG_DEPTH, stage="debug"),  # too deep
+            node(5, 0, False, 0.3, stage="improve"),
+        ],
+    )
     assert journal.best("max").id == 0 and journal.best("min").id == 5
     assert [n.id for n in journal.debuggable()] == [1, 3]
 
@@ -41,7 +46,10 @@ def test_parse_ideas_accepts_a_json_block_and_rejects_junk():
 
 
 def test_cli_options():
-    assert parse_options(["external.command=my agent --x=1", "aide.target_file=a.py"]) == {"external": {"command": "my agent --x=1"}, "aide": {"target_file": "a.py"}}
+    assert parse_options(["external.command=my agent --x=1", "aide.target_file=a.py"]) == {
+        "external": {"command": "my agent --x=1"},
+        "aide": {"target_file": "a.py"},
+    }
     with pytest.raises(ValueError, match="AGENT.KEY=VALUE"):
         parse_options(["command=x"])
 
@@ -59,7 +67,23 @@ def test_bench_run_rejects_bad_input_before_any_work(tmp_path, capsys):
     assert "--model is required for aide" in err()
     assert main(["bench", "run", "--agents", "hpsearch", "--tasks", "no-such-task", "--out", str(tmp_path / "c")]) == 2
     assert "no-such-task: tasks: not a task name" in err()
-    assert main(["bench", "run", "--agents", "aide", "--model", "offline", "--tasks", "knn-scaling", "--out", str(tmp_path / "d")]) == 2
+    assert (
+        main(
+            [
+                "bench",
+                "run",
+                "--agents",
+                "aide",
+                "--model",
+                "offline",
+                "--tasks",
+                "knn-scaling",
+                "--out",
+                str(tmp_path / "d"),
+            ]
+        )
+        == 2
+    )
     assert "cannot work on a paper task" in err()
     assert main(["bench", "report", str(tmp_path)]) == 2
     assert not any((tmp_path / d).exists() for d in "abcd")

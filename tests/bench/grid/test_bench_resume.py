@@ -20,7 +20,29 @@ STEPS = 4
 
 
 def command(out: Path) -> list[str]:
-    return [sys.executable, "-m", "aiscientist", "bench", "run", "--agents", "hpsearch", "--tasks", TASKS, "--rounds", str(ROUNDS), "--steps", str(STEPS), "--out", str(out), "--workers", "1", "--no-progress", "--no-report", "--embedder", "minilm"]
+    return [
+        sys.executable,
+        "-m",
+        "aiscientist",
+        "bench",
+        "run",
+        "--agents",
+        "hpsearch",
+        "--tasks",
+        TASKS,
+        "--rounds",
+        str(ROUNDS),
+        "--steps",
+        str(STEPS),
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--no-progress",
+        "--no-report",
+        "--embedder",
+        "minilm",
+    ]
 
 
 def runs(out: Path) -> list[Path]:
@@ -33,7 +55,9 @@ def steps(run: Path) -> list[Path]:
 
 def test_killed_grid_resumes_only_what_is_missing(tmp_path: Path):
     out = tmp_path / "results"
-    proc = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline:
@@ -49,8 +73,18 @@ def test_killed_grid_resumes_only_what_is_missing(tmp_path: Path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
-    finished = {r: ((r / "result.json").read_bytes(), (r / "result.json").stat().st_mtime_ns, [p.stat().st_mtime_ns for p in steps(r)]) for r in runs(out) if (r / "result.json").is_file()}
-    interrupted = {r: {p.parent.name: p.read_text() for p in steps(r)} for r in runs(out) if not (r / "result.json").is_file()}
+    finished = {
+        r: (
+            (r / "result.json").read_bytes(),
+            (r / "result.json").stat().st_mtime_ns,
+            [p.stat().st_mtime_ns for p in steps(r)],
+        )
+        for r in runs(out)
+        if (r / "result.json").is_file()
+    }
+    interrupted = {
+        r: {p.parent.name: p.read_text() for p in steps(r)} for r in runs(out) if not (r / "result.json").is_file()
+    }
     assert finished and any(0 < len(s) < STEPS for s in interrupted.values())
 
     done = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=300)

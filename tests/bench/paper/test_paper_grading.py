@@ -24,7 +24,12 @@ REFERENCES = Path(__file__).parents[2] / "reference_papers"
 
 
 def _script(tmp_path: Path, score: int, count: int, name: str = "judge.yaml") -> str:
-    answer = {"expectations": "what the paper specifies", "reality": "what the files show", "score": score, "explanation": "scripted"}
+    answer = {
+        "expectations": "what the paper specifies",
+        "reality": "what the files show",
+        "score": score,
+        "explanation": "scripted",
+    }
     reply = {"content": "```json\n" + json.dumps(answer) + "\n```", "prompt_tokens": 1000, "completion_tokens": 50}
     path = tmp_path / name
     path.write_text(yaml.safe_dump([reply] * count))
@@ -64,24 +69,48 @@ def test_reference_label_smoothing_scores_high(tmp_path: Path) -> None:
     assert not (submission / "results").exists()  # reproduction ran on a copy
 
 
-def test_reference_knn_scaling_scores_high_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reference_knn_scaling_scores_high_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from aiscientist.cli.app import main
 
     paper = "knn-scaling"
     model_leaves = [leaf for leaf in _leaves(paper) if leaf.check is None]
     out = tmp_path / "out"
     monkeypatch.setenv("COLUMNS", "160")
-    argv = ["grade", str(REFERENCES / paper), "--paper", str(PAPERS / paper), "--judge-model", _script(tmp_path, 1, len(model_leaves)), "--out", str(out)]
+    argv = [
+        "grade",
+        str(REFERENCES / paper),
+        "--paper",
+        str(PAPERS / paper),
+        "--judge-model",
+        _script(tmp_path, 1, len(model_leaves)),
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "score 1.000 (valid)" in printed
     assert "The results of Table 1 are reproduced" in printed and "[check]" in printed
     saved = json.loads((out / "grade_summary.json").read_text())
-    assert saved["score"] == pytest.approx(1.0) and saved["reproduction"]["created"] == ["results/accuracy.json", "results/table.md"]
+    assert saved["score"] == pytest.approx(1.0) and saved["reproduction"]["created"] == [
+        "results/accuracy.json",
+        "results/table.md",
+    ]
     assert not (REFERENCES / paper / "results").exists() and not (REFERENCES / paper / "grade.json").exists()
 
 
-PAPERBENCH_KEYS = ["id", "requirements", "weight", "score", "valid_score", "task_category", "explanation", "judge_metadata", "sub_tasks"]
+PAPERBENCH_KEYS = [
+    "id",
+    "requirements",
+    "weight",
+    "score",
+    "valid_score",
+    "task_category",
+    "explanation",
+    "judge_metadata",
+    "sub_tasks",
+]
 
 
 def _graded_nodes(node: dict) -> list[dict]:
@@ -103,7 +132,11 @@ def test_submission_without_reproduce_sh_is_graded_and_says_why(tmp_path: Path, 
     assert all(list(node) == PAPERBENCH_KEYS for node in nodes)
     leaves = [n for n in nodes if not n["sub_tasks"]]
     assert all(why in n["explanation"] for n in leaves if n["task_category"] != "Code Development")
-    assert all("reproduc" not in n["explanation"] and n["judge_metadata"]["method"] == "judge" for n in leaves if n["task_category"] == "Code Development")
+    assert all(
+        "reproduc" not in n["explanation"] and n["judge_metadata"]["method"] == "judge"
+        for n in leaves
+        if n["task_category"] == "Code Development"
+    )
     assert json.loads((tmp_path / "out" / "grade_summary.json").read_text())["reproduction_problem"] == why
 
 
@@ -122,7 +155,11 @@ def test_timed_out_reproduction_is_named_in_every_affected_leaf(tmp_path: Path) 
     assert checks and all(n.explanation.endswith(f"was not produced ({why})") for n in checks)
 
 
-BROKEN_METRICS = {"results": {eps: {"accuracy": 0.5, "nll": 2.0, "ece": 0.3, "confidence": 0.9} for eps in ("0", "0.05", "0.1", "0.2")}}
+BROKEN_METRICS = {
+    "results": {
+        eps: {"accuracy": 0.5, "nll": 2.0, "ece": 0.3, "confidence": 0.9} for eps in ("0", "0.05", "0.1", "0.2")
+    }
+}
 
 
 def test_broken_submission_scores_near_zero(tmp_path: Path) -> None:
@@ -155,7 +192,9 @@ def test_broken_submission_scores_near_zero(tmp_path: Path) -> None:
 def test_code_dev_mode_grades_only_code_and_skips_reproduction(tmp_path: Path) -> None:
     paper = "label-smoothing-calibration"
     code_leaves = _leaves(paper, code_dev=True)
-    result = grade_submission(REFERENCES / paper, PAPERS / paper, _script(tmp_path, 1, len(code_leaves)), code_dev=True, out=tmp_path)
+    result = grade_submission(
+        REFERENCES / paper, PAPERS / paper, _script(tmp_path, 1, len(code_leaves)), code_dev=True, out=tmp_path
+    )
     assert result.reproduction is None and result.code_dev
     assert {n.task_category for n in result.tree.walk() if not n.sub_tasks} == {"Code Development"}
     assert result.leaves_graded == len(code_leaves) and result.score == 1 and result.valid
@@ -173,18 +212,40 @@ def test_cli_offline_judge_and_bad_input(tmp_path: Path, capsys: pytest.CaptureF
     (empty / "train.py").write_text("print('hello')\n")
     assert main(["grade", str(empty), "--paper", str(PAPERS / "knn-scaling")]) == 0
     printed = capsys.readouterr().out
-    assert "score 0.000" in printed and "reproduction: no reproduction ran: the submission has no reproduce.sh" in printed
+    assert (
+        "score 0.000" in printed and "reproduction: no reproduction ran: the submission has no reproduce.sh" in printed
+    )
     assert (empty / "grade.json").is_file() and (empty / "grade_summary.json").is_file()
     assert main(["grade", str(empty), "--paper", str(tmp_path / "nope")]) == 2
     assert "paper folder not found" in capsys.readouterr().err
     bad = tmp_path / "bad_paper"
     bad.mkdir()
     (bad / "paper.md").write_text("# A paper\n")
-    (bad / "rubric.json").write_text(json.dumps({"id": "r", "requirements": "r", "weight": 1, "sub_tasks": [
-        {"id": "a", "requirements": "a", "weight": 1, "sub_tasks": []}]}))
+    (bad / "rubric.json").write_text(
+        json.dumps(
+            {
+                "id": "r",
+                "requirements": "r",
+                "weight": 1,
+                "sub_tasks": [{"id": "a", "requirements": "a", "weight": 1, "sub_tasks": []}],
+            }
+        )
+    )
     assert main(["grade", str(empty), "--paper", str(bad)]) == 2
     assert "leaf 'a' (at 0) has no task_category" in capsys.readouterr().err
-    assert main(["grade", str(empty), "--paper", str(PAPERS / "knn-scaling"), "--judge-model", "scripted:/no/such/script.yaml"]) == 2
+    assert (
+        main(
+            [
+                "grade",
+                str(empty),
+                "--paper",
+                str(PAPERS / "knn-scaling"),
+                "--judge-model",
+                "scripted:/no/such/script.yaml",
+            ]
+        )
+        == 2
+    )
     assert "no such script file" in capsys.readouterr().err
 
 
@@ -206,7 +267,9 @@ def test_depth_limited_code_dev_grading(tmp_path: Path) -> None:
     answer = {"expectations": "e", "reality": "r", "score": 0.5, "explanation": "half of the group"}
     script = tmp_path / "judge.yaml"
     script.write_text(yaml.safe_dump([json.dumps(answer)] * len(view.sub_tasks)))
-    result = grade_submission(REFERENCES / paper, PAPERS / paper, f"scripted:{script}", code_dev=True, out=tmp_path, max_depth=1)
+    result = grade_submission(
+        REFERENCES / paper, PAPERS / paper, f"scripted:{script}", code_dev=True, out=tmp_path, max_depth=1
+    )
     assert result.leaves_graded == len(view.sub_tasks) == 3
     assert all(child.subtree and child.score == 0.5 for child in result.tree.sub_tasks)
     assert result.score == pytest.approx(0.5) and result.valid and result.max_depth == 1

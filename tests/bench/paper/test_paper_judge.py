@@ -14,9 +14,9 @@ from pydantic import TypeAdapter
 
 from aiscientist.llm import make_client
 from bench.paper import rubric
+from bench.paper.checks import Check
 from bench.paper.judge import Evidence, Judge, JudgeParseError, parse_answer, rank, read_files
 from bench.paper.reproduce import Reproduction
-from bench.paper.checks import Check
 
 CHECK = TypeAdapter(Check)
 
@@ -28,8 +28,16 @@ def _check(**data):
 @pytest.fixture()
 def produced_dir(tmp_path: Path) -> Path:
     (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "m.json").write_text(json.dumps({"ece": {"plain": 0.01, "smoothed": 0.13}, "runs": [{"acc": 0.9}],
-                                                            "eps": {"0.1": {"acc": 0.94}}, "flag": True}))
+    (tmp_path / "results" / "m.json").write_text(
+        json.dumps(
+            {
+                "ece": {"plain": 0.01, "smoothed": 0.13},
+                "runs": [{"acc": 0.9}],
+                "eps": {"0.1": {"acc": 0.94}},
+                "flag": True,
+            }
+        )
+    )
     (tmp_path / "results" / "table.md").write_text("| eps | acc |\n| 0.1 | 0.94 |\n")
     (tmp_path / "shipped.json").write_text(json.dumps({"ece": 0.01}))
     return tmp_path
@@ -41,16 +49,44 @@ PRODUCED = {"results/m.json", "results/table.md"}
 @pytest.mark.parametrize(
     "check, passed, says",
     [
-        (dict(type="json_metric", file="results/m.json", path="ece.smoothed", value=0.12, tolerance=0.02), True, "= 0.13; expected 0.12 ± 0.02"),
-        (dict(type="json_metric", file="results/m.json", path="ece.smoothed", value=0.10, tolerance=0.02), False, "expected 0.1 ± 0.02"),
-        (dict(type="json_metric", file="results/m.json", path=["eps", "0.1", "acc"], value=0.94), True, "eps/0.1/acc = 0.94"),
+        (
+            dict(type="json_metric", file="results/m.json", path="ece.smoothed", value=0.12, tolerance=0.02),
+            True,
+            "= 0.13; expected 0.12 ± 0.02",
+        ),
+        (
+            dict(type="json_metric", file="results/m.json", path="ece.smoothed", value=0.10, tolerance=0.02),
+            False,
+            "expected 0.1 ± 0.02",
+        ),
+        (
+            dict(type="json_metric", file="results/m.json", path=["eps", "0.1", "acc"], value=0.94),
+            True,
+            "eps/0.1/acc = 0.94",
+        ),
         (dict(type="json_metric", file="results/m.json", path="runs.0.acc", value=0.9), True, "runs.0.acc"),
         (dict(type="json_metric", file="results/m.json", path="ece.missing", value=0.1), False, "no key 'missing'"),
         (dict(type="json_metric", file="results/m.json", path="flag", value=1), False, "not a finite number"),
-        (dict(type="json_metric", file="shipped.json", path="ece", value=0.01), False, "exists but was not produced by the reproduction"),
-        (dict(type="json_metric", file="results/none.json", path="ece", value=0.01), False, "results/none.json was not produced"),
-        (dict(type="json_compare", file="results/m.json", left="ece.smoothed", op=">", right="ece.plain"), True, "holds"),
-        (dict(type="json_compare", file="results/m.json", left="ece.smoothed", op="<=", right="ece.plain"), False, "does not hold"),
+        (
+            dict(type="json_metric", file="shipped.json", path="ece", value=0.01),
+            False,
+            "exists but was not produced by the reproduction",
+        ),
+        (
+            dict(type="json_metric", file="results/none.json", path="ece", value=0.01),
+            False,
+            "results/none.json was not produced",
+        ),
+        (
+            dict(type="json_compare", file="results/m.json", left="ece.smoothed", op=">", right="ece.plain"),
+            True,
+            "holds",
+        ),
+        (
+            dict(type="json_compare", file="results/m.json", left="ece.smoothed", op="<=", right="ece.plain"),
+            False,
+            "does not hold",
+        ),
         (dict(type="file_exists", file="results/table.md"), True, "was produced"),
         (dict(type="text_match", file="results/table.md", pattern=r"^\| 0\.1 \|"), True, "found"),
         (dict(type="text_match", file="results/table.md", pattern="0\\.2"), False, "not found"),
@@ -71,27 +107,38 @@ def test_json_metric_on_a_file_that_is_not_json(produced_dir: Path) -> None:
 # ---- parsing ------------------------------------------------------------------------------
 
 
-ANSWER = {"expectations": "an ECE function with 15 bins", "reality": "lsc/metrics.py:ece uses 15 bins", "score": 1, "explanation": "matches"}
+ANSWER = {
+    "expectations": "an ECE function with 15 bins",
+    "reality": "lsc/metrics.py:ece uses 15 bins",
+    "score": 1,
+    "explanation": "matches",
+}
 
 
-@pytest.mark.parametrize("text", [
-    json.dumps(ANSWER),
-    "Here is my grade:\n```json\n" + json.dumps(ANSWER, indent=2) + "\n```\nThanks.",
-    "Reasoning first. " + json.dumps(ANSWER) + " done",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(ANSWER),
+        "Here is my grade:\n```json\n" + json.dumps(ANSWER, indent=2) + "\n```\nThanks.",
+        "Reasoning first. " + json.dumps(ANSWER) + " done",
+    ],
+)
 def test_parse_answer_finds_the_json(text: str) -> None:
     answer = parse_answer(text, subtree=False)
     assert answer.score == 1 and answer.reality.startswith("lsc/metrics.py")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("I think it passes.", "no JSON object with a score"),
-    (json.dumps({**ANSWER, "score": 0.5}), "a leaf's score must be 0 or 1"),
-    (json.dumps({**ANSWER, "score": True}), "not a boolean"),
-    (json.dumps({**ANSWER, "score": 2}), "invalid fields"),
-    (json.dumps({"score": 1}), "invalid fields"),
-    ('{"expectations": "x", "score": 1', "no JSON object with a score"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("I think it passes.", "no JSON object with a score"),
+        (json.dumps({**ANSWER, "score": 0.5}), "a leaf's score must be 0 or 1"),
+        (json.dumps({**ANSWER, "score": True}), "not a boolean"),
+        (json.dumps({**ANSWER, "score": 2}), "invalid fields"),
+        (json.dumps({"score": 1}), "invalid fields"),
+        ('{"expectations": "x", "score": 1', "no JSON object with a score"),
+    ],
+)
 def test_parse_answer_rejects(text: str, message: str) -> None:
     with pytest.raises(JudgeParseError, match=message):
         parse_answer(text, subtree=False)
@@ -158,13 +205,45 @@ def _script(tmp_path: Path, replies: list) -> str:
 
 
 def _small_rubric() -> rubric.RubricNode:
-    return rubric.parse_node({"id": "root", "requirements": "reproduced", "weight": 1, "task_category": None, "sub_tasks": [
-        {"id": "code", "requirements": "label smoothing loss is implemented", "weight": 1, "sub_tasks": [], "task_category": "Code Development"},
-        {"id": "group", "requirements": "training", "weight": 1, "task_category": None, "sub_tasks": [
-            {"id": "g1", "requirements": "Adam is used", "weight": 1, "sub_tasks": [], "task_category": "Code Development"},
-            {"id": "g2", "requirements": "10 epochs", "weight": 3, "sub_tasks": [], "task_category": "Code Development"},
-        ]},
-    ]})
+    return rubric.parse_node(
+        {
+            "id": "root",
+            "requirements": "reproduced",
+            "weight": 1,
+            "task_category": None,
+            "sub_tasks": [
+                {
+                    "id": "code",
+                    "requirements": "label smoothing loss is implemented",
+                    "weight": 1,
+                    "sub_tasks": [],
+                    "task_category": "Code Development",
+                },
+                {
+                    "id": "group",
+                    "requirements": "training",
+                    "weight": 1,
+                    "task_category": None,
+                    "sub_tasks": [
+                        {
+                            "id": "g1",
+                            "requirements": "Adam is used",
+                            "weight": 1,
+                            "sub_tasks": [],
+                            "task_category": "Code Development",
+                        },
+                        {
+                            "id": "g2",
+                            "requirements": "10 epochs",
+                            "weight": 3,
+                            "sub_tasks": [],
+                            "task_category": "Code Development",
+                        },
+                    ],
+                },
+            ],
+        }
+    )
 
 
 def test_scripted_judge_grades_leaves_and_counts_tokens(tmp_path: Path) -> None:
@@ -230,7 +309,12 @@ def test_concurrency_is_bounded(tmp_path: Path) -> None:
                 state["now"] -= 1
             return SimpleNamespace(content=json.dumps(ANSWER), prompt_tokens=1, completion_tokens=1, cost=0.0)
 
-    leaves = [{"id": f"l{i}", "requirements": f"r{i}", "weight": 1, "sub_tasks": [], "task_category": "Code Development"} for i in range(9)]
+    leaves = [
+        {"id": f"l{i}", "requirements": f"r{i}", "weight": 1, "sub_tasks": [], "task_category": "Code Development"}
+        for i in range(9)
+    ]
     root = rubric.parse_node({"id": "root", "requirements": "r", "weight": 1, "sub_tasks": leaves})
-    Judge("fake", "paper", client=SlowClient(), concurrency=3).grade_all(root, Evidence.collect(_submission(tmp_path), None))
+    Judge("fake", "paper", client=SlowClient(), concurrency=3).grade_all(
+        root, Evidence.collect(_submission(tmp_path), None)
+    )
     assert state["calls"] == 9 and 1 < state["peak"] <= 3

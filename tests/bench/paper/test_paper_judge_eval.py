@@ -24,8 +24,17 @@ LEAVES = [
 
 
 def _node(node_id: str, score: float, weight: float, category: str | None, children: list) -> dict:
-    return {"id": node_id, "requirements": f"requirement {node_id}", "weight": weight, "score": score, "valid_score": True,
-            "task_category": category, "explanation": "human grade", "judge_metadata": None, "sub_tasks": children}
+    return {
+        "id": node_id,
+        "requirements": f"requirement {node_id}",
+        "weight": weight,
+        "score": score,
+        "valid_score": True,
+        "task_category": category,
+        "explanation": "human grade",
+        "judge_metadata": None,
+        "sub_tasks": children,
+    }
 
 
 def _case(root: Path) -> Path:
@@ -52,8 +61,10 @@ def _case(root: Path) -> Path:
 
 def _script(tmp_path: Path) -> str:
     answer = lambda score: json.dumps({"expectations": "e", "reality": "r", "score": score, "explanation": "scripted"})  # noqa: E731
-    replies = [{"content": answer(judge) if judge is not None else "no idea", "prompt_tokens": 10, "completion_tokens": 2}
-               for *_, judge in LEAVES]
+    replies = [
+        {"content": answer(judge) if judge is not None else "no idea", "prompt_tokens": 10, "completion_tokens": 2}
+        for *_, judge in LEAVES
+    ]
     path = tmp_path / "judge.yaml"
     path.write_text(yaml.safe_dump(replies))
     return f"scripted:{path}"
@@ -73,7 +84,12 @@ def test_agreement_figures_are_hand_computed(tmp_path: Path) -> None:
     assert overall.precision == pytest.approx(7 / 12) and overall.recall == pytest.approx(7 / 12)
     assert overall.f1 == pytest.approx((2 / 3 + 1 / 2) / 2)
     code = case.agreement["Code Development"]  # expected 1 0, judged 1 1
-    assert code.accuracy == 0.5 and code.precision == pytest.approx(1 / 4) and code.recall == 0.5 and code.f1 == pytest.approx(1 / 3)
+    assert (
+        code.accuracy == 0.5
+        and code.precision == pytest.approx(1 / 4)
+        and code.recall == 0.5
+        and code.f1 == pytest.approx(1 / 3)
+    )
     assert case.agreement["Code Execution"].accuracy == 0 and case.agreement["Code Execution"].f1 == 0
     results = case.agreement["Result Analysis"]
     assert results.leaves == 2 and results.accuracy == 1 and results.f1 == 1
@@ -84,11 +100,28 @@ def test_agreement_of_nothing_is_zero() -> None:
     assert agreement([], []).leaves == 0 and agreement([1, 1], [1, 1]).f1 == 1
 
 
-def test_cli_writes_the_report_and_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_writes_the_report_and_refuses_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     cases = _case(tmp_path)
     out = tmp_path / "out"
-    assert main(["grade", "--judge-eval", str(cases), "--judge-model", _script(tmp_path), "--concurrency", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                "--judge-eval",
+                str(cases),
+                "--judge-model",
+                _script(tmp_path),
+                "--concurrency",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "toy/0" in printed and "0.429 / 0.571 (+0.143)" in printed and "5 (+1 invalid)" in printed
     saved = json.loads((out / "judge_eval.json").read_text())
@@ -99,9 +132,13 @@ def test_cli_writes_the_report_and_refuses_bad_input(tmp_path: Path, capsys: pyt
     assert "judge-eval folder not found" in capsys.readouterr().err
     assert main(["grade", "sub", "--judge-eval", str(cases)]) == 2
     assert "--judge-eval takes no SUBMISSION" in capsys.readouterr().err
-    (cases / "toy" / "0" / "submission.tar").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
+    (cases / "toy" / "0" / "submission.tar").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n"
+    )
     assert main(["grade", "--judge-eval", str(cases)]) == 2
     assert "a Git LFS pointer, not the archive" in capsys.readouterr().err
-    (tmp_path / "papers" / "toy" / "paper.md").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
+    (tmp_path / "papers" / "toy" / "paper.md").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n"
+    )
     assert main(["grade", "--judge-eval", str(cases)]) == 2
     assert "paper.md: a Git LFS pointer, not the file" in capsys.readouterr().err

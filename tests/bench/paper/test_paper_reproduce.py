@@ -12,7 +12,10 @@ import pytest
 from aiscientist.sandbox import bwrap_works, get_sandbox
 from bench.paper.reproduce import reproduce, snapshot
 
-BACKENDS = ["local", pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap unusable here"))]
+BACKENDS = [
+    "local",
+    pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap unusable here")),
+]
 
 
 def _submission(tmp_path: Path, script: str) -> Path:
@@ -92,7 +95,11 @@ class _BrokenSandbox:
 def test_script_that_cannot_start_means_no_run(tmp_path: Path) -> None:
     sub = _submission(tmp_path, "echo hi\n")
     result = reproduce(sub, tmp_path / "work", timeout_s=30, sandbox=_BrokenSandbox())
-    assert not result.ran and result.problem == "no reproduction ran: reproduce.sh failed to start: [Errno 2] No such file or directory: 'bwrap'"
+    assert (
+        not result.ran
+        and result.problem
+        == "no reproduction ran: reproduce.sh failed to start: [Errno 2] No such file or directory: 'bwrap'"
+    )
 
 
 @pytest.mark.skipif(not bwrap_works(), reason="bubblewrap unusable here")

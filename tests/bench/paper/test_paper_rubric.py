@@ -13,8 +13,11 @@ from bench.paper.rubric import LeafGrade, RubricError, aggregate, code_dev_view,
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "paper"
 PAPERS = Path(__file__).parents[3] / "bench" / "papers"
-RUBRIC_FILES = [FIXTURES / "paperbench_rubric.json", FIXTURES / "paperbench_rubric_legacy.json",
-                *sorted(PAPERS.glob("*/rubric.json"))]
+RUBRIC_FILES = [
+    FIXTURES / "paperbench_rubric.json",
+    FIXTURES / "paperbench_rubric_legacy.json",
+    *sorted(PAPERS.glob("*/rubric.json")),
+]
 
 
 @pytest.mark.parametrize("path", RUBRIC_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -55,7 +58,10 @@ def test_code_dev_view_keeps_only_code_development_and_renormalises() -> None:
     assert leaves and all(leaf.task_category == "Code Development" for leaf in leaves)
     assert len(leaves) == sum(leaf.task_category == "Code Development" for leaf in root.leaves())
     # The results section holds no Code Development leaf, so it disappears.
-    assert [child.requirements for child in view.sub_tasks] == ["The datasets and noise model are set up", "Mixup training is implemented"]
+    assert [child.requirements for child in view.sub_tasks] == [
+        "The datasets and noise model are set up",
+        "Mixup training is implemented",
+    ]
     # All code leaves passing gives a full score in the view; weights renormalise over what remains.
     grades = {leaf.id: LeafGrade(score=1) for leaf in leaves}
     assert aggregate(view, _by_path(view, grades)).score == pytest.approx(1.0)
@@ -76,11 +82,24 @@ def test_code_dev_view_of_a_rubric_without_code_is_none() -> None:
 
 
 def _leaf(node_id: str, weight: float = 1, cat: str | None = "Code Development", **extra) -> dict:
-    return {"id": node_id, "requirements": f"req {node_id}", "weight": weight, "sub_tasks": [], "task_category": cat, **extra}
+    return {
+        "id": node_id,
+        "requirements": f"req {node_id}",
+        "weight": weight,
+        "sub_tasks": [],
+        "task_category": cat,
+        **extra,
+    }
 
 
 def _tree(children: list[dict], node_id: str = "root", weight: float = 1) -> dict:
-    return {"id": node_id, "requirements": f"req {node_id}", "weight": weight, "sub_tasks": children, "task_category": None}
+    return {
+        "id": node_id,
+        "requirements": f"req {node_id}",
+        "weight": weight,
+        "sub_tasks": children,
+        "task_category": None,
+    }
 
 
 GOOD_CHECK = {"type": "json_metric", "file": "r.json", "path": "a.b", "value": 1.0, "tolerance": 0.1}
@@ -90,8 +109,14 @@ GOOD_CHECK = {"type": "json_metric", "file": "r.json", "path": "a.b", "value": 1
     "data, message",
     [
         (_tree([_leaf("a", cat=None)]), "leaf 'a' (at 0) has no task_category"),
-        ({**_tree([_leaf("a")]), "task_category": "Code Development"}, "internal node 'root' (at root) has task_category set"),
-        ({**_tree([_leaf("a")]), "finegrained_task_category": "Method Implementation"}, "internal node 'root' (at root) has finegrained_task_category set"),
+        (
+            {**_tree([_leaf("a")]), "task_category": "Code Development"},
+            "internal node 'root' (at root) has task_category set",
+        ),
+        (
+            {**_tree([_leaf("a")]), "finegrained_task_category": "Method Implementation"},
+            "internal node 'root' (at root) has finegrained_task_category set",
+        ),
         (_tree([_leaf("a", weight=-1)]), "node 'a' (at 0): weight: Input should be greater than or equal to 0"),
         (_tree([]), "empty rubric: the root node has no sub_tasks"),
         ({}, "empty rubric: no root node"),
@@ -99,12 +124,24 @@ GOOD_CHECK = {"type": "json_metric", "file": "r.json", "path": "a.b", "value": 1
         (_tree([_leaf("a", finegrained_task_category="Vibes")]), "node 'a' (at 0): finegrained_task_category"),
         (_tree([_leaf("a", check=GOOD_CHECK)]), "cannot sit on a Code Development leaf"),
         (_tree([_leaf("a", cat="Result Analysis", check={**GOOD_CHECK, "type": "nope"})]), "node 'a' (at 0): check"),
-        (_tree([_leaf("a", cat="Result Analysis", check={"type": "text_match", "file": "x", "pattern": "("})]), "invalid regular expression"),
-        ({**_tree([_leaf("a", check=GOOD_CHECK, cat="Result Analysis")]), "check": GOOD_CHECK}, "internal node 'root' (at root) has check set"),
+        (
+            _tree([_leaf("a", cat="Result Analysis", check={"type": "text_match", "file": "x", "pattern": "("})]),
+            "invalid regular expression",
+        ),
+        (
+            {**_tree([_leaf("a", check=GOOD_CHECK, cat="Result Analysis")]), "check": GOOD_CHECK},
+            "internal node 'root' (at root) has check set",
+        ),
         ({"id": "root", "requirements": "r", "weight": 1, "sub_tasks": {"a": 1}}, "sub_tasks must be a list"),
-        (_tree([{"requirements": "no id", "weight": 1, "sub_tasks": [], "task_category": "Code Development"}]), "id: Field required"),
+        (
+            _tree([{"requirements": "no id", "weight": 1, "sub_tasks": [], "task_category": "Code Development"}]),
+            "id: Field required",
+        ),
         ([1, 2], "expected a JSON object"),
-        (_tree([{"id": "a", "requirements": "a", "weight": 1, "task_category": "Code Development"}]), "node 'a' (at 0): sub_tasks must be a list ([] on a leaf)"),
+        (
+            _tree([{"id": "a", "requirements": "a", "weight": 1, "task_category": "Code Development"}]),
+            "node 'a' (at 0): sub_tasks must be a list ([] on a leaf)",
+        ),
     ],
 )
 def test_bad_rubrics_are_rejected_with_a_clear_error(data, message: str) -> None:
@@ -139,9 +176,22 @@ def test_unreadable_rubric_files(tmp_path: Path) -> None:
 
 
 def test_nodes_built_in_code_dump_in_paperbench_key_order() -> None:
-    node = rubric.RubricNode(id="x", requirements="r", weight=2, task_category="Result Analysis",
-                             check={"type": "file_exists", "file": "out.txt"})
-    assert list(node.to_dict()) == ["id", "requirements", "weight", "sub_tasks", "task_category", "finegrained_task_category", "check"]
+    node = rubric.RubricNode(
+        id="x",
+        requirements="r",
+        weight=2,
+        task_category="Result Analysis",
+        check={"type": "file_exists", "file": "out.txt"},
+    )
+    assert list(node.to_dict()) == [
+        "id",
+        "requirements",
+        "weight",
+        "sub_tasks",
+        "task_category",
+        "finegrained_task_category",
+        "check",
+    ]
     assert node.to_dict()["check"] == {"file": "out.txt", "type": "file_exists"}
 
 
@@ -150,19 +200,31 @@ def test_nodes_built_in_code_dump_in_paperbench_key_order() -> None:
 
 def _scoring_tree() -> rubric.RubricNode:
     """root ─ A (w1) ─ a1 (w1), a2 (w3)
-             B (w2) ─ B1 (w1) ─ b11 (w1), b12 (w1)
-                      b2 (w0)
-             C (w0) ─ c1 (w1)"""
-    return rubric.parse_node(_tree([
-        _tree([_leaf("a1"), _leaf("a2", weight=3)], node_id="A"),
-        _tree([_tree([_leaf("b11"), _leaf("b12")], node_id="B1"), _leaf("b2", weight=0)], node_id="B", weight=2),
-        _tree([_leaf("c1")], node_id="C", weight=0),
-    ]))
+    B (w2) ─ B1 (w1) ─ b11 (w1), b12 (w1)
+             b2 (w0)
+    C (w0) ─ c1 (w1)"""
+    return rubric.parse_node(
+        _tree(
+            [
+                _tree([_leaf("a1"), _leaf("a2", weight=3)], node_id="A"),
+                _tree(
+                    [_tree([_leaf("b11"), _leaf("b12")], node_id="B1"), _leaf("b2", weight=0)], node_id="B", weight=2
+                ),
+                _tree([_leaf("c1")], node_id="C", weight=0),
+            ]
+        )
+    )
 
 
 def test_weighted_means_at_every_depth() -> None:
-    grades = {"a1": LeafGrade(score=1), "a2": LeafGrade(score=0), "b11": LeafGrade(score=1),
-              "b12": LeafGrade(score=0), "b2": LeafGrade(score=1), "c1": LeafGrade(score=1)}
+    grades = {
+        "a1": LeafGrade(score=1),
+        "a2": LeafGrade(score=0),
+        "b11": LeafGrade(score=1),
+        "b12": LeafGrade(score=0),
+        "b2": LeafGrade(score=1),
+        "c1": LeafGrade(score=1),
+    }
     tree = aggregate(_scoring_tree(), _by_path(_scoring_tree(), grades))
     by_id = {node.id: node for node in tree.walk()}
     assert by_id["A"].score == pytest.approx(0.25)
@@ -194,10 +256,26 @@ def test_invalid_leaves_score_zero_and_invalidate_their_ancestors_only() -> None
 def test_depth_limited_subtree_is_graded_as_a_whole() -> None:
     root = _scoring_tree()
     targets = graded_targets(root, max_depth=1)
-    assert [(path, node.id, subtree) for path, node, subtree in targets] == [((0,), "A", True), ((1,), "B", True), ((2,), "C", True)]
+    assert [(path, node.id, subtree) for path, node, subtree in targets] == [
+        ((0,), "A", True),
+        ((1,), "B", True),
+        ((2,), "C", True),
+    ]
     targets = graded_targets(root, max_depth=2)
-    assert [(node.id, subtree) for _, node, subtree in targets] == [("a1", False), ("a2", False), ("B1", True), ("b2", False), ("c1", False)]
-    grades = {"a1": LeafGrade(score=1), "a2": LeafGrade(score=1), "B1": LeafGrade(score=0.3), "b2": LeafGrade(score=0), "c1": LeafGrade(score=0)}
+    assert [(node.id, subtree) for _, node, subtree in targets] == [
+        ("a1", False),
+        ("a2", False),
+        ("B1", True),
+        ("b2", False),
+        ("c1", False),
+    ]
+    grades = {
+        "a1": LeafGrade(score=1),
+        "a2": LeafGrade(score=1),
+        "B1": LeafGrade(score=0.3),
+        "b2": LeafGrade(score=0),
+        "c1": LeafGrade(score=0),
+    }
     tree = aggregate(root, _by_path(root, grades))
     by_id = {node.id: node for node in tree.walk()}
     assert by_id["B1"].subtree and by_id["B1"].sub_tasks == []

@@ -55,6 +55,8 @@ def test_round_trip_and_score(tree: dict, indent: int, data: st.DataObject) -> N
     assert loaded.dumps() == text
     leaves = loaded.root.leaves()
     scores = {leaf.id: float(data.draw(st.sampled_from([0, 1]))) for leaf in leaves}
-    graded = aggregate(loaded.root, {path: LeafGrade(score=scores[node.id]) for path, node in loaded.root.walk_paths() if node.is_leaf})
+    graded = aggregate(
+        loaded.root, {path: LeafGrade(score=scores[node.id]) for path, node in loaded.root.walk_paths() if node.is_leaf}
+    )
     assert 0 <= graded.score <= 1
     assert math.isclose(graded.score, _oracle(tree, scores), abs_tol=1e-9)

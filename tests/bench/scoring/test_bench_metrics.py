@@ -13,8 +13,8 @@ from bench.scoring.fml_metrics import Range
 from bench.scoring.metrics import (
     RunSummary,
     academic_rate,
-    aggregate,
     agent_averages,
+    aggregate,
     best_so_far,
     curve_auc,
     diversity,
@@ -26,8 +26,33 @@ from bench.scoring.metrics import (
 )
 
 
-def step(n: int, metric: float | None, success: bool = True, valid: bool = True, violated: bool = False, tokens: int = 0, duration: float = 1.0) -> StepRecord:
-    return StepRecord(step=n, agent="t", hypothesis="h", started_at="2026-01-01T00:00:00+00:00", commands=["c"], returncodes=[0 if success else 1], duration_s=duration, backend="local", metric=metric if success else None, success=success, valid=valid, constraint_violated=violated, error=None if success else "command exited 1", diff_path="d", code_path="c", tokens=tokens)
+def step(
+    n: int,
+    metric: float | None,
+    success: bool = True,
+    valid: bool = True,
+    violated: bool = False,
+    tokens: int = 0,
+    duration: float = 1.0,
+) -> StepRecord:
+    return StepRecord(
+        step=n,
+        agent="t",
+        hypothesis="h",
+        started_at="2026-01-01T00:00:00+00:00",
+        commands=["c"],
+        returncodes=[0 if success else 1],
+        duration_s=duration,
+        backend="local",
+        metric=metric if success else None,
+        success=success,
+        valid=valid,
+        constraint_violated=violated,
+        error=None if success else "command exited 1",
+        diff_path="d",
+        code_path="c",
+        tokens=tokens,
+    )
 
 
 def auc(curve: list, span: float, steps: int) -> float:
@@ -46,7 +71,14 @@ def test_signed_gain_and_normalised_improvement_follow_direction():
 
 
 def test_best_so_far_skips_failed_tampered_and_constraint_violating_steps_direction_min():
-    steps = [step(1, 0.5), step(2, None, success=False), step(3, 0.1, valid=False), step(4, 0.05, violated=True), step(5, 0.4), step(6, 0.45)]
+    steps = [
+        step(1, 0.5),
+        step(2, None, success=False),
+        step(3, 0.1, valid=False),
+        step(4, 0.05, violated=True),
+        step(5, 0.4),
+        step(6, 0.45),
+    ]
     assert best_so_far(steps, "min") == [0.5, 0.5, 0.5, 0.5, 0.4, 0.4]
     assert summarise_steps(steps, "min")["successful"] == 3
     assert steps_to_target(best_so_far(steps, "min"), 0.45, "min") == 5
@@ -60,7 +92,12 @@ def test_all_steps_failed():
     assert steps_to_target(curve, 0.0, "max") is None
     assert auc(curve, 1.0, 4) == 0.0
     summary = summarise_steps(steps, "max")
-    assert (summary["completed"], summary["successful"], summary["best_step"], summary["best_val"]) == (2, 0, None, None)
+    assert (summary["completed"], summary["successful"], summary["best_step"], summary["best_val"]) == (
+        2,
+        0,
+        None,
+        None,
+    )
 
 
 def test_single_step():
@@ -70,7 +107,16 @@ def test_single_step():
     assert steps_to_target(curve, 0.9, "max") == 1
     # normalised value 0.4/0.5 = 0.8 at step 1, carried over the 3 unrun steps of a 4-step budget
     assert auc(curve, 0.5, 4) == pytest.approx(0.8)
-    assert summarise_steps(steps, "max") | {"curve": None} == {"completed": 1, "successful": 1, "best_step": 1, "best_val": 0.9, "curve": None, "tokens": 120, "cost": 0.0, "experiment_time_s": 2.5}
+    assert summarise_steps(steps, "max") | {"curve": None} == {
+        "completed": 1,
+        "successful": 1,
+        "best_step": 1,
+        "best_val": 0.9,
+        "curve": None,
+        "tokens": 120,
+        "cost": 0.0,
+        "experiment_time_s": 2.5,
+    }
 
 
 def test_auc_by_hand():
@@ -97,16 +143,61 @@ def test_academic_rate_and_offline_judge():
     assert offline_label(method)[0] == "academic"
 
 
-def run(agent: str, task: str, k: int, curve: list, direction: str = "max", baseline: float = 0.5, test: float | None = None, **extra) -> RunSummary:
+def run(
+    agent: str,
+    task: str,
+    k: int,
+    curve: list,
+    direction: str = "max",
+    baseline: float = 0.5,
+    test: float | None = None,
+    **extra,
+) -> RunSummary:
     good = [v for v in curve if v is not None]
     best = (max(good) if direction == "max" else min(good)) if good else None
-    return RunSummary(task=task, agent=agent, round=k, direction=direction, baseline=baseline, has_test=test is not None, assigned=len(curve), completed=len(curve), successful=extra.pop("successful", len(good)), best_val=best, test_metric=test, curve=curve, **extra)
+    return RunSummary(
+        task=task,
+        agent=agent,
+        round=k,
+        direction=direction,
+        baseline=baseline,
+        has_test=test is not None,
+        assigned=len(curve),
+        completed=len(curve),
+        successful=extra.pop("successful", len(good)),
+        best_val=best,
+        test_metric=test,
+        curve=curve,
+        **extra,
+    )
 
 
 def test_aggregate_best_round_ranges_targets_and_pooled_rates():
     runs = [
-        run("a", "T", 1, [0.6, 0.6, 0.7], test=0.65, tokens=300, successful=3, labels={"1": "academic", "2": "engineering", "3": "engineering"}, diversity=0.2, wall_time_s=30.0),
-        run("a", "T", 2, [None, 0.8, 0.9], test=0.85, tokens=100, successful=2, labels={"2": "academic", "3": "academic"}, diversity=0.4, wall_time_s=10.0),
+        run(
+            "a",
+            "T",
+            1,
+            [0.6, 0.6, 0.7],
+            test=0.65,
+            tokens=300,
+            successful=3,
+            labels={"1": "academic", "2": "engineering", "3": "engineering"},
+            diversity=0.2,
+            wall_time_s=30.0,
+        ),
+        run(
+            "a",
+            "T",
+            2,
+            [None, 0.8, 0.9],
+            test=0.85,
+            tokens=100,
+            successful=2,
+            labels={"2": "academic", "3": "academic"},
+            diversity=0.4,
+            wall_time_s=10.0,
+        ),
         run("b", "T", 1, [0.55, 0.55, 0.55], test=0.52, tokens=0, successful=1, wall_time_s=3.0),
     ]
     infos, cells = aggregate(runs)
@@ -121,7 +212,9 @@ def test_aggregate_best_round_ranges_targets_and_pooled_rates():
     assert b.normalised == pytest.approx(0.02 / 0.35)
     assert a.diversity == 0.4 and a.academic_rate == 1.0  # best round's
     assert a.success_rate == pytest.approx(5 / 6) and a.completion_rate == 1.0  # pooled over rounds
-    assert a.tokens == 400 and a.tokens_per_step == pytest.approx(400 / 6) and a.time_per_step_s == pytest.approx(40 / 6)
+    assert (
+        a.tokens == 400 and a.tokens_per_step == pytest.approx(400 / 6) and a.time_per_step_s == pytest.approx(40 / 6)
+    )
     assert a.steps_to_target == 2 and b.steps_to_target == 1
     assert a.auc == pytest.approx((0 + 0.3 / 0.4 + 0.4 / 0.4) / 3)
     assert b.auc == pytest.approx(0.05 / 0.4)
@@ -130,20 +223,56 @@ def test_aggregate_best_round_ranges_targets_and_pooled_rates():
 
 
 def test_aggregate_direction_min_and_agent_without_success():
-    runs = [run("a", "M", 1, [0.4, 0.3], direction="min", baseline=0.5), run("b", "M", 1, [None, None], direction="min", baseline=0.5, successful=0)]
+    runs = [
+        run("a", "M", 1, [0.4, 0.3], direction="min", baseline=0.5),
+        run("b", "M", 1, [None, None], direction="min", baseline=0.5, successful=0),
+    ]
     infos, cells = aggregate(runs)
     assert infos[0].target == 0.3 and infos[0].curve_span == pytest.approx(0.2)
     a, b = cells
     assert a.normalised == pytest.approx(1.0) and a.steps_to_target == 2 and a.auc == pytest.approx((0.5 + 1.0) / 2)
-    assert (b.best_round, b.score, b.normalised, b.auc, b.steps_to_target, b.success_rate) == (None, None, 0.0, 0.0, None, 0.0)
+    assert (b.best_round, b.score, b.normalised, b.auc, b.steps_to_target, b.success_rate) == (
+        None,
+        None,
+        0.0,
+        0.0,
+        None,
+        0.0,
+    )
     assert span([None, 0.3], 0.5) == pytest.approx(0.2)
 
 
 def test_rubric_scores_are_mean_and_standard_error_over_rounds():
     from bench.scoring.report import rubric_table
 
-    runs = [RunSummary(task="paper", agent="basic", round=k, kind="reproduce", assigned=5, completed=5, successful=0, rubric_score=score) for k, score in enumerate([0.2, 0.5, 0.8], 1)]
-    runs.append(RunSummary(task="paper", agent="iterative", round=1, kind="reproduce", assigned=5, completed=2, successful=0, rubric_score=None))
+    runs = [
+        RunSummary(
+            task="paper",
+            agent="basic",
+            round=k,
+            kind="reproduce",
+            assigned=5,
+            completed=5,
+            successful=0,
+            rubric_score=score,
+        )
+        for k, score in enumerate([0.2, 0.5, 0.8], 1)
+    ]
+    runs.append(
+        RunSummary(
+            task="paper",
+            agent="iterative",
+            round=1,
+            kind="reproduce",
+            assigned=5,
+            completed=2,
+            successful=0,
+            rubric_score=None,
+        )
+    )
     header, rows = rubric_table(runs)
     assert header[-1] == "rubric score (mean ± s.e.)"
-    assert rows == [["paper", "basic", "3", "3", f"0.5 ± {0.3 / math.sqrt(3):.2g}"], ["paper", "iterative", "1", "0", "–"]]
+    assert rows == [
+        ["paper", "basic", "3", "3", f"0.5 ± {0.3 / math.sqrt(3):.2g}"],
+        ["paper", "iterative", "1", "0", "–"],
+    ]

@@ -9,22 +9,41 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.browser_check import visit
 
 from bench.scoring.metrics import RunSummary, bootstrap_ci, gain_lost_on_test, paired_comparisons
 from bench.scoring.report import LOST, write_report
+from tests.browser_check import visit
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
 
 
 def summary(agent: str, k: int, val: float, test: float, **kw) -> RunSummary:
-    base = dict(task="t", agent=agent, round=k, metric="d/mse", direction="min", baseline=0.6, baseline_test=0.55, has_test=True, assigned=3, completed=3, successful=3, best_step=1, best_val=val, test_metric=test, curve=[val, val, val], tokens=38_660)
+    base = dict(
+        task="t",
+        agent=agent,
+        round=k,
+        metric="d/mse",
+        direction="min",
+        baseline=0.6,
+        baseline_test=0.55,
+        has_test=True,
+        assigned=3,
+        completed=3,
+        successful=3,
+        best_step=1,
+        best_val=val,
+        test_metric=test,
+        curve=[val, val, val],
+        tokens=38_660,
+    )
     return RunSummary(**{**base, **kw})
 
 
 def test_paired_comparison_tells_a_real_gap_from_noise():
-    runs = [summary("a", k, 0.3, 0.30 + 0.01 * k) for k in range(1, 6)] + [summary("b", k, 0.5, 0.50 + 0.01 * k) for k in range(1, 6)]
+    runs = [summary("a", k, 0.3, 0.30 + 0.01 * k) for k in range(1, 6)] + [
+        summary("b", k, 0.5, 0.50 + 0.01 * k) for k in range(1, 6)
+    ]
     runs += [summary("c", k, 0.3, 0.30 + (0.3 if k % 2 else -0.3)) for k in range(1, 6)]
     pairs = {(p.a, p.b): p for p in paired_comparisons(runs)}
     ab, ac = pairs[("a", "b")], pairs[("a", "c")]
@@ -60,7 +79,30 @@ def test_one_round_report_formats_numbers_and_flags_lost_gains(tmp_path):
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("grid2") / "results"
-    command = [sys.executable, "-m", "aiscientist", "bench", "run", "--agents", "hpsearch,linear", "--tasks", str(TINY), "--rounds", "2", "--steps", "2", "--model", "offline", "--out", str(out), "--workers", "2", "--no-progress", "--embedder", "minilm"]
+    command = [
+        sys.executable,
+        "-m",
+        "aiscientist",
+        "bench",
+        "run",
+        "--agents",
+        "hpsearch,linear",
+        "--tasks",
+        str(TINY),
+        "--rounds",
+        "2",
+        "--steps",
+        "2",
+        "--model",
+        "offline",
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--no-progress",
+        "--embedder",
+        "minilm",
+    ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return out, done.stderr
@@ -92,5 +134,7 @@ def test_report_renders_in_chromium_and_links_run_pages(grid, tmp_path):
         assert page.url.endswith("/runs/tiny-quadratic/hpsearch/round_1/ws/run.html")
         assert page.locator("section.step").count() == 2
     assert seen.errors == []
-    assert all(url.startswith("file://") for url in seen.requests) and len(seen.requests) == 2  # the report, then the run page
+    assert (
+        all(url.startswith("file://") for url in seen.requests) and len(seen.requests) == 2
+    )  # the report, then the run page
     assert shot.stat().st_size > 10_000

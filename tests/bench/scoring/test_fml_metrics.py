@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from aiscientist.cli.app import main
+from bench.fml.results import score_agent
 from bench.scoring.exploration import exploration
 from bench.scoring.fml_metrics import RANGES, TaskRun, ValStep, score
-from bench.fml.results import score_agent
 
 NAN = math.nan
 
@@ -32,11 +32,24 @@ def fml_root(root: Path, task: str, val: float, test: float) -> None:
     folder = root / "ml_tasks" / task
     write(folder / "baseline_results" / "val_info.json", info(meta.dataset, meta.metric, val))
     write(folder / "baseline_results" / "test_info.json", info(meta.dataset, meta.metric, test))
-    write(folder / "config.json", {"repo_dir": f"workspace/{task}/repo", "target_files": ["algo.py", "split_config.json"], "metric": meta.metric})
+    write(
+        folder / "config.json",
+        {"repo_dir": f"workspace/{task}/repo", "target_files": ["algo.py", "split_config.json"], "metric": meta.metric},
+    )
     write(root / "workspace" / task / "repo" / "algo.py", "def f(x):\n    return x\n")
 
 
-def agent_run(agent: Path, task: str, steps: list[tuple[bool, float | None]], baseline: float, best: float | None, total: int, test: dict | None | str = None, tokens: int = 0, seconds: float = 0.0) -> Path:
+def agent_run(
+    agent: Path,
+    task: str,
+    steps: list[tuple[bool, float | None]],
+    baseline: float,
+    best: float | None,
+    total: int,
+    test: dict | None | str = None,
+    tokens: int = 0,
+    seconds: float = 0.0,
+) -> Path:
     """AGENT/<task>/<run>/ with summary.json and, unless `test` is None, a final test:
     a test_info.json object, or "bug" for a crash record, or "missing"."""
     run = agent / task / "20260101_000000"
@@ -45,7 +58,10 @@ def agent_run(agent: Path, task: str, steps: list[tuple[bool, float | None]], ba
         "baseline_primary_metric": baseline,
         "best_val_metric": best,
         "total_steps": total,
-        "val_steps": [{"step_id": i, "val_result": {"success": ok}, "primary_metric": m} for i, (ok, m) in enumerate(steps, start=1)],
+        "val_steps": [
+            {"step_id": i, "val_result": {"success": ok}, "primary_metric": m}
+            for i, (ok, m) in enumerate(steps, start=1)
+        ],
         "token_usage": {"total_tokens": tokens},
         "total_duration_seconds": seconds,
     }
@@ -88,7 +104,17 @@ DOMAINBED = {
 def test_every_column_on_a_higher_is_better_task(tmp_path: Path) -> None:
     fml_root(tmp_path / "fml", "Generalization_domainbed", 0.25, 0.20)
     steps = [(True, 0.30), (False, None), (True, 0.28), (True, 0.40), (True, 0.40)]
-    agent_run(tmp_path / "aide", "Generalization_domainbed", steps, 0.25, 0.40, 6, info("ColoredMNIST_test_env2", "in_acc_mean", 0.33), tokens=2_500_000, seconds=5400)
+    agent_run(
+        tmp_path / "aide",
+        "Generalization_domainbed",
+        steps,
+        0.25,
+        0.40,
+        6,
+        info("ColoredMNIST_test_env2", "in_acc_mean", 0.33),
+        tokens=2_500_000,
+        seconds=5400,
+    )
     row = score_agent(tmp_path / "aide", tmp_path / "fml", explore=False)["Generalization_domainbed"]
     approx(row, DOMAINBED)
     assert row["note"] == "ok"
@@ -96,19 +122,31 @@ def test_every_column_on_a_higher_is_better_task(tmp_path: Path) -> None:
 
 def test_unlearning_is_scored_as_minus_log10(tmp_path: Path) -> None:
     # forget quality: baseline val 1e-5 (5 after -log10), test 1e-6 (6); steps 1e-3 (3), 1e-2 (2); test 1e-4 (4)
-    run = TaskRun(task="Unlearning_open_unlearning", baseline_val=1e-5, baseline_test=1e-6, baseline_primary_metric=1e-5, best_val_metric=1e-2, total_steps=2, val_steps=[ValStep(success=True, primary_metric=1e-3), ValStep(success=True, primary_metric=1e-2)], test=1e-4)
+    run = TaskRun(
+        task="Unlearning_open_unlearning",
+        baseline_val=1e-5,
+        baseline_test=1e-6,
+        baseline_primary_metric=1e-5,
+        best_val_metric=1e-2,
+        total_steps=2,
+        val_steps=[ValStep(success=True, primary_metric=1e-3), ValStep(success=True, primary_metric=1e-2)],
+        test=1e-4,
+    )
     row = score(run, RANGES["Unlearning_open_unlearning"])
-    approx(row, {
-        "raw_test": 4.0,
-        "baseline_test": 6.0,
-        "Normalized Improvement": 2 / 6,  # lower is better, range 0 .. baseline (6)
-        "Val-test |gap|": abs(3 / 5 - 2 / 6),  # val: (5 - 2) / 5
-        "AUC-over-steps": (0.4 + 0.6) / 2,
-        "First-improvement step": 1.0,
-        "Late-gain fraction": (0.6 - 0.4) / 0.6,
-        "Best-improvement step": 2.0,
-        "Valid step ratio": 1.0,
-    })
+    approx(
+        row,
+        {
+            "raw_test": 4.0,
+            "baseline_test": 6.0,
+            "Normalized Improvement": 2 / 6,  # lower is better, range 0 .. baseline (6)
+            "Val-test |gap|": abs(3 / 5 - 2 / 6),  # val: (5 - 2) / 5
+            "AUC-over-steps": (0.4 + 0.6) / 2,
+            "First-improvement step": 1.0,
+            "Late-gain fraction": (0.6 - 0.4) / 0.6,
+            "Best-improvement step": 2.0,
+            "Valid step ratio": 1.0,
+        },
+    )
 
 
 CAUSAL = ("ihdp_test", "mae_mean")  # Causality_causalml: lower, range 0 .. baseline; baseline val 0.5, test 0.6
@@ -126,7 +164,9 @@ CAUSAL = ("ihdp_test", "mae_mean")  # Causality_causalml: lower, range 0 .. base
         (info(*CAUSAL, 0.1), None, "all_val_failed->baseline", 0.6),
     ],
 )
-def test_raw_test_falls_back_to_the_baseline(tmp_path: Path, test: object, best: float | None, note: str, raw: float) -> None:
+def test_raw_test_falls_back_to_the_baseline(
+    tmp_path: Path, test: object, best: float | None, note: str, raw: float
+) -> None:
     fml_root(tmp_path / "fml", "Causality_causalml", 0.5, 0.6)
     steps = [(True, 0.4)] if best is not None else [(False, None), (False, None)]
     agent_run(tmp_path / "agent", "Causality_causalml", steps, 0.5, best, len(steps), test)
@@ -134,7 +174,17 @@ def test_raw_test_falls_back_to_the_baseline(tmp_path: Path, test: object, best:
     assert row["note"] == note and row["raw_test"] == pytest.approx(raw)
     assert row["Normalized Improvement"] == pytest.approx((0.6 - raw) / 0.6)
     if best is None:  # nothing validated: no curve gain, no best step, val side = baseline
-        approx(row, {"AUC-over-steps": 0.0, "First-improvement step": NAN, "Late-gain fraction": NAN, "Best-improvement step": NAN, "Val-test |gap|": 0.0, "Valid step ratio": 0.0})
+        approx(
+            row,
+            {
+                "AUC-over-steps": 0.0,
+                "First-improvement step": NAN,
+                "Late-gain fraction": NAN,
+                "Best-improvement step": NAN,
+                "Val-test |gap|": 0.0,
+                "Valid step ratio": 0.0,
+            },
+        )
     else:
         assert row["Val-test |gap|"] == pytest.approx(abs((0.5 - 0.4) / 0.5 - (0.6 - raw) / 0.6))
 
@@ -147,26 +197,45 @@ def test_exploration_metrics_by_hand() -> None:
     assert found["Exploration Uniqueness"] == 1.0  # every cosine distance > 0.015
     assert found["Exploration Reach"] == pytest.approx(math.sqrt(2))
     with_copy = exploration(np.array([[1, 0], [2, 0], [0, 1], [0, 0]], dtype=np.float32), base)
-    assert with_copy["Exploration Uniqueness"] == 3 / 4  # [1,0] ~ [2,0] (distance 0); the zero vector is its own cluster
+    assert (
+        with_copy["Exploration Uniqueness"] == 3 / 4
+    )  # [1,0] ~ [2,0] (distance 0); the zero vector is its own cluster
     assert with_copy["Exploration Reach"] == pytest.approx(2.0)
     assert exploration(np.array([[1, 0], [-1, 0]], dtype=np.float32), base)["Effective dim"] == pytest.approx(1.0)
-    assert exploration(np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.float32), base)["Effective dim"] == pytest.approx(2.0)
+    assert exploration(np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.float32), base)[
+        "Effective dim"
+    ] == pytest.approx(2.0)
     assert exploration(three[:1], base)["Effective dim"] == 0.0
 
 
 def test_bench_score_cli_prints_fml_columns_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fml_root(tmp_path / "fml", "Generalization_domainbed", 0.25, 0.20)
     steps = [(True, 0.30), (False, None), (True, 0.28), (True, 0.40), (True, 0.40)]
-    run = agent_run(tmp_path / "aide", "Generalization_domainbed", steps, 0.25, 0.40, 6, info("ColoredMNIST_test_env2", "in_acc_mean", 0.33), tokens=2_500_000, seconds=5400)
+    run = agent_run(
+        tmp_path / "aide",
+        "Generalization_domainbed",
+        steps,
+        0.25,
+        0.40,
+        6,
+        info("ColoredMNIST_test_env2", "in_acc_mean", 0.33),
+        tokens=2_500_000,
+        seconds=5400,
+    )
     for i, body in enumerate(["return x", "return x + 1", "return 2 * x"], start=1):
-        write(run / "step_snapshots" / f"step_{i:04d}_code.json", {"workspace/Generalization_domainbed/repo/algo.py": f"def f(x):\n    {body}\n"})
+        write(
+            run / "step_snapshots" / f"step_{i:04d}_code.json",
+            {"workspace/Generalization_domainbed/repo/algo.py": f"def f(x):\n    {body}\n"},
+        )
     assert main(["bench", "score", str(tmp_path / "aide"), "--fml-root", str(tmp_path / "fml"), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
     row = table["Generalization_domainbed"]
     approx(row, DOMAINBED)
     assert row["embedder"] in ("microsoft/graphcodebert-base", "sentence-transformers/all-MiniLM-L6-v2")
     assert row["Exploration Spread"] > 0 and 0 < row["Exploration Uniqueness"] <= 1 and row["Exploration Reach"] > 0
-    assert main(["bench", "score", str(tmp_path / "aide"), "--fml-root", str(tmp_path / "fml"), "--no-exploration"]) == 0
+    assert (
+        main(["bench", "score", str(tmp_path / "aide"), "--fml-root", str(tmp_path / "fml"), "--no-exploration"]) == 0
+    )
     out = capsys.readouterr().out
     assert "Normalized Improvement" in out and "0.1300" in out and "AUC-over-steps" in out
     assert main(["bench", "score", str(tmp_path / "nothing"), "--fml-root", str(tmp_path / "fml")]) == 2
@@ -175,10 +244,17 @@ def test_bench_score_cli_prints_fml_columns_and_json(tmp_path: Path, capsys: pyt
 def test_ai_scientist_v2_final_test_lives_in_a_sibling_run(tmp_path: Path) -> None:
     fml_root(tmp_path / "fml", "Causality_causalml", 0.5, 0.6)
     agent = tmp_path / "ai_scientist_v2"
-    run = agent_run(agent, "Causality_causalml", [(True, 0.4)], 0.5, 0.4, 1, info(*CAUSAL, 0.9))  # its own test is ignored
-    sibling = run.parent / "20260101_000001_final_test" / "exp_final_test" / "run_final_test" / "execution_20260101_020000"
+    run = agent_run(
+        agent, "Causality_causalml", [(True, 0.4)], 0.5, 0.4, 1, info(*CAUSAL, 0.9)
+    )  # its own test is ignored
+    sibling = (
+        run.parent / "20260101_000001_final_test" / "exp_final_test" / "run_final_test" / "execution_20260101_020000"
+    )
     write(sibling / "test_info.json", info(*CAUSAL, 0.3))
     for skipped in ("_old", "20250101_deprecated"):  # never the run, never a test home
-        write(run.parent / skipped / "exp_final_test" / "run_final_test" / "execution_1" / "test_info.json", info(*CAUSAL, 0.0))
+        write(
+            run.parent / skipped / "exp_final_test" / "run_final_test" / "execution_1" / "test_info.json",
+            info(*CAUSAL, 0.0),
+        )
     row = score_agent(agent, tmp_path / "fml", explore=False)["Causality_causalml"]
     assert row["raw_test"] == pytest.approx(0.3) and row["Normalized Improvement"] == pytest.approx(0.5)

@@ -30,12 +30,19 @@ SANITY: dict[str, dict[str, tuple[float, float]]] = {
     "representation_learning": {},
     "continual_learning": {},
 }
-DENIED = {"generalization": EVALUATE_TEST, "data_efficiency": EVALUATE_TEST, "representation_learning": EVALUATE_TEST, "continual_learning": EVALUATE_TEST}
+DENIED = {
+    "generalization": EVALUATE_TEST,
+    "data_efficiency": EVALUATE_TEST,
+    "representation_learning": EVALUATE_TEST,
+    "continual_learning": EVALUATE_TEST,
+}
 
 
 def run(task: Task, commands: list[str], repo: Path):
     sandbox = get_sandbox("bwrap" if bwrap_works() else "local")
-    return sandbox.run(commands, cwd=repo, timeout=task.command_timeout_s, env=ENV, writable=[repo], hidden=[task.repository])
+    return sandbox.run(
+        commands, cwd=repo, timeout=task.command_timeout_s, env=ENV, writable=[repo], hidden=[task.repository]
+    )
 
 
 def check_metrics(task: Task, path: Path, name: str) -> None:

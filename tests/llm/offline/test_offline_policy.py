@@ -21,7 +21,11 @@ TINY = Path(__file__).parents[2] / "fixtures" / "tiny" / "task.yaml"
 
 
 def tool(name: str, **props: str) -> dict:
-    schema = {"type": "object", "properties": {k: {"type": v} for k, v in props.items()}, "required": [k for k in props if k != "max_lines"]}
+    schema = {
+        "type": "object",
+        "properties": {k: {"type": v} for k, v in props.items()},
+        "required": [k for k in props if k != "max_lines"],
+    }
     return {"type": "function", "function": {"name": name, "description": name, "parameters": schema}}
 
 
@@ -62,7 +66,9 @@ class ToolBox:
 
     def run_experiment(self, hypothesis: str) -> str:
         record = self.engine.run_step("offline", hypothesis)
-        return json.dumps({"step": record.step, "success": record.eligible, "metric": record.metric, "error": record.error})
+        return json.dumps(
+            {"step": record.step, "success": record.eligible, "metric": record.metric, "error": record.error}
+        )
 
 
 def drive(client, toolbox: ToolBox, prompt: str, max_turns: int = 40) -> tuple[list[dict], dict]:
@@ -86,7 +92,9 @@ def run_policy(root: Path, config: LLMConfig) -> tuple[Task, ExperimentEngine, l
     engine = ExperimentEngine(task, paths, get_sandbox("local"))
     engine.ensure_setup()
     # a role no module registers a handler for: the generic `solo` policy answers
-    facts = facts_line(role="llm-test-tuner", steps_budget=4, **task_facts(task, ["submission/train.py", "submission/config.py"]))
+    facts = facts_line(
+        role="llm-test-tuner", steps_budget=4, **task_facts(task, ["submission/train.py", "submission/config.py"])
+    )
     client = make_client("offline", paths.root, role="llm-test-tuner", config=config)
     messages, finish = drive(client, ToolBox(task, engine), f"You tune code.\n{facts}")
     return task, engine, messages, finish
@@ -102,7 +110,13 @@ def test_solo_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path) -
         assert parse_marker(step.hypothesis) is not None  # each step names the change it measures
         assert (paths.root / step.diff_path).read_text().count("\n+") >= 1  # a real edit against the baseline
     assert len({round(s.metric, 6) for s in steps}) >= 2  # the edits changed the measured metric
-    reads = [json.loads(tc["function"]["arguments"])["path"] for m in messages if m["role"] == "assistant" for tc in m.get("tool_calls", []) if tc["function"]["name"] == "read_file"]
+    reads = [
+        json.loads(tc["function"]["arguments"])["path"]
+        for m in messages
+        if m["role"] == "assistant"
+        for tc in m.get("tool_calls", [])
+        if tc["function"]["name"] == "read_file"
+    ]
     assert reads == ["submission/train.py", "submission/config.py"]  # read once, then tracked through the edits
     assert "step budget is spent" in finish["summary"]
     # worse changes were reverted, so the code left behind is the best measured state
@@ -120,7 +134,9 @@ def test_solo_policy_runs_real_experiments_on_the_fixture_task(tmp_path: Path) -
     assert all(r["replayed"] for r in read_records(engine2.paths.logs / "llm_calls.jsonl"))
     replayed = load_steps(engine2.paths)
     assert [(s.hypothesis, s.metric) for s in replayed] == [(s.hypothesis, s.metric) for s in steps[:4]]
-    assert [(engine2.paths.root / s.diff_path).read_text() for s in replayed] == [(paths.root / s.diff_path).read_text() for s in steps[:4]]
+    assert [(engine2.paths.root / s.diff_path).read_text() for s in replayed] == [
+        (paths.root / s.diff_path).read_text() for s in steps[:4]
+    ]
 
 
 def fake_results(metrics: list[float]):
@@ -141,7 +157,9 @@ def fake_results(metrics: list[float]):
 
 def transcript(seed: int, metrics: list[float]) -> tuple[list[dict], dict]:
     run, files = fake_results(metrics)
-    facts = facts_line(role="prototype", editable=["submission/config.py"], direction="min", baseline=1.0, steps_budget=3)
+    facts = facts_line(
+        role="prototype", editable=["submission/config.py"], direction="min", baseline=1.0, steps_budget=3
+    )
     messages = [{"role": "system", "content": "Tune."}, {"role": "user", "content": f"go\n{facts}"}]
     client = make_client("offline", config=LLMConfig(seed=seed))
     while True:
@@ -162,7 +180,13 @@ def test_policy_is_seeded_stateless_and_reverts_what_did_not_help() -> None:
     prefix = first[:6]
     fresh = make_client("offline", config=LLMConfig(seed=1)).complete(prefix, tools=TOOLS)
     assert fresh.message == first[6]
-    edits = [json.loads(tc["function"]["arguments"]) for m in first if m["role"] == "assistant" for tc in m.get("tool_calls", []) if tc["function"]["name"] == "edit_file"]
+    edits = [
+        json.loads(tc["function"]["arguments"])
+        for m in first
+        if m["role"] == "assistant"
+        for tc in m.get("tool_calls", [])
+        if tc["function"]["name"] == "edit_file"
+    ]
     # experiment 2 (0.9) was worse than experiment 1 (0.8): its change was undone before the next
     assert len(edits) == 4 and (edits[2]["old"], edits[2]["new"]) == (edits[1]["new"], edits[1]["old"])
     assert edits[0]["new"] in files["submission/config.py"] and edits[3]["new"] in files["submission/config.py"]
@@ -178,12 +202,20 @@ def test_roles_dispatch_on_the_facts_role() -> None:
         with pytest.raises(ValueError, match="already registered"):
             register_role_policy("test-summariser", lambda ctx: PolicyReply("x"))
         client = make_client("offline")
-        c = client.complete([{"role": "system", "content": "Summarise.\n" + facts_line(role="test-summariser")}], tools=TOOLS)
+        c = client.complete(
+            [{"role": "system", "content": "Summarise.\n" + facts_line(role="test-summariser")}], tools=TOOLS
+        )
         assert c.content.startswith(BANNER) and "test-summariser saw 0 tool calls" in c.content
         assert c.tool_calls[0].name == "finish"
         # prose naming a role is not a fact: the solo policy answers, and without tools it just says so
-        plain = client.complete([{"role": "system", "content": "ROLE: test-summariser"}, {"role": "user", "content": "grade"}])
-        assert plain.tool_calls == [] and "No edit_file, run_experiment tool offered" in plain.content and BANNER in plain.content
+        plain = client.complete(
+            [{"role": "system", "content": "ROLE: test-summariser"}, {"role": "user", "content": "grade"}]
+        )
+        assert (
+            plain.tool_calls == []
+            and "No edit_file, run_experiment tool offered" in plain.content
+            and BANNER in plain.content
+        )
     finally:
         POLICIES.pop("test-summariser", None)
 
@@ -200,4 +232,9 @@ def test_result_and_marker_parsing() -> None:
     log = f"[step 0001] hypothesis: {edit.marker()}\nsuccess: true; metric: 0.5 (d/m, min)\nverdict: new best\n[step 0002] hypothesis: x\nsuccess: false; error: boom\n"
     assert log_runs(log) == [(edit, 0.5), (None, None)]
     assert facts_line(role="r", baseline=None, files=["a"]) == 'FACTS: {"files": ["a"], "role": "r"}'
-    assert read_facts([{"role": "system", "content": "x\nFACTS: {\"role\": \"a\", \"k\": 1}"}, {"role": "user", "content": 'FACTS: {"role": "b"}'}]) == {"role": "b", "k": 1}
+    assert read_facts(
+        [
+            {"role": "system", "content": 'x\nFACTS: {"role": "a", "k": 1}'},
+            {"role": "user", "content": 'FACTS: {"role": "b"}'},
+        ]
+    ) == {"role": "b", "k": 1}

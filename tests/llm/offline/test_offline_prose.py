@@ -40,7 +40,13 @@ def run(tmp: Path, agent: str, monkeypatch: pytest.MonkeyPatch, rewrite: bool) -
                 if m.get("role") in ("system", "user") and isinstance(m.get("content"), str):
                     m["content"] = scramble(m["content"])
         reply = SEND(self, messages, tools)
-        calls.append((read_facts(messages).get("role"), reply.content.split("```", 1)[-1], [(c.name, json.loads(c.arguments)) for c in reply.tool_calls]))
+        calls.append(
+            (
+                read_facts(messages).get("role"),
+                reply.content.split("```", 1)[-1],
+                [(c.name, json.loads(c.arguments)) for c in reply.tool_calls],
+            )
+        )
         return reply
 
     monkeypatch.setattr(OfflineBackend, "send", observed)
@@ -52,13 +58,26 @@ def run(tmp: Path, agent: str, monkeypatch: pytest.MonkeyPatch, rewrite: bool) -
     return calls, diffs
 
 
-@pytest.mark.parametrize("agent", ["aiscientist", "aiscientist-flat", "linear", pytest.param("aide", marks=pytest.mark.slow), pytest.param("basic", marks=pytest.mark.slow)])
-def test_scrambled_prose_changes_no_tool_call_and_no_diff(tmp_path: Path, agent: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "agent",
+    [
+        "aiscientist",
+        "aiscientist-flat",
+        "linear",
+        pytest.param("aide", marks=pytest.mark.slow),
+        pytest.param("basic", marks=pytest.mark.slow),
+    ],
+)
+def test_scrambled_prose_changes_no_tool_call_and_no_diff(
+    tmp_path: Path, agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plain_calls, plain_diffs = run(tmp_path / "plain", agent, monkeypatch, rewrite=False)
     scrambled_calls, scrambled_diffs = run(tmp_path / "scrambled", agent, monkeypatch, rewrite=True)
     assert len(plain_diffs) == 3 and all(plain_diffs)
     # the readers run in parallel threads: their calls interleave in any order
     assert sorted(map(repr, scrambled_calls)) == sorted(map(repr, plain_calls))
-    assert [c for c in scrambled_calls if c[0] != "comprehension-reader"] == [c for c in plain_calls if c[0] != "comprehension-reader"]
+    assert [c for c in scrambled_calls if c[0] != "comprehension-reader"] == [
+        c for c in plain_calls if c[0] != "comprehension-reader"
+    ]
     assert scrambled_diffs == plain_diffs
     assert scramble("a b\nFACTS: {}") == f"{DECOY}\nB A\nFACTS: {{}}"

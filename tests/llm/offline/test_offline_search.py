@@ -18,7 +18,9 @@ def pick(contents: dict[str, str], name: str, up: bool) -> Edit:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 50), st.one_of(st.none(), st.floats(0, 2))), max_size=12), st.integers(0, 10**6))
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.one_of(st.none(), st.floats(0, 2))), max_size=12), st.integers(0, 10**6)
+)
 def test_never_proposes_a_value_a_literal_already_held(history: list[tuple[int, float | None]], seed: int) -> None:
     """Whatever was tried, kept or reverted, the next change is new: its literal never
     held the proposed value in this run (so no diff is tried twice)."""
@@ -68,7 +70,11 @@ def test_larger_observed_effects_come_first(effect_a: float, effect_b: float, se
     """Two literals tried once, neither helped: the one whose change moved the metric
     more is explored again (in the other direction) first."""
     contents = {PATH: "A = 0.5\nB = 0.5\nFLAG = True\n"}
-    a, b, flag = pick(contents, "A", True), pick(contents, "B", True), next(e for e in options_of(contents) if e.name == "FLAG")
+    a, b, flag = (
+        pick(contents, "A", True),
+        pick(contents, "B", True),
+        next(e for e in options_of(contents) if e.name == "FLAG"),
+    )
     metric_a, metric_b = 1.0 + effect_a, 1.0 + effect_b  # effects 1e-19 apart can give the same metric
     done = score([(a, metric_a), (b, metric_b), (flag, 1.0)], "min", 1.0)
     proposal = next_change(contents, done, random.Random(seed))

@@ -84,15 +84,41 @@ def make_task(root: Path) -> Path:
     return task
 
 
-@pytest.mark.parametrize("arm", [[], ["--set", "hierarchy=false"], pytest.param(["--set", "file_bus=false"], marks=pytest.mark.slow)], ids=["aiscientist", "flat", "nobus"])
+@pytest.mark.parametrize(
+    "arm",
+    [[], ["--set", "hierarchy=false"], pytest.param(["--set", "file_bus=false"], marks=pytest.mark.slow)],
+    ids=["aiscientist", "flat", "nobus"],
+)
 def test_offline_policy_beats_the_baseline_on_an_unseen_task_within_8_steps(tmp_path: Path, arm: list[str]) -> None:
     task = make_task(tmp_path / "task")
     run = tmp_path / "run"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    done = subprocess.run([sys.executable, "-m", "aiscientist", "solve", str(task), "--model", "offline", "--steps", "8", "--run-dir", str(run), *arm], env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aiscientist",
+            "solve",
+            str(task),
+            "--model",
+            "offline",
+            "--steps",
+            "8",
+            "--run-dir",
+            str(run),
+            *arm,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((run / "result.json").read_text())
-    assert result["best_metric"] is not None and result["best_metric"] < result["baseline"], (result["best_metric"], result["baseline"])
+    assert result["best_metric"] is not None and result["best_metric"] < result["baseline"], (
+        result["best_metric"],
+        result["baseline"],
+    )
     hypotheses = [json.loads(p.read_text())["hypothesis"] for p in sorted(run.glob("experiments/step_*/step.json"))]
     changes = [parse_marker(h) for h in hypotheses]
     assert None not in changes and len(changes) == len(set(changes)), changes  # no change measured twice

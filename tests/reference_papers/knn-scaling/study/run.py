@@ -7,8 +7,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from study.models import MODELS, build
@@ -34,7 +34,11 @@ def main() -> None:
     header = "| dataset | " + " | ".join(MODELS) + " |"
     rows = [header, "|---" * (len(MODELS) + 1) + "|"]
     for dataset, by_model in results.items():
-        rows.append(f"| {dataset} | " + " | ".join(f"{by_model[m]['mean']:.3f} ± {by_model[m]['std']:.3f}" for m in MODELS) + " |")
+        rows.append(
+            f"| {dataset} | "
+            + " | ".join(f"{by_model[m]['mean']:.3f} ± {by_model[m]['std']:.3f}" for m in MODELS)
+            + " |"
+        )
     (out / "table.md").write_text("\n".join(rows) + "\n")
     print("\n".join(rows))
 

@@ -25,17 +25,30 @@ def main() -> None:
     for epsilon in EPSILONS:
         runs = []
         for seed in SEEDS:
-            model = train(x_train, y_train, epsilon, seed, CONFIG["hidden"], CONFIG["epochs"], CONFIG["batch_size"], CONFIG["lr"])
+            model = train(
+                x_train, y_train, epsilon, seed, CONFIG["hidden"], CONFIG["epochs"], CONFIG["batch_size"], CONFIG["lr"]
+            )
             probs = predict(model, x_test)
-            runs.append({"accuracy": metrics.accuracy(probs, y_test), "nll": metrics.nll(probs, y_test),
-                         "ece": metrics.ece(probs, y_test), "confidence": float(probs.max(1).mean())})
+            runs.append(
+                {
+                    "accuracy": metrics.accuracy(probs, y_test),
+                    "nll": metrics.nll(probs, y_test),
+                    "ece": metrics.ece(probs, y_test),
+                    "confidence": float(probs.max(1).mean()),
+                }
+            )
             print(f"eps={epsilon} seed={seed} " + " ".join(f"{k}={v:.4f}" for k, v in runs[-1].items()), flush=True)
         results[f"{epsilon:g}"] = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
     out = Path("results")
     out.mkdir(exist_ok=True)
-    (out / "metrics.json").write_text(json.dumps({"config": CONFIG, "seeds": list(SEEDS), "results": results}, indent=2) + "\n")
+    (out / "metrics.json").write_text(
+        json.dumps({"config": CONFIG, "seeds": list(SEEDS), "results": results}, indent=2) + "\n"
+    )
     rows = ["| epsilon | accuracy | NLL | ECE | mean confidence |", "|---|---|---|---|---|"]
-    rows += [f"| {e} | {r['accuracy']:.4f} | {r['nll']:.4f} | {r['ece']:.4f} | {r['confidence']:.4f} |" for e, r in results.items()]
+    rows += [
+        f"| {e} | {r['accuracy']:.4f} | {r['nll']:.4f} | {r['ece']:.4f} | {r['confidence']:.4f} |"
+        for e, r in results.items()
+    ]
     (out / "table.md").write_text("\n".join(rows) + "\n")
     print("\n".join(rows))
     print(f"done in {time.time() - start:.1f}s")

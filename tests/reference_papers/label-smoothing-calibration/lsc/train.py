@@ -19,7 +19,9 @@ def smoothed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, epsilon: 
     return -(target * log_probs).sum(1).mean()
 
 
-def train(x: np.ndarray, y: np.ndarray, epsilon: float, seed: int, hidden: int, epochs: int, batch_size: int, lr: float) -> nn.Module:
+def train(
+    x: np.ndarray, y: np.ndarray, epsilon: float, seed: int, hidden: int, epochs: int, batch_size: int, lr: float
+) -> nn.Module:
     torch.manual_seed(seed)
     model = mlp(hidden)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
