@@ -26,6 +26,7 @@ from aiscientist.experiment.evidence import BASELINE_TAG, baseline_editable, wri
 from aiscientist.experiment.gitrepo import git
 from aiscientist.experiment.hidden import run_hidden_test
 from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
+from aiscientist.experiment.scoring import score_run, survivors_error
 from aiscientist.records import accounting
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
@@ -227,8 +228,14 @@ class ExperimentEngine:
                         "problem": broken[0],
                     },
                 )
+            scored = None
+            if self.task.score and result.ok and not tampered and not broken:  # the run's processes are all dead
+                score_result, scored = score_run(self, self.paths.submission, tree)
+                result = _combine(result, score_result)
+            elif survivors_error(result):
+                scored = MetricsReading(error=survivors_error(result), cause=FailureCause.INTEGRITY)
             record = self._record(
-                step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken
+                step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken, scored
             )
             if tampered:
                 self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
@@ -307,9 +314,12 @@ class ExperimentEngine:
         tokens: int,
         cost: float,
         broken: list[str],
+        scored: MetricsReading | None = None,
     ) -> StepRecord:
         reading = MetricsReading(error=result.failure(), cause=result.failure_cause())
-        if reading.error is None and self.task.metric is not None:
+        if scored is not None and (reading.error is None or scored.error):
+            reading = scored  # what the score invocation wrote (or why the run was not scored)
+        elif reading.error is None and self.task.metric is not None:
             reading = self.read_metrics(metrics_path)
         error, cause = reading.error, reading.cause
         if broken:
@@ -344,6 +354,7 @@ class ExperimentEngine:
             cause=cause,
             diff_path=str(rel / "diff.patch"),
             code_path=str(rel / "code"),
+            score_isolated=self.task.score_isolated,
             tokens=tokens,
             cost=cost,
         )
@@ -385,6 +396,7 @@ def _combine(first: RunResult, second: RunResult) -> RunResult:
         duration_s=first.duration_s + second.duration_s,
         timed_out=second.timed_out,
         backend=first.backend,
+        survivors=first.survivors + second.survivors,
     )
 
 

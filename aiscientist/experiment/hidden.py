@@ -3,7 +3,9 @@
 It runs in a fresh copy of the original repository (hidden files included, visible
 to these commands only) with the step's editable files laid over it. Protected files
 are restored and read-only, and after the run the copy is checked exactly as a
-validation step is (aiscientist/integrity.py); a failed check fails the test.
+validation step is (aiscientist/integrity.py); a failed check fails the test. A task
+with a run / score split keeps its hidden files (but `test_inputs`) from the run and
+scores the run's artifacts in an invocation of its own (aiscientist/experiment/scoring.py).
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from typing import Protocol
 
 from aiscientist.experiment import integrity
 from aiscientist.experiment.runenv import clean_outputs
+from aiscientist.experiment.scoring import Scorer, score_run, survivors_error
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading, TestResult, sha256_file
 from aiscientist.sandbox import RunResult
-from aiscientist.task import Task
+from aiscientist.task import Task, expand_globs, glob_match
 
 
-class TestRunner(Protocol):
+class TestRunner(Scorer, Protocol):
     """What the hidden test needs of the experiment engine."""
 
     task: Task
@@ -55,6 +58,10 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
         copy = Path(tmp) / "repo"
         shutil.copytree(task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
         clean_outputs(task, copy)
+        if task.score:  # held-out labels reach only the score invocation
+            for rel in expand_globs(copy, task.hidden):
+                if not any(glob_match(rel, pattern) for pattern in task.test_inputs):
+                    (copy / rel).unlink()
         result = (
             engine.run_commands(task.setup_commands, copy, hide_task=False, protect=False)
             if task.setup_commands
@@ -74,14 +81,14 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
             result = engine.run_commands(
                 task.test_commands + task.postprocess_commands, copy, timeout=task.timeout("test")
             )
-        reading = MetricsReading(error=result.failure())
-        if reading.error is None:
-            reading = engine.read_metrics(task.metrics_path(copy, test=True))
+        reading = MetricsReading(error=result.failure() or survivors_error(result))
+        guard = _guard(engine, copy, before)
+        if reading.error is None and not guard:
+            reading = _reading(engine, copy)
             if reading.error is None and reading.constraint_violated:  # FML-bench credits no such test
                 reading = MetricsReading(
                     error="the test run flagged a violated constraint", cause=FailureCause.CONSTRAINT_VIOLATED
                 )
-        guard = _guard(engine, copy, before)
         metric, metrics, error = (None, {}, guard) if guard else (reading.metric, reading.metrics, reading.error)
     return TestResult(
         step=step,
@@ -90,7 +97,15 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
         success=error is None,
         error=error,
         duration_s=round(time.monotonic() - start, 3),
+        score_isolated=task.score_isolated,
     )
+
+
+def _reading(engine: TestRunner, copy: Path) -> MetricsReading:
+    """The test's metrics: from the score invocation, or (no split) the copy's metrics file."""
+    if not engine.task.score:
+        return engine.read_metrics(engine.task.metrics_path(copy, test=True))
+    return score_run(engine, copy, integrity.scan(copy), test=True)[1]
 
 
 def _guard(engine: TestRunner, copy: Path, before: dict[str, integrity.Entry]) -> str | None:

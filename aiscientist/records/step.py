@@ -32,6 +32,7 @@ class StepRecord(BaseModel):
     cause: FailureCause | None = None
     diff_path: str
     code_path: str
+    score_isolated: bool | None = None  # False: the code it ran shared a process with scoring (could forge it)
     tokens: int = 0
     cost: float = 0.0
 
@@ -61,6 +62,7 @@ class TestResult(BaseModel):
     success: bool
     error: str | None = None
     duration_s: float
+    score_isolated: bool | None = None
 
 
 def sha256_file(path: Path) -> str:

@@ -55,11 +55,13 @@ class RunResult(BaseModel):
     duration_s: float
     timed_out: bool = False
     backend: str
+    survivors: int = 0  # processes still alive after the last kill (none may be, before scoring)
 
     @property
     def ok(self) -> bool:
         return (
             not self.timed_out
+            and not self.survivors
             and len(self.returncodes) == len(self.commands)
             and all(rc == 0 for rc in self.returncodes)
         )

@@ -190,9 +190,11 @@ class DockerSandbox(Sandbox):
                 **self.limits(),
             )
             try:
-                return run_each(
+                result = run_each(
                     commands, lambda c: self._one(c, timeout, options, out, err), timeout, out, err, self.name
                 )
+                result.survivors = len(self.client.containers.list(filters={"label": [f"{LABEL}.call={call}"]}))
+                return result
             except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
                 for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={call}"]}):
                     _remove(container)

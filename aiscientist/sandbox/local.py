@@ -18,6 +18,7 @@ import resource
 import select
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -32,17 +33,9 @@ MEMORY_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 def kill_marked(marker: str) -> None:
     """SIGKILL every process whose environment carries `MARKER=marker`."""
-    needle = f"{MARKER}={marker}".encode()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = Path(entry.path, "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), 9)
+    for pid in marked(marker):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, 9)
 
 
 def python_env(private_tmp: str) -> dict[str, str]:
@@ -100,7 +93,41 @@ def run_commands(
             finally:
                 _kill_all(proc, group, marker)
 
-        return run_each(commands, run_one, timeout, out, err, backend)
+        result = run_each(commands, run_one, timeout, out, err, backend)
+        result.survivors = _survivors(group, marker)
+        return result
+
+
+def marked(marker: str) -> list[int]:
+    """The processes whose environment carries `MARKER=marker`."""
+    needle = f"{MARKER}={marker}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = Path(entry.path, "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _survivors(group: Path | None, marker: str) -> int:
+    """How many processes of a run are still alive after up to a second of killing them."""
+    for _ in range(100):
+        left = set(marked(marker))
+        if group is not None:
+            with contextlib.suppress(OSError):
+                left |= {int(p) for p in (group / "cgroup.procs").read_text().split()}
+        if not left:
+            return 0
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, 9)
+        time.sleep(0.01)
+    return len(left)
 
 
 def _kill_all(proc: subprocess.Popen, group: Path | None, marker: str) -> None:

@@ -58,6 +58,24 @@ def check_files(task: Task, file: Path) -> None:
     for pattern in task.protected:
         if any(glob_match(p, pattern) for p in task.editable):
             raise TaskError(file, "protected", f"{pattern!r} is also listed as editable")
+    _check_scorer(task, file)
+
+
+def _check_scorer(task: Task, file: Path) -> None:
+    """The score command may run only files the agent cannot change (docs/contracts.md, "Scoring")."""
+    for pattern in task.scorer:
+        matched = expand_globs(task.repository, [pattern])
+        if not matched:
+            raise TaskError(file, "scorer", f"glob {pattern!r} matches no file in {task.repository}")
+        for rel in matched:
+            if not (task.is_protected(rel) or task.is_hidden(rel)):
+                raise TaskError(file, "scorer", f"{rel} is neither protected nor hidden: the agent could change it")
+    for pattern in task.test_inputs:
+        if not task.is_hidden(pattern):
+            raise TaskError(file, "test_inputs", f"{pattern!r} is not under a hidden glob")
+    for pattern in task.artifacts:
+        if task.is_protected(pattern) or any(glob_match(pattern, p) for p in task.editable_globs):
+            raise TaskError(file, "artifacts", f"{pattern!r} names a protected or editable file, not a run's output")
 
 
 def check_after_setup(task: Task, repo_copy: Path) -> None:

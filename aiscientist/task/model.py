@@ -104,6 +104,12 @@ class Task(BaseModel):
     hidden final test, the only commands that see the `hidden` files. `outputs_dir` is
     emptied before every step so nothing a previous step wrote is credited to this one.
     `outside_paths` (files the commands reach outside the repository) are mounted read-only.
+
+    Run / score split (docs/contracts.md, "Scoring"): when `score` is set, `commands` only
+    leave the `artifacts`; `score` (`test_score` for the hidden test) then runs in a fresh
+    sandbox invocation that sees only the `scorer` files and the artifacts (read-only), the
+    `hidden` files (hidden test only) and an empty output folder (`$SCORE_OUT`) where it
+    writes the metrics file. `test_inputs`: hidden files the hidden test's run also sees.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -137,6 +143,11 @@ class Task(BaseModel):
     target: float | None = None
     score_range: ScoreRange | None = None
     test_commands: list[str] = Field(default_factory=list)
+    artifacts: list[str] = Field(default_factory=list, description="globs of files the run leaves for the scorer")
+    scorer: list[str] = Field(default_factory=list, description="globs of the protected files the score command runs")
+    score: list[str] = Field(default_factory=list, description="scores the artifacts; writes $SCORE_OUT/<metrics>")
+    test_score: list[str] = Field(default_factory=list, description="the hidden test's score commands")
+    test_inputs: list[str] = Field(default_factory=list, description="hidden globs the hidden test's run also sees")
     test_metrics_file: str | None = None
     command_timeout_s: float = Field(600.0, gt=0)
     preprocess_timeout_s: float | None = Field(None, gt=0)
@@ -155,13 +166,21 @@ class Task(BaseModel):
                 raise ValueError("commands: an improve task needs a non-empty command list")
             if self.metric is None:
                 raise ValueError("metric: an improve task must name the metric to optimise")
-        for name in ("commands", "setup_commands", "preprocess_commands", "postprocess_commands", "test_commands"):
+        names = ("commands", "setup_commands", "preprocess_commands", "postprocess_commands", "test_commands")
+        for name in (*names, "score", "test_score"):
             if any(not c.strip() for c in getattr(self, name)):
                 raise ValueError(f"{name}: empty command in the list")
         for number, name in ((self.baseline, "baseline"), (self.target, "target")):
             if number is not None and not math.isfinite(number):
                 raise ValueError(f"{name}: must be a finite number")
+        if self.score or self.test_score:
+            _check_split(self)
         return self
+
+    @property
+    def score_isolated(self) -> bool:
+        """Whether no code the agent can edit shares a process with the scoring."""
+        return bool(self.score)
 
     def metrics_path(self, repo_root: Path, test: bool = False) -> Path:
         """Where the metrics file appears inside a copy of the repository."""
@@ -222,10 +241,27 @@ class Task(BaseModel):
         if self.protected:
             lines.append("Protected (read-only) files: " + ", ".join(self.protected))
         lines.append("Experiment commands: " + " ; ".join(self.commands or ["(none)"]))
+        if self.score:
+            lines.append("Scored afterwards, apart from your code, from " + ", ".join(self.artifacts or ["(none)"]))
         description = self.description.strip()
         if description:
             lines += ["", description[:2000]]
         return "\n".join(lines)
+
+
+CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so", ".pth", ".sh")
+
+
+def _check_split(task: Task) -> None:
+    if not task.score:
+        raise ValueError("score: test_score needs score too (the validation steps' scorer)")
+    if task.test_commands and not task.test_score:
+        raise ValueError("test_score: a task with score and test_commands must say how the hidden test is scored")
+    if not task.scorer:
+        raise ValueError("scorer: a task with score must list the protected files the score command runs")
+    for pattern in task.artifacts:
+        if pattern.endswith(CODE_SUFFIXES) or pattern.endswith("*"):
+            raise ValueError(f"artifacts: {pattern!r} could match code; name data files (e.g. preds.npz, *.json)")
 
 
 def glob_match(rel_path: str, pattern: str) -> bool:

@@ -97,8 +97,7 @@ def test_malformed_metrics_fail_the_step_with_a_reason(tmp_path: Path, content: 
     (engine.paths.submission / "train.py").write_text(
         f"open('final_info.json', 'w').write({content!r})\nopen('weights.json', 'w').write('[0, 0, 0]')\n"
     )
-    task_commands_only_train = task.model_copy(update={"commands": ["python train.py"]})
-    engine.task = task_commands_only_train
+    engine.task = task.model_copy(update={"score": [], "test_score": []})  # the run writes the metrics file
     record = engine.run_step("agent", "write a broken metrics file")
     assert not record.success and record.metric is None
     assert reason in record.error
@@ -111,8 +110,10 @@ def test_missing_metrics_file_and_failing_command(tmp_path: Path) -> None:
     record = engine.run_step("agent", "crash")
     assert not record.success and record.returncodes == [1]
     assert record.error == "command exited 1: python train.py (diverged)"
-    engine.task = task.model_copy(update={"commands": ["true"]})
+    engine.task = task.model_copy(update={"commands": ["true"], "score": []})
     assert "was not written" in engine.run_step("agent", "no metrics").error
+    engine.task = task.model_copy(update={"commands": ["true"]})  # no weights.json: the scorer fails
+    assert "command exited 1: python evaluate.py --split val" in engine.run_step("agent", "no artifact").error
 
 
 def test_constraint_violation_is_flagged_and_not_best(tmp_path: Path) -> None:
@@ -126,7 +127,7 @@ def test_constraint_violation_is_flagged_and_not_best(tmp_path: Path) -> None:
 
 
 def test_protected_file_missing_after_setup_is_a_task_error(tmp_path: Path) -> None:
-    task = load_task(tiny_copy(tmp_path, protected=["evaluate.py", "metrics/scorer.py"]))
+    task = load_task(tiny_copy(tmp_path, protected=["evaluate.py", "metrics/scorer.py"], scorer=["evaluate.py"]))
     with pytest.raises(TaskError, match="still missing after the setup commands ran"):
         make_engine(task, tmp_path / "run")
 

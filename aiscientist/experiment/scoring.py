@@ -1,0 +1,128 @@
+"""Scoring in a sandbox invocation of its own (docs/contracts.md, "Scoring").
+
+A task with a run / score split runs its `commands` (editable code) first; they leave
+the declared `artifacts`. Once every process of that run is dead, the `score` commands
+run in a fresh invocation over a folder made on the host for them alone: the protected
+`scorer` files (from the verified pristine copies), copies of the artifacts (read
+no-follow from the run's tree, read-only there), the `hidden` files for the hidden test
+only, and an empty output folder (`$SCORE_OUT`), the one writable place. The metrics
+file is read from that folder, never from the submission; nothing the run left is
+importable there, so no hook or patch of the run's can reach the scorer's interpreter.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from aiscientist.experiment import integrity
+from aiscientist.experiment.runenv import in_environment, readable_outside
+from aiscientist.records.causes import FailureCause
+from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import MetricsReading
+from aiscientist.sandbox import RunResult, Sandbox
+from aiscientist.task import Task, expand_globs, glob_match
+
+SCORE_OUT = "SCORE_OUT"  # the environment variable naming the score command's output folder
+ARTIFACT_LIMIT = 2 << 30  # bytes of artifacts one score invocation gets
+
+
+class Scorer(Protocol):
+    """What scoring needs of the experiment engine."""
+
+    task: Task
+    paths: RunPaths
+    sandbox: Sandbox
+    env: dict[str, str]
+
+    def read_metrics(self, metrics_path: Path) -> MetricsReading: ...
+
+
+class ArtifactError(Exception):
+    pass
+
+
+def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path, dest: Path) -> list[str]:
+    """Copy the artifacts `tree` (a scan of `run_root`) lists into `dest`, each read
+    without following links; return their relative paths. A matching entry that is not
+    a regular file, or too many bytes, is an ArtifactError."""
+    copied, total = [], 0
+    for rel, entry in sorted(tree.items()):
+        if not any(glob_match(rel, pattern) for pattern in task.artifacts):
+            continue
+        data = integrity.read_regular(run_root, rel) if entry.kind == "file" else None
+        if data is None:
+            raise ArtifactError(f"artifact {rel!r} is not a regular file the host may read")
+        total += len(data)
+        if total > ARTIFACT_LIMIT:
+            raise ArtifactError(f"the artifacts exceed {ARTIFACT_LIMIT >> 20} MB")
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o444)
+        copied.append(rel)
+    return copied
+
+
+def _lay_out(engine: Scorer, repo: Path, test: bool) -> None:
+    """The scorer files: protected ones from the pristine copies, hidden ones (the hidden
+    test only) from the original repository."""
+    task, pristine = engine.task, engine.paths.pristine / "files"
+    for rel in expand_globs(task.repository, task.scorer):
+        if task.is_hidden(rel):
+            continue  # below, for the hidden test only
+        source = pristine / rel
+        if not source.is_file():
+            source = task.repository / rel  # a protected file setup did not copy (run folders made before)
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, repo / rel)
+    if test:
+        for rel in expand_globs(task.repository, task.hidden):
+            if not (repo / rel).exists():
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(task.repository / rel, repo / rel)
+
+
+def score_run(
+    engine: Scorer, run_root: Path, tree: dict[str, integrity.Entry], test: bool = False
+) -> tuple[RunResult, MetricsReading]:
+    """Run the task's score (or test_score) commands on the artifacts the run at
+    `run_root` left; the result of that invocation and the metrics it wrote."""
+    task = engine.task
+    commands = task.test_score if test else task.score
+    with tempfile.TemporaryDirectory(prefix="aisci-score-") as tmp:
+        repo, out = Path(tmp, "repo"), Path(tmp, "out")
+        repo.mkdir()
+        out.mkdir()
+        try:
+            copy_artifacts(task, tree, run_root, repo)
+        except ArtifactError as err:
+            failed = RunResult(commands=commands, returncodes=[], duration_s=0.0, backend=engine.sandbox.name)
+            return failed, MetricsReading(error=str(err), cause=FailureCause.INTEGRITY)
+        _lay_out(engine, repo, test)
+        cwd = repo / task.working_dir
+        cwd.mkdir(parents=True, exist_ok=True)
+        result = engine.sandbox.run(
+            in_environment(task, commands),
+            cwd=cwd,
+            timeout=task.timeout("test" if test else "commands"),
+            env={"MPLBACKEND": "Agg", **engine.env, SCORE_OUT: str(out)},
+            writable=[out],
+            readonly=[repo, *readable_outside(task)],
+            hidden=[engine.paths.root, task.repository],
+        )
+        if not result.ok:
+            return result, MetricsReading(error=result.failure(), cause=result.failure_cause())
+        name = Path((task.test_metrics_file or task.metrics_file) if test else task.metrics_file).name
+        return result, engine.read_metrics(out / name)
+
+
+def survivors_error(result: RunResult) -> str | None:
+    """Why scoring may not start after `result`: processes of the run still alive."""
+    left = result.survivors
+    return f"{left} process(es) of the run survived it; not scored" if left else None
+
+
+__all__ = ["SCORE_OUT", "ArtifactError", "copy_artifacts", "score_run", "survivors_error"]
