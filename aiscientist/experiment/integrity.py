@@ -10,26 +10,27 @@ put back to baseline + editable files, so nothing one step left can act in the n
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiscientist.task import Task, glob_match
-from aiscientist.util import safe_open
+from aiscientist.util import untrusted
+from aiscientist.util.text import name as shown
 
 CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pth", ".so", ".pyd", ".dylib")
 _STARTUP_MODULES = {"sitecustomize", "usercustomize"}
+READ_LIMIT = 256 << 20  # one file's bytes the host reads for evidence
+SKIPPED = "skipped"  # an Entry kind: the walk's limits left this path unchecked
 
 
 @dataclass(frozen=True)
 class Entry:
     """One tree entry: a regular file (sha256), a link (its target) or other."""
 
-    kind: str  # "file" | "link" | "other"
+    kind: str  # "file" | "link" | "other" | "skipped"
     digest: str = ""
 
     def to_json(self) -> str:
@@ -41,33 +42,22 @@ class Entry:
         return cls(kind, digest)
 
 
-def _parts(rel: str) -> list[str] | None:
-    parts = list(Path(rel).parts)
-    return parts if parts and not any(p in ("..", "/") for p in parts) else None
-
-
 def open_regular(root: Path, rel: str) -> int | None:
     """A read descriptor for regular file `root/rel`, reached without following any
     link and never blocking on a FIFO; None for a link on the way, a special file or
     a path leaving `root`."""
-    parts = _parts(rel)
-    if parts is None:
-        return None
     try:
-        with safe_open.folder(root, parts[:-1]) as parent:
-            return safe_open.open_file(parent, parts[-1], len(parts), hard_links=True)
-    except (OSError, safe_open.Link, safe_open.Odd):
+        return untrusted.open_file(root, rel, hard_links=True)
+    except untrusted.Unreadable:
         return None
 
 
-def read_regular(root: Path, rel: str) -> bytes | None:
-    fd = open_regular(root, rel)
-    if fd is None:
-        return None
+def read_regular(root: Path, rel: str, max_bytes: int = READ_LIMIT) -> bytes | None:
+    """The bytes of regular file `root/rel` (at most `max_bytes`), or None (see `open_regular`)."""
     try:
-        return safe_open.read_all(fd, sys.maxsize)
-    finally:
-        os.close(fd)
+        return untrusted.read_file(root, rel, max_bytes, hard_links=True)
+    except untrusted.Unreadable:
+        return None
 
 
 def safe_file(root: Path, rel: str) -> Path | None:
@@ -80,34 +70,25 @@ def safe_file(root: Path, rel: str) -> Path | None:
     return root / rel
 
 
-def scan(root: Path) -> dict[str, Entry]:
-    """Every entry below `root` by relative path, without following any link.
+def scan(root: Path, limits: untrusted.Limits = untrusted.LIMITS) -> dict[str, Entry]:
+    """Every entry below `root` by relative path, without following any link; what the
+    walk's limits left unchecked is an entry of kind "skipped" (its digest says why).
     A `.git` in a repository copy is data like any other (git's own lives outside)."""
     entries: dict[str, Entry] = {}
-    for folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
-        rel_base = Path(folder).relative_to(root)
-        for name in [*dirs, *files]:
-            rel = (rel_base / name).as_posix()
+    walker = untrusted.TreeWalk(root, limits)
+    for node, parent in walker:
+        if node.kind == "link":
+            entries[node.rel] = Entry("link", node.target)
+        elif node.kind == "other":
+            entries[node.rel] = Entry("other")
+        elif node.kind == "file":
             try:
-                mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-            except FileNotFoundError:
-                continue  # removed while we looked
-            if stat.S_ISLNK(mode):
-                entries[rel] = Entry("link", os.readlink(name, dir_fd=dir_fd))
-                if name in dirs:
-                    dirs.remove(name)
-            elif not stat.S_ISDIR(mode):
-                entries[rel] = _file_entry(dir_fd, name)
+                entries[node.rel] = Entry("file", walker.digest(parent, node))
+            except untrusted.Unreadable as err:
+                entries[node.rel] = Entry("other" if "regular" in err.reason else SKIPPED, err.reason)
+    for skipped in walker.skipped:
+        entries[skipped.rel] = Entry(SKIPPED, skipped.reason)
     return entries
-
-
-def _file_entry(dir_fd: int, name: str) -> Entry:
-    try:
-        fd = safe_open.open_file(dir_fd, name, hard_links=True)
-    except (OSError, safe_open.Link, safe_open.Odd):
-        return Entry("other")
-    with open(fd, "rb") as opened:  # closes fd
-        return Entry("file", hashlib.file_digest(opened, "sha256").hexdigest())
 
 
 def is_code(rel: str) -> bool:
@@ -147,27 +128,36 @@ def allowed_output(task: Task, rel: str, metrics_rel: str) -> bool:
 def violations(
     task: Task, root: Path, baseline: dict[str, Entry], current: dict[str, Entry], metrics_rel: str
 ) -> list[str]:
-    """Why the tree at `root` may not be evaluated (empty when it may)."""
+    """Why the tree at `root` may not be evaluated (empty when it may); paths are shown
+    escaped (`aiscientist.util.text.name`), so a hostile name cannot break a record."""
     found: list[str] = []
     for rel, entry in sorted(current.items()):
+        if entry.kind == SKIPPED:
+            if baseline.get(rel) != entry:
+                found.append(f"{shown(rel)}: not checked ({entry.digest})")
+            continue
         if entry.kind == "other":
-            found.append(f"{rel}: not a regular file (FIFO, socket or device)")
+            found.append(f"{shown(rel)}: not a regular file (FIFO, socket or device)")
+            continue
+        if rel == metrics_rel and entry.kind == "link":
+            found.append(f"{shown(rel)}: the metrics file is a link (its target is not read)")
             continue
         if entry.kind == "link" and baseline.get(rel) != entry and link_escapes(root, rel, entry.digest):
-            found.append(f"{rel}: a link that leaves the repository ({entry.digest})")
+            found.append(f"{shown(rel)}: a link that leaves the repository ({shown(entry.digest)})")
             continue
         if baseline.get(rel) == entry:
             continue
         reason = shadows(rel) if rel not in baseline else None
         if reason:
-            found.append(f"{rel}: {reason}")
+            found.append(f"{shown(rel)}: {reason}")
         elif not task.is_editable(rel) and not (rel not in baseline and allowed_output(task, rel, metrics_rel)):
             found.append(
-                f"{rel}: {'changed' if rel in baseline else 'created'} outside the editable files and declared outputs"
+                f"{shown(rel)}: {'changed' if rel in baseline else 'created'} outside the editable files"
+                " and declared outputs"
             )
     for rel in sorted(set(baseline) - set(current)):
         if not task.is_editable(rel):
-            found.append(f"{rel}: a task file was deleted")
+            found.append(f"{shown(rel)}: a task file was deleted")
     return found
 
 
@@ -180,6 +170,12 @@ def reset_tree(task: Task, root: Path, baseline: dict[str, Entry], pristine: Pat
         if rel in baseline and baseline[rel] == entry:
             continue
         if task.is_editable(rel) and entry.kind == "file":
+            continue
+        if entry.kind == SKIPPED:
+            top = _new_top(rel, baseline)
+            if top is not None:
+                untrusted.remove_tree(root, top)  # what the walk could not check goes, from where it began
+                touched.append(top)
             continue
         (root / rel).unlink(missing_ok=True)
         touched.append(rel)
@@ -196,6 +192,16 @@ def reset_tree(task: Task, root: Path, baseline: dict[str, Entry], pristine: Pat
             shutil.copy2(source, target)
         touched.append(rel)
     return sorted(set(touched))
+
+
+def _new_top(rel: str, baseline: dict[str, Entry]) -> str | None:
+    """The outermost folder of `rel` that holds nothing of the baseline (None if none does)."""
+    parts = [] if rel == "." else rel.split("/")
+    for end in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:end])
+        if prefix not in baseline and not any(b.startswith(prefix + "/") for b in baseline):
+            return prefix
+    return None
 
 
 def keep_pristine(task: Task, root: Path, baseline: dict[str, Entry], pristine: Path) -> None:

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from aiscientist.records.causes import FailureCause
+from aiscientist.util import untrusted
+from aiscientist.util.text import clean
+
+MAX_BYTES = 10 << 20
 
 
 class MetricsError(ValueError):
@@ -19,21 +22,38 @@ class MetricsError(ValueError):
         self.cause = cause
 
 
-def load_means(path: Path) -> dict[str, dict[str, Any]]:
-    """`{dataset: {key: value}}` from the `means` of every dataset in the file."""
-    if not path.is_file():
-        raise MetricsError(f"metrics file {path.name} was not written", FailureCause.METRICS_FILE_MISSING)
+def load(path: Path, root: Path | None = None) -> Any:
+    """The parsed metrics file, read as untrusted data: never through a link (below
+    `root`, default the file's folder), at most MAX_BYTES, nested at most JSON_DEPTH."""
+    root = Path(root) if root is not None else path.parent
     try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise MetricsError(f"{path.name} is not valid JSON: {err}") from None
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        raise MetricsError(f"metrics file {path} is outside {root}") from None
+    try:
+        data = untrusted.read_file(root, rel, MAX_BYTES)
+    except untrusted.Unreadable as err:
+        if err.reason == "missing":
+            raise MetricsError(f"metrics file {path.name} was not written", FailureCause.METRICS_FILE_MISSING) from None
+        cause = FailureCause.INTEGRITY if "link" in err.reason else FailureCause.METRICS_FILE_INVALID
+        raise MetricsError(f"metrics file {clean(rel)} not read: {err.reason}", cause) from None
+    try:
+        return untrusted.loads_json(data)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise MetricsError(f"{path.name} is not valid JSON: {clean(err, 300)}") from None
+
+
+def load_means(path: Path, root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """`{dataset: {key: value}}` from the `means` of every dataset in the file."""
+    data = load(path, root)
     if not isinstance(data, dict):
         raise MetricsError(f"{path.name}: expected an object of datasets, got {type(data).__name__}")
     means: dict[str, dict[str, Any]] = {}
     for dataset, block in data.items():
         if not isinstance(block, dict) or not isinstance(block.get("means"), dict):
             raise MetricsError(
-                f"{path.name}: dataset {dataset!r} has no 'means' object (expected {{dataset: {{'means': {{...}}}}}})"
+                f"{path.name}: dataset {clean(dataset, 80)!r} has no 'means' object"
+                " (expected {dataset: {'means': {...}}})"
             )
         means[dataset] = block["means"]
     return means
@@ -62,12 +82,12 @@ def read_metric(path: Path, dataset: str, key: str) -> float:
     return pick(load_means(path), dataset, key)
 
 
-def constraint_flagged(path: Path) -> bool:
+def constraint_flagged(path: Path, root: Path | None = None) -> bool:
     """FML-bench's own flag: `constraint_violated: true` in a dataset's `means` or
     `final_info_dict` means the run broke a task constraint."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        data = load(path, root)
+    except MetricsError:
         return False
     blocks = data.values() if isinstance(data, dict) else []
     return any(

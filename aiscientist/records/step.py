@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from aiscientist.records.causes import FailureCause
+from aiscientist.util import untrusted
+from aiscientist.util.text import escape_surrogates
 
 
 class StepRecord(BaseModel):
@@ -75,9 +77,20 @@ PENDING_RECORD = "step.json.tmp"
 
 def folder_hashes(step_dir: Path) -> dict[str, str]:
     """sha256 of every file of a step folder by relative path; the pending record
-    counts as `step.json` (its end event is written before it is renamed)."""
+    counts as `step.json` (its end event is written before it is renamed). Walked
+    without following links; an undecodable byte in a name is written `\\udcNN`, as
+    the event log writes it, so the hashes compare equal after a round trip."""
     hashes = {}
-    for path in sorted(p for p in step_dir.rglob("*") if p.is_file() and not p.is_symlink()):
-        rel = path.relative_to(step_dir).as_posix()
-        hashes[STEP_RECORD if rel == PENDING_RECORD else rel] = sha256_file(path)
-    return hashes
+    walker = untrusted.TreeWalk(step_dir)
+    for node, parent in walker:
+        if node.kind != "file":
+            continue
+        try:
+            digest = walker.digest(parent, node)
+        except untrusted.Unreadable:
+            continue
+        rel = escape_surrogates(node.rel)
+        hashes[STEP_RECORD if rel == PENDING_RECORD else rel] = digest
+    for skipped in walker.skipped:
+        hashes[escape_surrogates(skipped.rel)] = f"not read: {skipped.reason}"
+    return dict(sorted(hashes.items()))

@@ -20,10 +20,13 @@ from typing import Any, Protocol
 
 from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task
+from aiscientist.util import untrusted
+from aiscientist.util.text import clean, quoted
 from aiscientist.workspace.eventlog import SESSION_MARK, EventLog
 from aiscientist.workspace.permissions import EDITABLE, PermissionsFile, RoleRules
 
 FIRST_LINE_CHARS = 90
+FIRST_LINE_BYTES = 16 << 10
 Stats = tuple[int, int, float]  # files, bytes, latest mtime
 
 
@@ -199,18 +202,15 @@ def _writers(rules: dict[str, RoleRules], area: str) -> str:
 
 
 def _stats(folder: Path) -> Stats:
+    """Files, bytes and newest mtime below `folder` (`.git` not entered), walked without
+    following links and within the walker's limits (a hostile tree cannot crash the map)."""
     count = size = 0
     latest = 0.0
-    for base, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            try:
-                info = os.lstat(os.path.join(base, name))
-            except OSError:
-                continue
+    for node in untrusted.walk(folder, enter=lambda rel: rel.rsplit("/", 1)[-1] != ".git").nodes:
+        if node.kind != "dir":
             count += 1
-            size += info.st_size
-            latest = max(latest, info.st_mtime)
+            size += node.size
+            latest = max(latest, node.mtime)
     return count, size, latest
 
 
@@ -245,7 +245,7 @@ def _describe(ws: MappedWorkspace, step: dict[str, Any]) -> str:
         label = ws.task.metric.name if ws.task.metric else "metric"
         outcome = f"{label}={step.get('metric'):.6g}" if isinstance(step.get("metric"), (int, float)) else "ok"
     else:
-        outcome = "failed: " + _cut(str(step.get("error") or "?"), 80)
+        outcome = "failed: " + quoted(_cut(str(step.get("error") or "?"), 80))
     hypothesis = _cut(str(step.get("hypothesis", "")).strip().splitlines()[0] if step.get("hypothesis") else "", 80)
     return f"{name} · {outcome}" + (f' · "{hypothesis}"' if hypothesis else "")
 
@@ -259,12 +259,13 @@ def _log_lines(ws: MappedWorkspace, stable: bool) -> list[str]:
 
 
 def _first_line(path: Path, name: str) -> str:
-    if not path.is_file():
-        return f"{name}: (none yet)"
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                return f'{name}: "{_cut(line.strip(), FIRST_LINE_CHARS)}"'
+    try:
+        head = untrusted.read_head(path.parent, path.name, FIRST_LINE_BYTES)
+    except untrusted.Unreadable as err:
+        return f"{name}: (none yet)" if err.reason == "missing" else f"{name}: (not read: {err.reason})"
+    for line in head.decode("utf-8", errors="replace").splitlines():
+        if line.strip():
+            return f'{name}: "{_cut(clean(line.strip()), FIRST_LINE_CHARS)}"'
     return f"{name}: (empty)"
 
 

@@ -133,6 +133,10 @@ def to_paperbench(node: GradedNode) -> dict[str, Any]:
     }
 
 
+def graded_json(node: GradedNode) -> str:
+    """Our graded tree as PaperBench writes its own (indent 4)."""
+    return json.dumps(to_paperbench(node), indent=4) + "\n"
+
+
 def write_graded(path: Path, node: GradedNode) -> None:
-    """Write our graded tree to `path` as PaperBench writes its own (indent 4)."""
-    Path(path).write_text(json.dumps(to_paperbench(node), indent=4) + "\n")
+    Path(path).write_text(graded_json(node))

@@ -5,7 +5,6 @@ reproduce, judge, score, and write `grade.json` (the graded tree in PaperBench's
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -17,8 +16,9 @@ from rich.tree import Tree
 
 from aiscientist.sandbox import Sandbox
 from aiscientist.task import Task, load_task
+from aiscientist.util import untrusted
 from bench.paper import rubric as rubric_mod
-from bench.paper.graded_tree import write_graded
+from bench.paper.graded_tree import graded_json
 from bench.paper.judge import OFFLINE, Completer, Evidence, Judge
 from bench.paper.reproduce import GRADE_FILE, GRADER_FILES, LOG, LOG_COPY, Reproduction, reproduce
 from bench.paper.rubric import GradedNode, RubricError, aggregate
@@ -26,6 +26,7 @@ from bench.paper.rubric import GradedNode, RubricError, aggregate
 DEFAULT_TIMEOUT_S = 3600.0
 SUMMARY_FILE = "grade_summary.json"
 LFS_POINTER = "version https://git-lfs"
+LOG_BYTES = 64 << 20
 
 
 class GradeResult(BaseModel):
@@ -138,7 +139,7 @@ def grade_submission(
         if not code_dev:
             reproduction = reproduce(submission, Path(work), timeout_s or files.timeout_s, sandbox)
             if reproduction.ran:
-                shutil.copyfile(reproduction.copy_dir / LOG, out_dir / LOG_COPY)
+                untrusted.write_file(out_dir, LOG_COPY, _log_copy(reproduction))
         evidence = Evidence.collect(submission, reproduction)
         grades = judge.grade_all(root, evidence, max_depth)
     tree = aggregate(root, grades)
@@ -158,9 +159,18 @@ def grade_submission(
         tree=tree,
         grade_file=out_dir / GRADE_FILE,
     )
-    write_graded(out_dir / GRADE_FILE, tree)
-    (out_dir / SUMMARY_FILE).write_text(result.model_dump_json(indent=2) + "\n")
+    # `out` defaults to the submission folder, where the submission may have planted links
+    untrusted.write_file(out_dir, GRADE_FILE, graded_json(tree).encode())
+    untrusted.write_file(out_dir, SUMMARY_FILE, (result.model_dump_json(indent=2) + "\n").encode())
     return result
+
+
+def _log_copy(reproduction: Reproduction) -> bytes:
+    """reproduce.log as the grader keeps it: read without following a link, at most LOG_BYTES."""
+    try:
+        return untrusted.read_file(reproduction.copy_dir, LOG, LOG_BYTES)
+    except untrusted.Unreadable as err:
+        return f"[grader] {LOG} not copied: {err.reason}\n".encode()
 
 
 def grade_task(

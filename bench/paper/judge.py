@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -19,7 +20,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from aiscientist.experiment.integrity import safe_file, scan
+from aiscientist.util import safe_open, untrusted
+from aiscientist.util.text import clean
 from bench.paper.reproduce import GRADER_FILES, LOG, SCRIPT, Reproduction
 from bench.paper.rubric import CODE_DEV, LeafGrade, NodePath, RubricNode, first_error, graded_targets
 
@@ -106,24 +108,26 @@ class TextFile:
 
 
 def read_files(root: Path, names: list[str] | None = None) -> list[TextFile]:
-    """Files under `root` (or just `names`), text decoded, binaries marked; skips VCS and caches."""
+    """Files under `root` (or just `names`), text decoded, binaries marked; skips VCS and caches.
+    The tree is untrusted: walked and read without following links, at most _MAX_SCAN_BYTES a file."""
+    if names is None:
+        walked = untrusted.walk(root, enter=lambda rel: rel.rsplit("/", 1)[-1] not in _SKIP_DIRS)
+        names = [n.rel for n in walked.files() if not ("/" not in n.rel and n.rel in (*GRADER_FILES, LOG))]
     files = []
-    rels = names if names is not None else sorted(rel for rel, entry in scan(root).items() if entry.kind == "file")
-    for name in rels:
-        path = safe_file(root, name)  # links are never followed: they could lead to host files
-        if path is None:
+    for name in names:
+        if any(part in _SKIP_DIRS for part in name.split("/")):
             continue
-        rel = path.relative_to(root)
-        if any(part in _SKIP_DIRS for part in rel.parts):
+        try:
+            fd = untrusted.open_file(root, name)  # a link or hard link could lead to a host file
+        except untrusted.Unreadable:
             continue
-        if names is None and len(rel.parts) == 1 and rel.name in (*GRADER_FILES, LOG):
-            continue
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            head = handle.read(min(size, _MAX_SCAN_BYTES))
+        try:
+            size, head = os.fstat(fd).st_size, safe_open.read_all(fd, _MAX_SCAN_BYTES)
+        finally:
+            os.close(fd)
         binary = b"\x00" in head[:8192]
         text = "" if binary else head.decode("utf-8", errors="replace")
-        files.append(TextFile(rel.as_posix(), text, size, binary))
+        files.append(TextFile(clean(name), text, size, binary))
     return files
 
 

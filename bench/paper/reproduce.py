@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.experiment.integrity import scan
 from aiscientist.sandbox import Sandbox, SandboxUnavailable, get_sandbox
+from aiscientist.util import safe_open
 
 SCRIPT = "reproduce.sh"
 LOG = "reproduce.log"
@@ -80,6 +81,17 @@ def copy_submission(submission: Path, dest: Path) -> Path:
     return dest
 
 
+def _append_note(copy_dir: Path, note: str) -> None:
+    """Append to the copy's log, which the script may have replaced by a link, FIFO or
+    hard link to a host file: such a log is left as it is and gets no note."""
+    try:
+        with safe_open.file(copy_dir, [LOG], write=True) as fd:
+            os.lseek(fd, 0, os.SEEK_END)
+            os.write(fd, note.encode())
+    except (OSError, safe_open.Link, safe_open.Odd):
+        return
+
+
 def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandbox | None = None) -> Reproduction:
     """Copy `submission` to `work_dir/submission` and run `bash reproduce.sh` there,
     its output going to `reproduce.log` in the copy."""
@@ -101,8 +113,7 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
         return Reproduction(copy_dir=copy_dir, ran=False, error=f"{SCRIPT} failed to start: {err}", timeout_s=timeout_s)
     after = snapshot(copy_dir)
     if result.timed_out:
-        with open(copy_dir / LOG, "a") as log:
-            log.write(f"\n[grader] reproduce.sh timed out after {timeout_s:g}s\n")
+        _append_note(copy_dir, f"\n[grader] reproduce.sh timed out after {timeout_s:g}s\n")
     created = sorted(p for p in after if p not in before and p != LOG)
     changed = sorted(p for p in after if p in before and p != LOG and after[p] != before[p])
     return Reproduction(
