@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import forget_turns, terminal
 from aiscientist.agent.outcome import StopReason
+from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip, submit_tool, tool_schema
 from aiscientist.agent.toolsets import toolset
 from aiscientist.config import RunConfig
@@ -29,7 +30,7 @@ from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
 from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, stage_of, stop
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
-from aiscientist.specialists.base import role_toolbox, run_tool
+from aiscientist.specialists.base import run_tool
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.util import notices
 
@@ -45,7 +46,7 @@ class Agent:
         self.role = "flat" if self.flat else "orchestrator"
         rt.ws.set_active(self.role)
         scope = rt.ws.scope(self.role)
-        self.box = role_toolbox(rt, self.role, extra=lambda box: [experiment_tool(rt, scope, box), submit_tool()])
+        self.box = build_toolbox(rt, self.role, extra=lambda box: [experiment_tool(rt, scope, box), submit_tool()])
         offered = toolset(rt.agent, self.role)
         specialists = [
             tool_schema(name, description, args)

@@ -16,9 +16,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec
 from aiscientist.agent.loop import run_loop as kernel_loop
 from aiscientist.agent.outcome import StopReason
-from aiscientist.agent.shell import shell_tool
-from aiscientist.agent.tools import Tool, Toolbox, clip, file_tools, finish_tool
-from aiscientist.agent.toolsets import pick
+from aiscientist.agent.tools import Toolbox, clip
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.types import ToolCall
 from aiscientist.workspace.errors import ToolError
@@ -44,17 +42,6 @@ class SpecialistResult(BaseModel):
         if file_bus:
             return f"{head}\n{clip(self.summary, limit)}{files}"
         return f"{head}\n{self.full_output or self.summary}{files}"
-
-
-def role_toolbox(
-    rt: RunContext, role: str, scope_role: str | None = None, extra: Callable[[Toolbox], list[Tool]] | None = None
-) -> Toolbox:
-    """The tools the table gives `role` in this run's arm, bound to `scope_role`'s file scope."""
-    scope = rt.ws.scope(scope_role or role)
-    box = Toolbox()
-    extras = extra(box) if extra else []
-    available = [*file_tools(scope, box), finish_tool(), shell_tool(rt.ws, scope.role, box), *extras]
-    return pick(rt.agent, role, available, box)
 
 
 def run_loop(

@@ -9,12 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
 from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
     facts,
-    role_toolbox,
     run_loop,
     task_brief,
     with_file,
@@ -80,7 +80,7 @@ def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
         path = f"paper_analysis/notes_{axis}.md"
         scope.write(path, f"# Reader notes: {axis}\n\n{text}\n")
         written.append(path)
-    box = role_toolbox(rt, ROLE)
+    box = build_toolbox(rt, ROLE)
     user = call_brief(
         rt,
         f"Focus of this call: {args.focus}",
@@ -101,7 +101,7 @@ def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
 
 def _read_axis(rt: RunContext, key: str, axis: str) -> tuple[str, bool]:
     """(notes, True) when the reader finished; (why it stopped, False) otherwise."""
-    box = role_toolbox(rt, READER_ROLE, scope_role=ROLE)
+    box = build_toolbox(rt, READER_ROLE, scope_role=ROLE)
     start = "Start with these files: " + ", ".join(reader_files(rt, axis))
     user = "\n\n".join([task_brief(rt), f"Axis: {axis} - {AXES[axis]}", start])
     result = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)

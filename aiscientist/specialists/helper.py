@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, role_toolbox, run_loop, task_brief
+from aiscientist.agent.toolbox import build_toolbox
+from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, run_loop, task_brief
 
 ROLE = "helper"
 
@@ -21,7 +22,7 @@ everything else is read-only. Keep it short. End with finish(summary)."""
 
 
 def run(rt: RunContext, key: str, args: HelperArgs) -> SpecialistResult:
-    box = role_toolbox(rt, ROLE)
+    box = build_toolbox(rt, ROLE)
     user = "\n\n".join(
         [
             task_brief(rt),

@@ -9,15 +9,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
-from aiscientist.experiment.gitrepo import git
+from aiscientist.experiment import snapshots
 from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
     call_brief,
     facts,
     read_or_empty,
-    role_toolbox,
     run_loop,
     tail,
 )
@@ -42,7 +42,7 @@ End with finish(summary): what you changed, in which files, and why."""
 
 def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
-    box = role_toolbox(rt, ROLE)
+    box = build_toolbox(rt, ROLE)
     exp_tail = (
         tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars)
         if args.mode == "fix"
@@ -61,7 +61,7 @@ def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"
     append_once(rt, scope, "impl_log", marker, entry)
     if not rt.ws.file_bus:  # the orchestrator sees the full output only without the bus
-        diff = git(rt.ws.paths, "diff", "--no-ext-diff", "--no-textconv", "--stat", "baseline")
+        diff = snapshots.diff_stat(rt.ws.paths, snapshots.BASELINE_TAG, rt.editable_files())
         result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
     result.artifacts = [*box.artifacts, "logs/impl_log.md"]
     return result

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
     facts,
-    role_toolbox,
     run_loop,
     steps_used,
     with_file,
@@ -35,7 +35,7 @@ End with finish(summary) - the top entries in a few lines."""
 
 
 def run(rt: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
-    box = role_toolbox(rt, ROLE)
+    box = build_toolbox(rt, ROLE)
     user = call_brief(
         rt, f"Guidance: {args.guidance}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump())
     )

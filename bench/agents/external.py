@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.experiment_tool import step_result
 from aiscientist.agent.outcome import Outcome, StopReason
-from bench.agents.tools import step_result
+from aiscientist.agent.toolsets import register_toolset
 
 WRAPPER = """#!/bin/sh
 # Runs the task's experiment commands once through the experiment engine (one counted step).
@@ -101,3 +102,7 @@ def step_main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(step_main(sys.argv[1:]))
+
+
+# its own program's tools, plus this command on its PATH
+register_toolset("external", {"external": ("run_experiment",)})

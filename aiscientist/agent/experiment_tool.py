@@ -1,0 +1,130 @@
+"""The one `run_experiment` tool every agent gets: it runs the task's commands on the
+current code as one counted step and answers in text (specialists) or JSON (baselines and
+external programs). A step's number is noted before it runs, so after a kill a finished
+step is reused and an unfinished one redone; a new best is tagged `best`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from aiscientist.agent.context import RunContext
+from aiscientist.agent.tools import Tool, Toolbox
+from aiscientist.experiment.engine import StepRecord
+from aiscientist.workspace.errors import ToolError
+
+BEST_TAG = "best"
+
+
+class RunExperimentArgs(BaseModel):
+    hypothesis: str = Field("", description="what this run tests")
+
+
+def run_step_once(ctx: RunContext, key: str, hypothesis: str) -> StepRecord:
+    """Run one counted step; under a journal key (`key` not empty) a resumed run reuses it."""
+    planned = ctx.journal.intent(key) if key else None
+    if planned is not None:
+        done = ctx.ws.paths.step_record(int(planned))
+        if done.is_file():
+            return StepRecord.model_validate_json(done.read_text())
+    if ctx.steps_left() <= 0:
+        raise ToolError(f"step budget reached ({ctx.steps_done()}/{ctx.steps} steps used): no more experiments")
+    if key:
+        ctx.journal.note_intent(key, ctx.ws.engine.next_step())
+    record = ctx.run_step(hypothesis or "(no hypothesis given)")
+    if improved(ctx, record):
+        ctx.ws.engine.snapshot(BEST_TAG, f"step {record.step}: new best {record.metric}")
+    return record
+
+
+def improved(ctx: RunContext, record: StepRecord) -> bool:
+    """`record` beats both the stated baseline and every earlier step."""
+    task = ctx.task
+    if not record.eligible or record.metric is None or task.metric is None:
+        return False
+    earlier = ctx.best_step(before=record.step)
+    for reference in (task.baseline, earlier.metric if earlier else None):
+        if reference is not None and not task.metric.better(record.metric, reference):
+            return False
+    return True
+
+
+def step_report(record: StepRecord, metric_label: str) -> str:
+    """One line about one step."""
+    if record.success:
+        extra = " (constraint violated: not eligible)" if record.constraint_violated else ""
+        return f"step {record.step}: {metric_label} = {record.metric:.6g}{extra}"
+    return f"step {record.step}: FAILED: {record.error}"
+
+
+def step_result(record: StepRecord, steps_left: int) -> dict[str, Any]:
+    """The JSON answer: the baselines' tool and the external agent's program read it."""
+    return {
+        "step": record.step,
+        "success": record.eligible and record.metric is not None,
+        "metric": record.metric,
+        "error": record.error,
+        "steps_left": steps_left,
+    }
+
+
+def describe(ctx: RunContext, record: StepRecord) -> str:
+    """The text answer, also what exp_log.md gets: the step against baseline, target and best."""
+    task, metric = ctx.task, ctx.task.metric
+    best = ctx.best_step()
+    lines = [f"[step {record.step:04d}] hypothesis: {record.hypothesis[:300]}"]
+    if record.success:
+        label, direction = (metric.label, metric.direction) if metric else ("metric", "")
+        lines.append(f"success: true; metric: {record.metric!r} ({label}, {direction})")
+        if task.baseline is not None and record.metric is not None and metric is not None:
+            better = "better" if metric.better(record.metric, task.baseline) else "not better"
+            lines.append(f"vs baseline {task.baseline}: {record.metric - task.baseline:+.6g} ({better})")
+        if task.target is not None:
+            reached = record.metric is not None and metric is not None and not metric.better(task.target, record.metric)
+            lines.append(f"target {task.target}: {'reached' if reached else 'not reached'}")
+    else:
+        lines.append(f"success: false; error: {record.error}")
+    if record.constraint_violated:
+        lines.append("constraint violated: this step cannot count as best")
+    if not record.valid:
+        lines.append("INVALID: protected files were changed during the run")
+    verdict = "new best" if improved(ctx, record) else ("failed" if not record.success else "no improvement")
+    lines.append(f"verdict: {verdict}" + (f" (best so far: step {best.step}, metric {best.metric!r})" if best else ""))
+    lines.append(f"details: experiments/step_{record.step:04d}/ (stdout.txt, stderr.txt, diff.patch)")
+    return "\n".join(lines)
+
+
+def experiment_tool(
+    ctx: RunContext,
+    box: Toolbox,
+    render: Literal["text", "json"] = "json",
+    limit: int | None = None,
+    on_result: Callable[[StepRecord, str], None] | None = None,
+) -> Tool:
+    """At most `limit` runs through this toolbox; `on_result(record, answer)` sees each step."""
+    runs: list[int] = []
+
+    def run_experiment(args: RunExperimentArgs) -> str:
+        if limit is not None and len(runs) >= limit:
+            raise ToolError(f"this call may run {limit} experiment(s); finish and report")
+        record = run_step_once(ctx, box.current_key, args.hypothesis)
+        runs.append(record.step)
+        if render == "text":
+            answer = describe(ctx, record)
+        else:
+            label = ctx.task.metric.label if ctx.task.metric else "metric"
+            answer = json.dumps({**step_result(record, ctx.steps_left()), "summary": step_report(record, label)})
+        if on_result is not None:
+            on_result(record, answer)
+        return answer
+
+    return Tool(
+        "run_experiment",
+        "Run the task's experiment commands on the current code; counts one step; returns the metric or the error.",
+        RunExperimentArgs,
+        run_experiment,
+    )
