@@ -13,11 +13,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.experiment_tool import step_report
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.records.paths import write_atomic
-from bench.agents.tools import baseline_toolbox, step_report, system_prompt
+from bench.agents.tools import baseline_toolbox, system_prompt
 
 ROLE = "ai-scientist"
 MAX_RUNS = 5
