@@ -140,12 +140,15 @@ def display_transform(value: float | None, task: str) -> float | None:
     return float(value)
 
 
-def normalized_improvement(agent: float | None, baseline: float | None, meta: Range) -> float:
+def normalized_improvement(agent: float | None, baseline: float | None, meta: Range, undefined: float = NAN) -> float:
+    """FML-bench's max(0, signed gain / range width). Without a value or a baseline, or on a
+    zero-width range, it is `undefined`: NaN in FML-bench's table (its rule), 0 in our
+    aggregates (a run that found nothing gained nothing)."""
     if agent is None or baseline is None:
-        return NAN
+        return undefined
     span = meta.span(baseline)
     if span == 0:
-        return NAN
+        return undefined
     return max(meta.gain(agent, baseline) / span, 0.0)
 
 

@@ -22,20 +22,13 @@ from pydantic import BaseModel
 from aiscientist.agent.outcome import StopReason
 from aiscientist.experiment.engine import StepRecord
 from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
-from bench.scoring.fml_metrics import Range
-from bench.scoring.fml_metrics import normalized_improvement as ranged_improvement
+from bench.scoring.fml_metrics import Range, normalized_improvement
 
 Direction = Literal["max", "min"]
 BOOTSTRAP_SAMPLES = 5000
 LEVEL = 0.95
 T = TypeVar("T")
 K = TypeVar("K")
-
-
-def normalised_improvement(value: float | None, baseline: float, scale: Range) -> float:
-    """FML-bench's max(0, signed gain / range width); 0 without a value or on an empty range."""
-    found = ranged_improvement(value if value is not None else baseline, baseline, scale)
-    return 0.0 if math.isnan(found) else found
 
 
 def diversity(vectors: Sequence[np.ndarray]) -> float | None:
@@ -275,13 +268,13 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
 def _normalised(info: TaskInfo, score: float | None) -> float:
     if info.score_baseline is None:
         return 0.0
-    return normalised_improvement(score, info.score_baseline, info.scale(info.score_span))
+    return normalized_improvement(score, info.score_baseline, info.scale(info.score_span), undefined=0.0)
 
 
 def _auc(info: TaskInfo, run: RunSummary) -> float:
     if info.baseline is None:
         return 0.0
-    values = [normalised_improvement(v, info.baseline, info.scale(info.curve_span)) for v in run.curve]
+    values = [normalized_improvement(v, info.baseline, info.scale(info.curve_span), undefined=0.0) for v in run.curve]
     # on a fixed range over the completed steps, as FML-bench main; else over the assigned steps
     return curve_auc(values, len(values) if info.score_range is not None else run.assigned)
 

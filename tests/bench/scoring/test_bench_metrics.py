@@ -9,7 +9,7 @@ import pytest
 
 from aiscientist.experiment.engine import StepRecord
 from bench.scoring.contribution_judge import offline_label
-from bench.scoring.fml_metrics import Range
+from bench.scoring.fml_metrics import Range, normalized_improvement
 from bench.scoring.metrics import (
     RunSummary,
     academic_rate,
@@ -18,7 +18,6 @@ from bench.scoring.metrics import (
     best_so_far,
     curve_auc,
     diversity,
-    normalised_improvement,
     signed_gain,
     span,
     steps_to_target,
@@ -57,17 +56,20 @@ def step(
 
 def auc(curve: list, span: float, steps: int) -> float:
     """AUC of a best-so-far curve over `steps` steps, baseline 0.5, direction max."""
-    return curve_auc([normalised_improvement(v, 0.5, Range.of("max", span, 0.0)) for v in curve], steps)
+    return curve_auc([normalized_improvement(v, 0.5, Range.of("max", span, 0.0), undefined=0.0) for v in curve], steps)
 
 
 def test_signed_gain_and_normalised_improvement_follow_direction():
     assert signed_gain(0.8, 0.5, "max") == pytest.approx(0.3)
     assert signed_gain(0.2, 0.5, "min") == pytest.approx(0.3)
     assert signed_gain(0.7, 0.5, "min") == pytest.approx(-0.2)
-    assert normalised_improvement(0.2, 0.5, Range.of("min", 0.6, 0.0)) == pytest.approx(0.5)
-    assert normalised_improvement(0.7, 0.5, Range.of("min", 0.6, 0.0)) == 0.0  # worse than baseline: clipped at 0
-    assert normalised_improvement(None, 0.5, Range.of("max", 1.0, 0.0)) == 0.0
-    assert normalised_improvement(0.9, 0.5, Range.of("max", 0.0, 0.0)) == 0.0
+    assert normalized_improvement(0.2, 0.5, Range.of("min", 0.6, 0.0)) == pytest.approx(0.5)
+    assert normalized_improvement(0.7, 0.5, Range.of("min", 0.6, 0.0)) == 0.0  # worse than baseline: clipped at 0
+    # no value, or a zero-width range: NaN in FML-bench's table, 0 where we aggregate
+    assert math.isnan(normalized_improvement(None, 0.5, Range.of("max", 1.0, 0.0)))
+    assert normalized_improvement(None, 0.5, Range.of("max", 1.0, 0.0), undefined=0.0) == 0.0
+    assert math.isnan(normalized_improvement(0.9, 0.5, Range.of("max", 0.0, 0.0)))
+    assert normalized_improvement(0.9, 0.5, Range.of("max", 0.0, 0.0), undefined=0.0) == 0.0
 
 
 def test_best_so_far_skips_failed_tampered_and_constraint_violating_steps_direction_min():
