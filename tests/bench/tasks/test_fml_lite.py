@@ -1,10 +1,12 @@
 """Smoke tests of the eight FML-bench-lite tasks at reduced size (FML_LITE_SMOKE=1):
-validation in a workspace-like copy under the sandbox, where the held-out split must
-be unreachable, then the hidden test command on a full copy."""
+validation (run, then score) in a workspace-like copy under the sandbox, where the
+held-out split must be unreachable, then the hidden test's commands on a full copy.
+Every task has the run / score split: its scorer imports no editable module."""
 
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from aiscientist.task import Task, load_task
 
 TASKS = Path(__file__).resolve().parents[3] / "bench" / "tasks"
 ENV = {"FML_LITE_SMOKE": "1", "FML_LITE_SEED": "0"}
-EVALUATE_TEST = ["python evaluate.py --split test"]
+PREDICT_TEST = ["python predict.py --split test"]
 
 # Ranges a working method reaches even at smoke size (means keys), and the command that
 # must fail in a workspace without the held-out split (default: the task's test commands).
@@ -29,12 +31,6 @@ SANITY: dict[str, dict[str, tuple[float, float]]] = {
     "data_efficiency": {},
     "representation_learning": {},
     "continual_learning": {},
-}
-DENIED = {
-    "generalization": EVALUATE_TEST,
-    "data_efficiency": EVALUATE_TEST,
-    "representation_learning": EVALUATE_TEST,
-    "continual_learning": EVALUATE_TEST,
 }
 
 
@@ -61,10 +57,10 @@ def test_validation_runs_without_the_hidden_split(name: str, tmp_path: Path) -> 
     task.copy_repository(repo)
     copied = [str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file()]
     assert copied and not any(task.is_hidden(rel) for rel in copied)
-    result = run(task, task.commands, repo)
+    result = run(task, task.commands + task.score, repo)
     assert result.ok, result.failure()
     check_metrics(task, task.metrics_path(repo), name)
-    denied = run(task, DENIED.get(name, task.test_commands), repo)
+    denied = run(task, PREDICT_TEST, repo)
     assert not denied.ok
     assert "only available to the hidden test run" in denied.stderr_tail
 
@@ -74,6 +70,17 @@ def test_hidden_test_command_on_a_full_copy(name: str, tmp_path: Path) -> None:
     task = load_task(TASKS / name / "task.yaml")
     repo = tmp_path / "repo"
     shutil.copytree(task.repository, repo, ignore=shutil.ignore_patterns("__pycache__", "final_info*.json"))
-    result = run(task, task.test_commands, repo)
+    result = run(task, task.test_commands + task.test_score, repo)
     assert result.ok, result.failure()
     check_metrics(task, task.metrics_path(repo, test=True), name)
+
+
+@pytest.mark.parametrize("name", sorted(SANITY))
+def test_the_scorer_imports_no_editable_module(name: str) -> None:
+    task = load_task(TASKS / name / "task.yaml")
+    assert task.score_isolated and task.artifacts == ["predictions.npz"]
+    editable = {Path(p).stem for p in task.editable}
+    for rel in task.scorer:
+        source = (task.repository / rel).read_text()
+        imported = set(re.findall(r"^(?:from|import) (\w+)", source, flags=re.M))
+        assert not imported & editable, f"{name}/{rel} imports {imported & editable}"

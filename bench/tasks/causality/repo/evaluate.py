@@ -1,8 +1,10 @@
-"""PROTECTED evaluation: estimate the ATE on every data set of a split and write
-FML-bench's final_info.json with the absolute percentage error of the ATE.
+"""PROTECTED scorer: read predictions.npz (what predict.py left; plain arrays, never
+pickles), score it against the split's labels and write FML-bench's final_info.json into
+$SCORE_OUT (the score invocation's own output folder; the working folder without it).
+It imports no editable code: in the score invocation only the scorer files and
+predictions.npz are there.
 
-    python evaluate.py --split val                              # validation
-    python evaluate.py --split test --out final_info_test.json  # hidden test
+    python evaluate.py --split val   |   python evaluate.py --split test --out final_info_test.json
 """
 
 from __future__ import annotations
@@ -10,43 +12,55 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import time
+import os
 
 import numpy as np
-import torch
 
 import data
-import train
-
-DATASET = "setup_a"
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", choices=["val", "test"], default="val")
     parser.add_argument("--out", default="final_info.json")
-    args = parser.parse_args()
-    torch.set_num_threads(1)  # tiny models: a second thread only adds contention
-    start = time.time()
-    errors, abs_errors = [], []
-    for i, ds in enumerate(data.load_split(args.split)):
-        estimate = float(train.estimate_ate(ds.X.copy(), ds.w.copy(), ds.y.copy(), seed=1000 * data.run_seed() + i))
-        if not math.isfinite(estimate):
-            raise SystemExit(f"data set {i}: the estimator returned a non-finite ATE ({estimate})")
-        abs_errors.append(abs(estimate - ds.true_ate))
-        errors.append(abs(estimate - ds.true_ate) / abs(ds.true_ate))
-        print(f"[{args.split} {i}] ate_hat={estimate:.4f} true={ds.true_ate:.4f} abs_pct_error={errors[-1]:.4f}", flush=True)
-    values = {"abs_pct_error_of_ate": errors, "abs_error_of_ate": abs_errors}
+    return parser.parse_args()
+
+
+def _predictions(*names: str) -> dict[str, np.ndarray]:
+    with np.load("predictions.npz", allow_pickle=False) as found:
+        missing = [n for n in names if n not in found.files]
+        if missing:
+            raise SystemExit(f"predictions.npz lacks {', '.join(missing)}")
+        arrays = {n: found[n] for n in names}
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise SystemExit(f"predictions.npz: {name} must hold finite numbers")
+    return arrays
+
+
+def _write(args: argparse.Namespace, dataset: str, values: dict[str, list[float]], stderrs: dict[str, float]) -> None:
     info = {
-        DATASET: {
+        dataset: {
             "means": {f"{k}_mean": float(np.mean(v)) for k, v in values.items()},
-            "stderrs": {f"{k}_stderr": float(np.std(v) / math.sqrt(len(v))) for k, v in values.items()},
+            "stderrs": {f"{k}_stderr": stderrs.get(k, 0.0) for k in values},
             "final_info_dict": values,
         }
     }
-    with open(args.out, "w") as handle:
+    with open(os.path.join(os.environ.get("SCORE_OUT", "."), args.out), "w") as handle:
         json.dump(info, handle, indent=2)
-    print(f"{args.split}: abs_pct_error_of_ate={np.mean(errors):.4f} ({time.time() - start:.1f}s)")
+    print(f"{args.split}: " + " ".join(f"{k}={np.mean(v):.4f}" for k, v in values.items()))
+
+
+def main() -> None:
+    args = _args()
+    estimates = _predictions("ate")["ate"]
+    truths = [ds.true_ate for ds in data.load_split(args.split)]
+    if estimates.shape != (len(truths),):
+        raise SystemExit(f"predictions.npz: ate must hold one estimate per data set ({len(truths)})")
+    abs_errors = [abs(float(e) - t) for e, t in zip(estimates, truths)]
+    errors = [a / abs(t) for a, t in zip(abs_errors, truths)]
+    values = {"abs_pct_error_of_ate": errors, "abs_error_of_ate": abs_errors}
+    _write(args, "setup_a", values, {k: float(np.std(v) / math.sqrt(len(v))) for k, v in values.items()})
 
 
 if __name__ == "__main__":

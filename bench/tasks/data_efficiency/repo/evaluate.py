@@ -1,48 +1,67 @@
-"""Protected evaluation: mean accuracy over few-shot episodes on the novel classes.
+"""PROTECTED scorer: read predictions.npz (what predict.py left; plain arrays, never
+pickles), score it against the split's labels and write FML-bench's final_info.json into
+$SCORE_OUT (the score invocation's own output folder; the working folder without it).
+It imports no editable code: in the score invocation only the scorer files and
+predictions.npz are there.
 
-`--split val` draws episodes from MNIST validation images, `--split test` from
-held-out test images. The classifier comes from few_shot.build_classifier and
-gets the frozen backbone. Writes final_info.json in FML-bench's format under the
-dataset name MNIST_novel (metric `accuracy`, with the 95% interval half-width
-over episodes as its stderr entry, as few-shot papers report).
+    python evaluate.py --split val   |   python evaluate.py --split test
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 
+import numpy as np
 import torch
 
-from backbone import load_backbone
-from data import N_EPISODES, N_SHOT, N_WAY, SEED, THREADS, episodes
-from few_shot import build_classifier
+from data import N_EPISODES, N_QUERY, N_SHOT, N_WAY
+
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", choices=["val", "test"], default="val")
+    parser.add_argument("--out", default="final_info.json")
+    return parser.parse_args()
+
+
+def _predictions(*names: str) -> dict[str, np.ndarray]:
+    with np.load("predictions.npz", allow_pickle=False) as found:
+        missing = [n for n in names if n not in found.files]
+        if missing:
+            raise SystemExit(f"predictions.npz lacks {', '.join(missing)}")
+        arrays = {n: found[n] for n in names}
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise SystemExit(f"predictions.npz: {name} must hold finite numbers")
+    return arrays
+
+
+def _write(args: argparse.Namespace, dataset: str, values: dict[str, list[float]], stderrs: dict[str, float]) -> None:
+    info = {
+        dataset: {
+            "means": {f"{k}_mean": float(np.mean(v)) for k, v in values.items()},
+            "stderrs": {f"{k}_stderr": stderrs.get(k, 0.0) for k in values},
+            "final_info_dict": values,
+        }
+    }
+    with open(os.path.join(os.environ.get("SCORE_OUT", "."), args.out), "w") as handle:
+        json.dump(info, handle, indent=2)
+    print(f"{args.split}: " + " ".join(f"{k}={np.mean(v):.4f}" for k, v in values.items()))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--split", choices=["val", "test"], default="val")
-    args = parser.parse_args()
-    torch.set_num_threads(THREADS)
-    torch.manual_seed(SEED)
-    classifier = build_classifier(load_backbone())
-    accs = []
-    for support_x, support_y, query_x, query_y in episodes(args.split):
-        classifier.process_support_set(support_x, support_y)
-        scores = classifier(query_x).detach()
-        accs.append((scores.argmax(1) == query_y).float().mean().item())
+    args = _args()
+    pred = torch.from_numpy(_predictions("pred")["pred"].astype(np.int64))
+    if tuple(pred.shape) != (N_EPISODES, N_WAY * N_QUERY):
+        raise SystemExit(f"predictions.npz: pred must be ({N_EPISODES}, {N_WAY * N_QUERY}) query labels")
+    query_y = torch.arange(N_WAY).repeat_interleave(N_QUERY)  # every episode's labels (data.episodes)
+    accs = [(row == query_y).float().mean().item() for row in pred]
     acc = torch.tensor(accs)
     mean, ci95 = acc.mean().item(), 1.96 * acc.std().item() / len(accs) ** 0.5
-    info = {
-        "MNIST_novel": {
-            "means": {"accuracy_mean": mean},
-            "stderrs": {"accuracy_stderr": ci95},
-            "final_info_dict": {"accuracy": [mean]},
-        }
-    }
-    with open("final_info.json", "w") as handle:
-        json.dump(info, handle, indent=1)
-    print(f"{args.split}: {N_WAY}-way {N_SHOT}-shot accuracy {mean:.4f} +- {ci95:.4f} over {N_EPISODES} episodes")
+    _write(args, "MNIST_novel", {"accuracy": [mean]}, {"accuracy": ci95})
+    print(f"{N_WAY}-way {N_SHOT}-shot over {N_EPISODES} episodes, 95% CI +- {ci95:.4f}")
 
 
 if __name__ == "__main__":

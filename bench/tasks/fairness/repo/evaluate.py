@@ -1,51 +1,64 @@
-"""PROTECTED evaluation: fit the classifier on the training split, predict on
-the validation (or held-out test) split and write final_info.json with the
-absolute average odds difference and the accuracy.
+"""PROTECTED scorer: read predictions.npz (what predict.py left; plain arrays, never
+pickles), score it against the split's labels and write FML-bench's final_info.json into
+$SCORE_OUT (the score invocation's own output folder; the working folder without it).
+It imports no editable code: in the score invocation only the scorer files and
+predictions.npz are there.
 
-    python evaluate.py --split val
-    python evaluate.py --split test --out final_info_test.json
+    python evaluate.py --split val   |   python evaluate.py --split test --out final_info_test.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
+import os
 
 import numpy as np
-import torch
 
-import adversarial
 import data
 from fairness_metrics import group_metrics
 
-DATASET = "census"
 
-
-def main() -> None:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", choices=["val", "test"], default="val")
     parser.add_argument("--out", default="final_info.json")
-    args = parser.parse_args()
-    torch.set_num_threads(1)  # small model: a second thread only adds contention
-    start = time.time()
-    split = data.load(args.split)
-    train = data.load("train")
-    model = adversarial.fit(train.X.copy(), train.y.copy(), train.s.copy(), seed=data.run_seed())
-    pred = np.asarray(model.predict(split.X.copy(), split.s.copy())).astype(np.int64).ravel()
-    if pred.shape != split.y.shape or not np.isin(pred, [0, 1]).all():
-        raise SystemExit(f"predict must return one 0/1 label per row ({len(split.y)}), got shape {pred.shape}")
-    values = group_metrics(split.y, pred, split.s)
+    return parser.parse_args()
+
+
+def _predictions(*names: str) -> dict[str, np.ndarray]:
+    with np.load("predictions.npz", allow_pickle=False) as found:
+        missing = [n for n in names if n not in found.files]
+        if missing:
+            raise SystemExit(f"predictions.npz lacks {', '.join(missing)}")
+        arrays = {n: found[n] for n in names}
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise SystemExit(f"predictions.npz: {name} must hold finite numbers")
+    return arrays
+
+
+def _write(args: argparse.Namespace, dataset: str, values: dict[str, list[float]], stderrs: dict[str, float]) -> None:
     info = {
-        DATASET: {
-            "means": {f"{k}_mean": v for k, v in values.items()},
-            "stderrs": {f"{k}_stderr": 0.0 for k in values},
-            "final_info_dict": {k: [v] for k, v in values.items()},
+        dataset: {
+            "means": {f"{k}_mean": float(np.mean(v)) for k, v in values.items()},
+            "stderrs": {f"{k}_stderr": stderrs.get(k, 0.0) for k in values},
+            "final_info_dict": values,
         }
     }
-    with open(args.out, "w") as handle:
+    with open(os.path.join(os.environ.get("SCORE_OUT", "."), args.out), "w") as handle:
         json.dump(info, handle, indent=2)
-    print(f"{args.split}: " + " ".join(f"{k}={v:.4f}" for k, v in values.items()) + f" ({time.time() - start:.1f}s)")
+    print(f"{args.split}: " + " ".join(f"{k}={np.mean(v):.4f}" for k, v in values.items()))
+
+
+def main() -> None:
+    args = _args()
+    pred = _predictions("pred")["pred"]
+    split = data.load(args.split)
+    if pred.shape != split.y.shape or not np.isin(pred, [0, 1]).all():
+        raise SystemExit(f"predict must return one 0/1 label per row ({len(split.y)}), got shape {pred.shape}")
+    values = group_metrics(split.y, pred.astype(np.int64), split.s)
+    _write(args, "census", {k: [v] for k, v in values.items()}, {})
 
 
 if __name__ == "__main__":

@@ -1,48 +1,68 @@
-"""Protected evaluation: accuracy of checkpoint.pt on the shifted environment.
+"""PROTECTED scorer: read predictions.npz (what predict.py left; plain arrays, never
+pickles), score it against the split's labels and write FML-bench's final_info.json into
+$SCORE_OUT (the score invocation's own output folder; the working folder without it).
+It imports no editable code: in the score invocation only the scorer files and
+predictions.npz are there.
 
-`--split val` scores the validation environment (built from MNIST validation
-images); `--split test` scores the held-out test environment. Both write
-final_info.json in FML-bench's format under the dataset name ColoredMNIST.
+    python evaluate.py --split val   |   python evaluate.py --split test
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 
+import numpy as np
 import torch
 
-from data import THREADS, load_environments
+from data import load_environments
+
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", choices=["val", "test"], default="val")
+    parser.add_argument("--out", default="final_info.json")
+    return parser.parse_args()
+
+
+def _predictions(*names: str) -> dict[str, np.ndarray]:
+    with np.load("predictions.npz", allow_pickle=False) as found:
+        missing = [n for n in names if n not in found.files]
+        if missing:
+            raise SystemExit(f"predictions.npz lacks {', '.join(missing)}")
+        arrays = {n: found[n] for n in names}
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise SystemExit(f"predictions.npz: {name} must hold finite numbers")
+    return arrays
+
+
+def _write(args: argparse.Namespace, dataset: str, values: dict[str, list[float]], stderrs: dict[str, float]) -> None:
+    info = {
+        dataset: {
+            "means": {f"{k}_mean": float(np.mean(v)) for k, v in values.items()},
+            "stderrs": {f"{k}_stderr": stderrs.get(k, 0.0) for k in values},
+            "final_info_dict": values,
+        }
+    }
+    with open(os.path.join(os.environ.get("SCORE_OUT", "."), args.out), "w") as handle:
+        json.dump(info, handle, indent=2)
+    print(f"{args.split}: " + " ".join(f"{k}={np.mean(v):.4f}" for k, v in values.items()))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--split", choices=["val", "test"], default="val")
-    parser.add_argument("--checkpoint", default="checkpoint.pt")
-    args = parser.parse_args()
-    torch.set_num_threads(THREADS)
-    shifted = load_environments(args.split)
-    model = torch.load(args.checkpoint, weights_only=False)
-    model.eval()
-    train_accs, shifted_accs = [], []
-    with torch.no_grad():
-        for envs, accs in ((load_environments("train"), train_accs), (shifted, shifted_accs)):
-            for x, y in envs:
-                logits = model(x).reshape(len(y), -1)
-                pred = logits.argmax(1).float() if logits.shape[1] == 2 else (logits[:, 0] > 0).float()
-                accs.append((pred == y).float().mean().item())
-    test_env_acc = shifted_accs[0]
-    train_acc = sum(train_accs) / len(train_accs)
-    info = {
-        "ColoredMNIST": {
-            "means": {"test_env_acc_mean": test_env_acc, "train_env_acc_mean": train_acc},
-            "stderrs": {"test_env_acc_stderr": 0.0, "train_env_acc_stderr": 0.0},
-            "final_info_dict": {"test_env_acc": [test_env_acc], "train_env_acc": train_accs},
-        }
-    }
-    with open("final_info.json", "w") as handle:
-        json.dump(info, handle, indent=1)
-    print(f"{args.split}: shifted-environment accuracy {test_env_acc:.4f}, training-environment accuracy {train_acc:.4f}")
+    args = _args()
+    envs = [*load_environments("train"), *load_environments(args.split)]
+    preds = _predictions(*(f"env_{i}" for i in range(len(envs))))
+    accs = []
+    for i, (_, y) in enumerate(envs):
+        pred = torch.from_numpy(preds[f"env_{i}"].astype(np.float32))
+        if pred.shape != y.shape:
+            raise SystemExit(f"predictions.npz: env_{i} must hold one label per image ({len(y)})")
+        accs.append((pred == y).float().mean().item())
+    train_accs, shifted = accs[:-1], accs[-1]
+    _write(args, "ColoredMNIST", {"test_env_acc": [shifted], "train_env_acc": train_accs}, {})
 
 
 if __name__ == "__main__":

@@ -1,40 +1,64 @@
-"""PROTECTED evaluation: train the target model on the members, attack it, and
-write final_info.json with the membership-inference AUC (the strongest attack's)
-and the accuracy on non-member data.
+"""PROTECTED scorer: read predictions.npz (what predict.py left; plain arrays, never
+pickles), score it against the split's labels and write FML-bench's final_info.json into
+$SCORE_OUT (the score invocation's own output folder; the working folder without it).
+It imports no editable code: in the score invocation only the scorer files and
+predictions.npz are there.
 
-    python evaluate.py --split val
-    python evaluate.py --split test --out final_info_test.json
+    python evaluate.py --split val   |   python evaluate.py --split test --out final_info_test.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
+import os
 
 import numpy as np
-import torch
 
 import attack
 import data
-import train
-
-DATASET = "mnist"
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", choices=["val", "test"], default="val")
     parser.add_argument("--out", default="final_info.json")
-    args = parser.parse_args()
-    torch.set_num_threads(1)  # small model: a second thread only adds contention
-    start = time.time()
-    x_out, y_out = data.nonmembers(args.split)
-    x_in, y_in = data.members()
-    model = train.fit(x_in.copy(), y_in.copy(), seed=data.run_seed())
-    p_in, p_out = model.predict_proba(x_in), model.predict_proba(x_out)
-    for name, p in (("members", p_in), ("non-members", p_out)):
-        if p.shape != (len(p), 10) or not np.all(np.isfinite(p)) or not np.allclose(p.sum(1), 1.0, atol=1e-3):
+    return parser.parse_args()
+
+
+def _predictions(*names: str) -> dict[str, np.ndarray]:
+    with np.load("predictions.npz", allow_pickle=False) as found:
+        missing = [n for n in names if n not in found.files]
+        if missing:
+            raise SystemExit(f"predictions.npz lacks {', '.join(missing)}")
+        arrays = {n: found[n] for n in names}
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise SystemExit(f"predictions.npz: {name} must hold finite numbers")
+    return arrays
+
+
+def _write(args: argparse.Namespace, dataset: str, values: dict[str, list[float]], stderrs: dict[str, float]) -> None:
+    info = {
+        dataset: {
+            "means": {f"{k}_mean": float(np.mean(v)) for k, v in values.items()},
+            "stderrs": {f"{k}_stderr": stderrs.get(k, 0.0) for k in values},
+            "final_info_dict": values,
+        }
+    }
+    with open(os.path.join(os.environ.get("SCORE_OUT", "."), args.out), "w") as handle:
+        json.dump(info, handle, indent=2)
+    print(f"{args.split}: " + " ".join(f"{k}={np.mean(v):.4f}" for k, v in values.items()))
+
+
+def main() -> None:
+    args = _args()
+    p = _predictions("p_in", "p_out")
+    p_in, p_out = p["p_in"], p["p_out"]
+    _, y_out = data.nonmembers(args.split)
+    _, y_in = data.members()
+    for name, probs, labels in (("members", p_in, y_in), ("non-members", p_out, y_out)):
+        if probs.shape != (len(labels), 10) or not np.allclose(probs.sum(1), 1.0, atol=1e-3):
             raise SystemExit(f"predict_proba on {name} must return finite (n, 10) probabilities that sum to 1")
     aucs = attack.attack_aucs(p_in, y_in, p_out, y_out)
     values = {
@@ -43,16 +67,7 @@ def main() -> None:
         "accuracy": float(np.mean(p_out.argmax(1) == y_out)),
         "train_accuracy": float(np.mean(p_in.argmax(1) == y_in)),
     }
-    info = {
-        DATASET: {
-            "means": {f"{k}_mean": v for k, v in values.items()},
-            "stderrs": {f"{k}_stderr": 0.0 for k in values},
-            "final_info_dict": {k: [v] for k, v in values.items()},
-        }
-    }
-    with open(args.out, "w") as handle:
-        json.dump(info, handle, indent=2)
-    print(f"{args.split}: " + " ".join(f"{k}={v:.4f}" for k, v in values.items()) + f" ({time.time() - start:.1f}s)")
+    _write(args, "mnist", {k: [v] for k, v in values.items()}, {})
 
 
 if __name__ == "__main__":

@@ -1,17 +1,21 @@
-"""Protected evaluation: linear-probe accuracy of the frozen encoder in encoder.pt.
+"""PROTECTED scorer: read predictions.npz (what predict.py left; plain arrays, never
+pickles), score it against the split's labels and write FML-bench's final_info.json into
+$SCORE_OUT (the score invocation's own output folder; the working folder without it).
+It imports no editable code: in the score invocation only the scorer files and
+predictions.npz are there.
 
-A multinomial logistic regression is fitted on the encoder's features of the
-small labelled probe set and scored on the validation (`--split val`) or held-out
-test (`--split test`) images. Writes final_info.json in FML-bench's format under
-the dataset name MNIST (metric `linear_probe_acc`).
+    python evaluate.py --split val   |   python evaluate.py --split test
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 
+import numpy as np
 import torch
+
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -19,34 +23,52 @@ from sklearn.preprocessing import StandardScaler
 from data import THREADS, probe_eval, probe_train
 
 
-def features(encoder: torch.nn.Module, images: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():
-        return torch.cat([encoder(chunk).flatten(1) for chunk in images.split(1000)])
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", choices=["val", "test"], default="val")
+    parser.add_argument("--out", default="final_info.json")
+    return parser.parse_args()
+
+
+def _predictions(*names: str) -> dict[str, np.ndarray]:
+    with np.load("predictions.npz", allow_pickle=False) as found:
+        missing = [n for n in names if n not in found.files]
+        if missing:
+            raise SystemExit(f"predictions.npz lacks {', '.join(missing)}")
+        arrays = {n: found[n] for n in names}
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise SystemExit(f"predictions.npz: {name} must hold finite numbers")
+    return arrays
+
+
+def _write(args: argparse.Namespace, dataset: str, values: dict[str, list[float]], stderrs: dict[str, float]) -> None:
+    info = {
+        dataset: {
+            "means": {f"{k}_mean": float(np.mean(v)) for k, v in values.items()},
+            "stderrs": {f"{k}_stderr": stderrs.get(k, 0.0) for k in values},
+            "final_info_dict": values,
+        }
+    }
+    with open(os.path.join(os.environ.get("SCORE_OUT", "."), args.out), "w") as handle:
+        json.dump(info, handle, indent=2)
+    print(f"{args.split}: " + " ".join(f"{k}={np.mean(v):.4f}" for k, v in values.items()))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--split", choices=["val", "test"], default="val")
-    parser.add_argument("--encoder", default="encoder.pt")
-    args = parser.parse_args()
+    args = _args()
     torch.set_num_threads(THREADS)
-    eval_x, eval_y = probe_eval(args.split)
-    train_x, train_y = probe_train()
-    encoder = torch.load(args.encoder, weights_only=False)
-    encoder.eval()
+    f = _predictions("train", "eval")
+    _, eval_y = probe_eval(args.split)
+    _, train_y = probe_train()
+    if f["train"].ndim != 2 or len(f["train"]) != len(train_y) or f["eval"].shape[1:] != f["train"].shape[1:]:
+        raise SystemExit("predictions.npz: train and eval must be (n, d) features, one row per image")
+    if len(f["eval"]) != len(eval_y):
+        raise SystemExit(f"predictions.npz: eval must hold one row per evaluation image ({len(eval_y)})")
     probe = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
-    probe.fit(features(encoder, train_x).numpy(), train_y.numpy())
-    acc = float(probe.score(features(encoder, eval_x).numpy(), eval_y.numpy()))
-    info = {
-        "MNIST": {
-            "means": {"linear_probe_acc_mean": acc},
-            "stderrs": {"linear_probe_acc_stderr": 0.0},
-            "final_info_dict": {"linear_probe_acc": [acc]},
-        }
-    }
-    with open("final_info.json", "w") as handle:
-        json.dump(info, handle, indent=1)
-    print(f"{args.split}: linear-probe accuracy {acc:.4f}")
+    probe.fit(f["train"], train_y.numpy())
+    acc = float(probe.score(f["eval"], eval_y.numpy()))
+    _write(args, "MNIST", {"linear_probe_acc": [acc]}, {})
 
 
 if __name__ == "__main__":

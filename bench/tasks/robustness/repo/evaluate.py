@@ -1,55 +1,71 @@
-"""PROTECTED evaluation: train on poisoned MNIST, then measure clean accuracy,
-attack success rate and the defence score (their harmonic mean, FML-bench's
-definition: 2 * acc * (1 - asr) / (acc + 1 - asr)); writes final_info.json.
+"""PROTECTED scorer: read predictions.npz (what predict.py left; plain arrays, never
+pickles), score it against the split's labels and write FML-bench's final_info.json into
+$SCORE_OUT (the score invocation's own output folder; the working folder without it).
+It imports no editable code: in the score invocation only the scorer files and
+predictions.npz are there.
 
-    python evaluate.py --split val
-    python evaluate.py --split test --out final_info_test.json
+    python evaluate.py --split val   |   python evaluate.py --split test --out final_info_test.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
+import os
 
 import numpy as np
-import torch
 
 import data
-import train
 
-DATASET = "mnist_backdoor"
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", choices=["val", "test"], default="val")
+    parser.add_argument("--out", default="final_info.json")
+    return parser.parse_args()
+
+
+def _predictions(*names: str) -> dict[str, np.ndarray]:
+    with np.load("predictions.npz", allow_pickle=False) as found:
+        missing = [n for n in names if n not in found.files]
+        if missing:
+            raise SystemExit(f"predictions.npz lacks {', '.join(missing)}")
+        arrays = {n: found[n] for n in names}
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise SystemExit(f"predictions.npz: {name} must hold finite numbers")
+    return arrays
+
+
+def _write(args: argparse.Namespace, dataset: str, values: dict[str, list[float]], stderrs: dict[str, float]) -> None:
+    info = {
+        dataset: {
+            "means": {f"{k}_mean": float(np.mean(v)) for k, v in values.items()},
+            "stderrs": {f"{k}_stderr": stderrs.get(k, 0.0) for k in values},
+            "final_info_dict": values,
+        }
+    }
+    with open(os.path.join(os.environ.get("SCORE_OUT", "."), args.out), "w") as handle:
+        json.dump(info, handle, indent=2)
+    print(f"{args.split}: " + " ".join(f"{k}={np.mean(v):.4f}" for k, v in values.items()))
+
+
+def main() -> None:
+    args = _args()
+    p = _predictions("clean", "triggered")
+    _, y = data.eval_split(args.split)
+    keep = y != data.TARGET
+    if p["clean"].shape != y.shape or p["triggered"].shape != (int(keep.sum()),):
+        raise SystemExit("predictions.npz: one label per clean and per triggered image")
+    clean_acc = float(np.mean(p["clean"] == y))
+    asr = float(np.mean(p["triggered"] == data.TARGET))
+    values = {"defense_score": defense_score(clean_acc, asr), "clean_acc": clean_acc, "attack_success_rate": asr}
+    _write(args, "mnist_backdoor", {k: [v] for k, v in values.items()}, {})
 
 
 def defense_score(clean_acc: float, asr: float) -> float:
     a, b = clean_acc, 1.0 - asr
     return 0.0 if a + b == 0 else 2 * a * b / (a + b)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--split", choices=["val", "test"], default="val")
-    parser.add_argument("--out", default="final_info.json")
-    args = parser.parse_args()
-    torch.set_num_threads(1)  # small model: a second thread only adds contention
-    start = time.time()
-    x, y = data.eval_split(args.split)
-    poisoned = data.poisoned_train()
-    classifier = train.fit(poisoned.x.copy(), poisoned.y.copy(), seed=data.run_seed())
-    clean_acc = float(np.mean(classifier.predict(x) == y))
-    keep = y != data.TARGET
-    asr = float(np.mean(classifier.predict(data.add_trigger(x[keep])) == data.TARGET))
-    values = {"defense_score": defense_score(clean_acc, asr), "clean_acc": clean_acc, "attack_success_rate": asr}
-    info = {
-        DATASET: {
-            "means": {f"{k}_mean": v for k, v in values.items()},
-            "stderrs": {f"{k}_stderr": 0.0 for k in values},
-            "final_info_dict": {k: [v] for k, v in values.items()},
-        }
-    }
-    with open(args.out, "w") as handle:
-        json.dump(info, handle, indent=2)
-    print(f"{args.split}: " + " ".join(f"{k}={v:.4f}" for k, v in values.items()) + f" ({time.time() - start:.1f}s)")
 
 
 if __name__ == "__main__":

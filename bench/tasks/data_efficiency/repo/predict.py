@@ -1,0 +1,36 @@
+"""PROTECTED prediction harness (the run side of the run / score split): classify the query
+images of every episode with the editable classifier
+and save them to predictions.npz; the protected evaluate.py scores that file in a sandbox of its
+own, where none of this task's editable code is importable.
+
+    python predict.py --split val   |   python predict.py --split test
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+
+from backbone import load_backbone
+from data import SEED, THREADS, episodes
+from few_shot import build_classifier
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", choices=["val", "test"], default="val")
+    args = parser.parse_args()
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(SEED)
+    classifier = build_classifier(load_backbone())
+    preds = []
+    for support_x, support_y, query_x, _ in episodes(args.split):
+        classifier.process_support_set(support_x, support_y)
+        preds.append(classifier(query_x).detach().argmax(1).numpy())
+    np.savez("predictions.npz", pred=np.stack(preds))
+
+
+if __name__ == "__main__":
+    main()
