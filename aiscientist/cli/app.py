@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("aiscientist.cli.sandbox", "build the docker sandbox's run image; clean up orphaned containers"),
     "task": ("aiscientist.cli.task", "inspect a task (task show PATH [--json])"),
     "rubric": ("bench.cli.rubric", "check a PaperBench rubric or re-score a graded tree"),
+    "model": ("aiscientist.cli.model", "serve a local model (model serve qwen2.5-coder-1.5b)"),
 }
 
 # errors are never hard-wrapped: a path or command in them stays copyable when stderr is a pipe

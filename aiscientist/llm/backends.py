@@ -12,6 +12,8 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,13 +52,14 @@ class Backend(Protocol):
 class LiteLLMBackend:
     """Any provider litellm speaks, by litellm model name."""
 
-    def __init__(self, config: LLMConfig):
+    def __init__(self, config: LLMConfig, api_key: str | None = None):
         import litellm
 
         litellm.suppress_debug_info = True
-        self.config = config
+        self.config, self.api_key = config, api_key
         self._litellm = litellm
-        check_credentials(config.model, config.api_base)
+        if api_key is None:  # a local server takes any key
+            check_credentials(config.model, config.api_base)
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         """One attempt under a hard wall-clock limit. httpx's timeout bounds each read,
@@ -87,6 +90,7 @@ class LiteLLMBackend:
             "api_base": cfg.api_base,
             "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens,
+            "api_key": self.api_key,
         }
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         if tools:
@@ -255,3 +259,60 @@ def load_script(path: Path) -> list[ScriptedReply]:
         except ValidationError as err:
             raise ModelConfigError(f"{path}: response {i}: {describe_validation(err)}") from None
     return replies
+
+
+BackendFactory = Callable[[LLMConfig, "str | None"], Backend]
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """How to make the backend of a model name; `local` kinds (offline, scripted) need
+    no endpoint, cost nothing and count tokens with the default encoding."""
+
+    factory: BackendFactory
+    local: bool = False
+
+
+_KINDS: dict[str, BackendKind] = {}
+SCRIPTED_PREFIX = "scripted:"
+LITELLM = ""  # the kind of every name no other kind claims
+
+
+def register_backend(name: str, factory: BackendFactory, local: bool = False) -> None:
+    """`name` is a model name, or a prefix when it ends with ':' or '/'."""
+    _KINDS[name] = BackendKind(factory, local)
+
+
+def backend_kind(model: str) -> BackendKind:
+    """The exact name's kind, else the longest registered prefix's, else litellm's."""
+    if model in _KINDS:
+        return _KINDS[model]
+    prefixes = [p for p in _KINDS if p and p[-1] in ":/" and model.startswith(p)]
+    return _KINDS[max(prefixes, key=len)] if prefixes else _KINDS[LITELLM]
+
+
+def _offline(config: LLMConfig, run_key: str | None) -> Backend:
+    from aiscientist.llm.offline import OfflineBackend
+
+    return OfflineBackend(seed=config.seed, max_steps=config.offline_max_steps)
+
+
+def _local(config: LLMConfig, run_key: str | None) -> Backend:
+    """`local/NAME`: llama.cpp's server at the entry's api_base, started here if nothing answers."""
+    from aiscientist.llm.local.server import ensure_server
+
+    if not config.api_base or not config.gguf:
+        raise ModelConfigError(f"{config.model}: a local model needs api_base and gguf in its models-file entry")
+    alias = config.model.removeprefix("local/")
+    ensure_server(config.api_base, config.gguf, alias, config.context_window or 8192)
+    return LiteLLMBackend(config.model_copy(update={"model": f"openai/{alias}"}), api_key="local")
+
+
+register_backend(LITELLM, lambda config, run_key: LiteLLMBackend(config))
+register_backend("offline", _offline, local=True)
+register_backend(
+    SCRIPTED_PREFIX,
+    lambda config, run_key: ScriptedBackend(Path(config.model.removeprefix(SCRIPTED_PREFIX)), run_key),
+    local=True,
+)
+register_backend("local/", _local)

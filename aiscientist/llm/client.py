@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aiscientist.llm.backends import Backend, LiteLLMBackend, ScriptedBackend
+from aiscientist.llm.backends import Backend, backend_kind
 from aiscientist.llm.budget import BudgetTracker, tracker_for_run
 from aiscientist.llm.config import LLMConfig, load_llm_config
-from aiscientist.llm.messages import (
-    assistant_message,
-    normalize_tools,
-    parse_tool_call,
-    request_hash,
-    to_openai_messages,
-)
+from aiscientist.llm.messages import assistant_message, normalize_tools, request_hash, to_openai_messages
 from aiscientist.llm.retry import Attempts, send_with_patience
+from aiscientist.llm.toolcalls import outgoing, reply_calls
 from aiscientist.llm.store import Recorder, Replayer
 from aiscientist.llm.tokens import DEFAULT_ENCODING, TokenCounter
 from aiscientist.llm.types import (
@@ -32,8 +28,16 @@ from aiscientist.llm.types import (
 )
 from aiscientist.llm.window import Fitted, context_window, fit, retry_budget, too_large
 
-OFFLINE_MODEL = "offline"
-SCRIPTED_PREFIX = "scripted:"
+_slots: dict[tuple[str, str | None], threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+
+
+def _slot(config: LLMConfig) -> threading.BoundedSemaphore | None:
+    """One semaphore per model and endpoint in the process: at most `max_parallel` requests in flight."""
+    if config.max_parallel is None:
+        return None
+    with _slots_lock:
+        return _slots.setdefault((config.model, config.api_base), threading.BoundedSemaphore(config.max_parallel))
 
 
 class LLMClient:
@@ -96,14 +100,18 @@ class LLMClient:
                 raise self._too_large(again, smaller.size, "still too large after clipping old tool results") from again
 
     def _call(self, fitted: Fitted, schemas: list[dict[str, Any]], role: str, retried: bool = False) -> Completion:
-        msgs, est_prompt = fitted.messages, fitted.size
-        key = request_hash(self.model, msgs, schemas)
-        request = {"model": self.model, "messages": msgs, "tools": schemas}
+        mode = self.config.tool_calls
+        msgs, sent_tools = outgoing(mode, fitted.messages, schemas)
+        est_prompt = fitted.size
+        key = request_hash(self.model, msgs, sent_tools)
+        request = {"model": self.model, "messages": msgs, "tools": sent_tools}
         trim = {"trimmed": True, "clipped": fitted.clipped} if fitted.clipped else {}
         base = {
             "role": role,
             "model": self.model,
             "request_hash": key,
+            "tools_offered": bool(schemas),
+            "tool_call_mode": mode,
             **trim,
             **({"retried": True} if retried else {}),
         }
@@ -143,6 +151,8 @@ class LLMClient:
                 reservation,
             )
             raise
+        raws, calls = reply_calls(mode, reply.content, reply.tool_calls, schemas)
+        invalid = [c for c in calls if c.error is not None]
         self.budget.record(
             {
                 **_stamp(),
@@ -154,14 +164,16 @@ class LLMClient:
                 "outcome": "ok",
                 "tokens_estimated": reply.prompt_tokens is None,  # counted here with tiktoken
                 "replayed": self.replayer is not None,
-                "tool_calls": [c.name for c in reply.tool_calls],
+                "tool_calls": [c.name for c in calls if c.error is None],
+                "invalid_tool_calls": len(invalid),
+                **({"tool_call_errors": [c.error for c in invalid]} if invalid else {}),
             },
             reservation,
         )
         return Completion(
             content=reply.content,
-            tool_calls=[parse_tool_call(c, schemas) for c in reply.tool_calls],
-            message=assistant_message(reply.content, reply.tool_calls),
+            tool_calls=calls,
+            message=assistant_message(reply.content, raws),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost=cost,
@@ -176,7 +188,11 @@ class LLMClient:
                 raise reply.failure.exception()
             return reply
         assert self.backend is not None
-        return send_with_patience(self.backend, self.config, role, request["messages"], request["tools"], attempts)
+        slot = _slot(self.config)
+        if slot is None:
+            return send_with_patience(self.backend, self.config, role, request["messages"], request["tools"], attempts)
+        with slot:
+            return send_with_patience(self.backend, self.config, role, request["messages"], request["tools"], attempts)
 
     def _too_large(self, err: ContextOverflow, counted: int, why: str) -> ContextOverflow:
         size = err.size or counted
@@ -240,16 +256,7 @@ def make_client(
     if config.record_dir and config.replay_dir:
         raise ModelConfigError("record_dir and replay_dir are exclusive: a replayed run makes no new calls to record")
     run_key = str(Path(run_dir).resolve()) if run_dir is not None else None
-    backend: Backend | None
-    priced = True
-    if model == OFFLINE_MODEL:
-        from aiscientist.llm.offline import OfflineBackend
-
-        backend, priced = OfflineBackend(seed=config.seed, max_steps=config.offline_max_steps), False
-    elif model.startswith(SCRIPTED_PREFIX):
-        backend, priced = ScriptedBackend(Path(model[len(SCRIPTED_PREFIX) :]), run_key), False
-    elif config.replay_dir:
-        backend = None  # answers come from the recording; no provider key needed
-    else:
-        backend = LiteLLMBackend(config)
-    return LLMClient(config, backend, tracker_for_run(run_dir, config.budget), role=role, priced=priced)
+    kind = backend_kind(model)
+    # a replayed run answers from the recording: no provider key or server needed
+    backend = None if config.replay_dir and not kind.local else kind.factory(config, run_key)
+    return LLMClient(config, backend, tracker_for_run(run_dir, config.budget), role=role, priced=not kind.local)

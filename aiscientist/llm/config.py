@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -50,6 +50,11 @@ class LLMConfig(BaseModel):
     budget: BudgetLimits = Field(default_factory=BudgetLimits)
     record_dir: Path | None = None
     replay_dir: Path | None = None
+    tool_calls: Literal["native", "text", "prompt", "auto"] = Field(
+        "auto", description="how tool calls travel (aiscientist/llm/toolcalls/modes.py)"
+    )
+    max_parallel: int | None = Field(None, ge=1, description="requests in flight at once (None: unlimited)")
+    gguf: str | None = Field(None, description="local/ models: a packaged model name or a .gguf path to serve")
     seed: int = 0
     offline_max_steps: int = Field(5, ge=1, description="experiments the offline default policy runs at most")
 

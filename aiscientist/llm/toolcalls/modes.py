@@ -1,0 +1,108 @@
+"""How a model's tool calls travel, per the models file's `tool_calls` setting.
+
+- `native`: schemas in the request's `tools`; calls only from the reply's own tool calls.
+- `text`: schemas in `tools`; calls also read from the reply's text (`parse.py`).
+- `auto` (default): native calls when the reply has them, else the text is read.
+- `prompt`: no `tools` parameter; the schemas and the call format are written into the
+  system prompt, earlier calls and results are sent as plain text, calls come from text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from aiscientist.llm.messages import check_arguments, parse_tool_call
+from aiscientist.llm.toolcalls.parse import CALL_FORMAT, parse_text_calls
+from aiscientist.llm.types import RawToolCall, ToolArgumentError, ToolCall
+
+ToolCallMode = Literal["native", "text", "prompt", "auto"]
+TOOLS_HEADING = "# Tools"
+
+
+def render_tools(tools: list[dict[str, Any]]) -> str:
+    """The tool block of a `prompt`-mode system prompt: how to call, then one line per tool."""
+    lines = [
+        TOOLS_HEADING,
+        "You act only by calling tools. To call a tool, write a JSON object on its own line:",
+        CALL_FORMAT,
+        "Several calls may follow one another, one object per line. Write nothing else on those lines;",
+        "the results come back in the next message. The tools, with the JSON Schema of their arguments:",
+    ]
+    for t in tools:
+        fn = t["function"]
+        spec = {"name": fn["name"], "description": fn.get("description", ""), "parameters": fn.get("parameters", {})}
+        lines.append(json.dumps(spec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(lines)
+
+
+def outgoing(
+    mode: ToolCallMode, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages and `tools` to send in this mode."""
+    if mode != "prompt" or not tools:
+        return messages, tools
+    plain = [_plain(m) for m in messages]
+    block = render_tools(tools)
+    if plain and plain[0].get("role") == "system":
+        plain[0] = {**plain[0], "content": f"{plain[0].get('content') or ''}\n\n{block}"}
+    else:
+        plain.insert(0, {"role": "system", "content": block})
+    return _merge_users(plain), []
+
+
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as text only: calls as the JSON lines the model wrote, results as a user turn."""
+    role = message.get("role")
+    if role == "tool":
+        name = message.get("name") or "tool"
+        return {"role": "user", "content": f"Result of {name}:\n{message.get('content') or ''}"}
+    if role == "assistant" and message.get("tool_calls"):
+        text = message.get("content") or "\n".join(
+            json.dumps({"name": c["function"]["name"], "arguments": _loads(c["function"]["arguments"])})
+            for c in message["tool_calls"]
+        )
+        return {"role": "assistant", "content": text}
+    return {k: v for k, v in message.items() if k != "tool_calls"}
+
+
+def _merge_users(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive user turns joined into one: chat templates expect turns to alternate."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if out and m.get("role") == "user" == out[-1].get("role") and isinstance(m.get("content"), str):
+            out[-1] = {**out[-1], "content": f"{out[-1].get('content') or ''}\n\n{m['content']}"}
+        else:
+            out.append(m)
+    return out
+
+
+def _loads(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def reply_calls(
+    mode: ToolCallMode, content: str, native: list[RawToolCall], tools: list[dict[str, Any]]
+) -> tuple[list[RawToolCall], list[ToolCall]]:
+    """The calls of a reply: as the conversation keeps them (raw) and parsed and checked.
+    Without tools offered, no text is read as a call."""
+    if mode == "native" or not tools or (native and mode == "auto"):
+        return native, [parse_tool_call(c, tools) for c in native]
+    raws, checked = list(native), [parse_tool_call(c, tools) for c in native]
+    digest = hashlib.sha256(content.encode()).hexdigest()[:10]  # stable ids: replays resend the same messages
+    for i, found in enumerate(parse_text_calls(content)):
+        call_id = f"call_{digest}_{i}"
+        arguments = found.arguments if isinstance(found.arguments, str) else json.dumps(found.arguments)
+        raws.append(RawToolCall(id=call_id, name=found.name, arguments=arguments))
+        if found.error is not None:
+            checked.append(ToolCall(id=call_id, name=found.name, error=found.error))
+            continue
+        try:
+            checked.append(ToolCall(id=call_id, name=found.name, arguments=check_arguments(found.name, found.arguments, tools)))
+        except ToolArgumentError as err:
+            checked.append(ToolCall(id=call_id, name=found.name, error=str(err)))
+    return raws, checked

@@ -1,0 +1,132 @@
+"""Tool calls written as text, as models without native function calling write them.
+
+Forms found in real replies (Qwen2.5-Coder 0.5B/1.5B behind llama.cpp, Hermes-style
+models): `<tool_call>{...}</tool_call>`, fenced ```json blocks, bare JSON objects, several
+objects in one reply (newline-separated or in a JSON list), `{{...}}` doubled braces,
+python-call style `name({...})`; arguments as an object or as a JSON string, under
+`arguments`, `parameters`, `args` or `input`. The parser never raises: what it cannot
+read but looks like an attempt to call a tool comes back as a `TextCall` with an error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MAX_SCAN_CHARS = 200_000  # a reply longer than this is read up to here
+MAX_STARTS = 400  # JSON decoding attempts per reply: bounds the work on hostile text
+ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+CALL_FORMAT = '{"name": "<tool>", "arguments": {...}}'
+
+_TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+_CALLER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*$")
+_ATTEMPT = re.compile(r"\{\s*\{?\s*[\"'](?:name|function|tool)[\"']\s*:")
+_NAME = re.compile(r"[\"']name[\"']\s*:\s*[\"']([^\"']{1,200})[\"']")
+
+
+@dataclass(frozen=True)
+class TextCall:
+    """One call read from text; `arguments` is a dict, or the raw string when it was no
+    JSON object; `error` says why an attempt could not be read at all."""
+
+    name: str
+    arguments: dict[str, Any] | str
+    error: str | None = None
+
+
+def parse_text_calls(text: str) -> list[TextCall]:
+    """Every tool call in `text`, in order of appearance."""
+    text = text[:MAX_SCAN_CHARS]
+    tagged = _TAGGED.findall(text)
+    if tagged:
+        return [call for block in tagged for call in _from_block(block)]
+    calls = _scan(text)
+    if not calls and "{{" in text:
+        calls = _scan(text.replace("{{", "{").replace("}}", "}"))
+    if not calls and _ATTEMPT.search(text):
+        calls = [_unreadable(text)]
+    return calls
+
+
+def _from_block(block: str) -> list[TextCall]:
+    calls = _scan(block)
+    if not calls and "{{" in block:
+        calls = _scan(block.replace("{{", "{").replace("}}", "}"))
+    return calls or [_unreadable(block)]
+
+
+def _unreadable(text: str) -> TextCall:
+    found = _NAME.search(text)
+    return TextCall(
+        name=found.group(1) if found else "",
+        arguments="",
+        error=f"the reply looks like a tool call but holds no readable JSON object; write each call as {CALL_FORMAT}",
+    )
+
+
+def _scan(text: str) -> list[TextCall]:
+    """Calls from the JSON values that start at a `{` (or a `[` directly before one)."""
+    decoder, calls, at, starts = json.JSONDecoder(), [], 0, 0
+    while starts < MAX_STARTS:
+        at = _next_start(text, at)
+        if at < 0:
+            break
+        starts += 1
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            at += 1
+            continue
+        found = _calls_in(value, _caller_before(text, at))
+        if found is None:  # not a call: its insides are data, not calls
+            at = end
+            continue
+        calls.extend(found)
+        at = end
+    return calls
+
+
+def _next_start(text: str, at: int) -> int:
+    brace = text.find("{", at)
+    bracket = text.find("[", at)
+    while bracket >= 0 and (brace < 0 or bracket < brace):
+        if text[bracket + 1 : bracket + 64].lstrip().startswith("{"):
+            return bracket
+        bracket = text.find("[", bracket + 1)
+    return brace
+
+
+def _caller_before(text: str, at: int) -> str | None:
+    found = _CALLER.search(text[max(0, at - 80) : at])
+    return found.group(1) if found else None
+
+
+def _calls_in(value: Any, caller: str | None) -> list[TextCall] | None:
+    """The calls a decoded JSON value holds, None when it holds none."""
+    if isinstance(value, list):
+        calls = [c for item in value for c in (_calls_in(item, None) or [])]
+        return calls or None
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict):  # OpenAI's own shape, written out as text
+        value = value["function"]
+    name = next((value[k] for k in ("name", "tool", "function") if isinstance(value.get(k), str)), None)
+    if name is None:
+        return [TextCall(name=caller, arguments=value)] if caller else None
+    arguments = next((value[k] for k in ARGUMENT_KEYS if k in value), {})
+    return [TextCall(name=name.strip(), arguments=_arguments(arguments))]
+
+
+def _arguments(raw: Any) -> dict[str, Any] | str:
+    """An object as it is; a string holding a JSON object decoded (stays a string if not)."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            decoded = json.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError):
+            return raw
+        return decoded if isinstance(decoded, dict) else raw
+    return json.dumps(raw)
