@@ -2,7 +2,7 @@
 
 Sources: result.json (absent while running: state/run.json and the steps stand in),
 task/task.json, experiments/step_*/step.json and diff.patch, logs/events.jsonl,
-plan/, state/aide_journal.json (tree-search parents) and `verify_run`.
+plan/, the generic search tree (`records.tree`: each step's parent node) and `verify_run`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.records.accounting import best_step, is_better, successful, totals
+from aiscientist.records.tree import read_tree
 from aiscientist.task import TaskError
 from aiscientist.util.humanize import num
 
@@ -35,6 +36,8 @@ class StepView(BaseModel):
     cost: float = 0.0
     diff: str = ""
     parent: int | None = None  # tree-search agents: the step this one started from
+    operator: str | None = None  # tree and population agents: draft, improve, mutate, ...
+    group: str | None = None  # the node's island, stage or phase
     outcome: str = ""  # "new best", "no improvement", "failed", ...
     best_so_far: float | None = None
 
@@ -123,14 +126,15 @@ def run_root(folder: Path) -> Path:
     raise TaskError(folder, "RUN_DIR", "not a run folder (no experiments/ and logs/ in it or in its ws/)")
 
 
-def _parents(root: Path) -> dict[int, int | None]:
-    journal = _json(root / "state" / "aide_journal.json") or {}
-    nodes = {n["id"]: n for n in journal.get("nodes", [])}
-    return {n["step"]: (nodes.get(n["parent"]) or {}).get("step") for n in nodes.values() if n.get("step") is not None}
+def _nodes(root: Path) -> dict[int, dict[str, Any]]:
+    """step -> its parent step, operator and group, from the run's search tree (if any)."""
+    tree = read_tree(root)
+    parents = tree.step_parents() if tree is not None else {}
+    return {step: {"parent": p, "operator": n.operator, "group": n.group} for step, (p, n) in parents.items()}
 
 
 def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]:
-    parents = _parents(root)
+    nodes = _nodes(root)
     steps: list[StepView] = []
     best = None
     for path in sorted((root / "experiments").glob("step_*/step.json")):
@@ -139,7 +143,7 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
             continue
         diff_file = path.parent / "diff.patch"
         diff = diff_file.read_text(errors="replace")[:DIFF_CHARS] if diff_file.is_file() else ""
-        step = StepView.model_validate({**raw, "diff": diff, "parent": parents.get(raw["step"])})
+        step = StepView.model_validate({**raw, "diff": diff, **nodes.get(raw["step"], {})})
         step.hypothesis = step.hypothesis or "(no hypothesis recorded)"
         if not step.success:
             step.outcome = "failed"

@@ -56,6 +56,8 @@ def _step_html(step: StepView, run: RunView) -> str:
         f"<span>{duration(step.duration_s)}</span>",
         f"<span>{plural(step.tokens, 'token')}</span>",
     ]
+    if step.operator:
+        head.append(f"<span>{escape(step.operator)}" + (f" · {escape(step.group)}" if step.group else "") + "</span>")
     if step.parent is not None:
         head.append(f"<span>from step {step.parent}</span>")
     body = f"<div class='hypothesis'>{escape(step.hypothesis)}</div>"

@@ -20,6 +20,11 @@ AGENTS: dict[str, str] = {
     "linear": "bench.agents.react:Linear",
     "basic": "bench.agents.react:Basic",
     "iterative": "bench.agents.react:Iterative",
+    "aira-mcts": "bench.agents.search.aira:AiraMcts",
+    "openevolve": "bench.agents.search.openevolve:OpenEvolve",
+    "ai-scientist-v2": "bench.agents.search.ai_scientist_v2:AIScientistV2",
+    "autoresearch": "bench.agents.search.autoresearch:Autoresearch",
+    "adaptive-search": "bench.agents.search.adaptive:AdaptiveSearch",
     "hpsearch": "bench.agents.hpsearch:HPSearch",
     "external": "bench.agents.external:External",
 }
@@ -36,11 +41,22 @@ class UnknownAgent(ValueError):
     pass
 
 
-def get_agent(name: str) -> Agent:
+def agent_class(name: str) -> type:
+    """Importing an agent's module registers what it declares (tool set row, offline policy)."""
     if name not in AGENTS:
         raise UnknownAgent(f"unknown agent {name!r}; known agents: {', '.join(AGENTS)}")
     module, cls = AGENTS[name].split(":")
-    return getattr(importlib.import_module(module), cls)()
+    return getattr(importlib.import_module(module), cls)
 
 
-__all__ = ["AGENTS", "Agent", "UnknownAgent", "get_agent"]
+def get_agent(name: str) -> Agent:
+    return agent_class(name)()
+
+
+def load_all() -> None:
+    """Import every agent's module, so the tool-set table holds every row."""
+    for name in AGENTS:
+        agent_class(name)
+
+
+__all__ = ["AGENTS", "Agent", "UnknownAgent", "agent_class", "get_agent", "load_all"]

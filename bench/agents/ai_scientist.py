@@ -16,7 +16,10 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import step_report
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
+from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.facts import facts_line, task_facts
+from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy, search
+from aiscientist.llm.offline.solo import editable, read_call, replay
 from aiscientist.records.paths import write_atomic
 from bench.agents.tools import baseline_toolbox, system_prompt
 
@@ -182,3 +185,37 @@ class AIScientist:
     @staticmethod
     def _save(ctx: RunContext, progress: Progress) -> None:
         write_atomic(ctx.ws.paths.state / "ai_scientist.json", progress.model_dump_json(indent=1))
+
+
+def offline_policy(ctx: PolicyContext) -> PolicyReply:
+    """Ideas (no tools): `want` new ideas after the `tried` ones; the coder turns idea n into a change of literal n."""
+    if not ctx.tools:
+        start, files = int(ctx.facts.get("tried", 0)), ", ".join(editable(ctx))
+        ideas = [
+            {
+                "name": f"knob_{n}",
+                "title": f"tune literal #{n} of the editable code",
+                "experiment": f"Scale literal #{n} of {files} up or down; keep the better value.",
+            }
+            for n in range(start, start + int(ctx.facts.get("want", 3)))
+        ]
+        return PolicyReply("Ideas (blind tuning of literals):\n```json\n" + json.dumps(ideas, indent=1) + "\n```")
+    contents = replay(ctx)
+    unread = [f for f in editable(ctx) if f not in contents]
+    if unread:
+        return PolicyReply(f"Reading {', '.join(unread)}.", [read_call(ctx, f) for f in unread])
+    if ctx.calls_to("edit_file"):
+        return ctx.finish("Applied the idea's change.")
+    idea = str((ctx.facts.get("idea") or {}).get("name", "knob_0"))
+    n = int(idea.rsplit("_", 1)[-1]) if idea.rsplit("_", 1)[-1].isdigit() else 0
+    names = list(dict.fromkeys(e.key for e in search.options_of(contents)))
+    if not names:
+        return ctx.finish("No tunable literal in the editable files; nothing changed.")
+    key = names[n % len(names)]
+    rng = ctx.rng("code", idea, ctx.facts.get("run"), ctx.facts.get("fix"))
+    edit = rng.choice([e for e in search.options_of(contents) if e.key == key])
+    return PolicyReply(f"Changing {edit.what}.", [("edit_file", edit.args())])
+
+
+register_toolset(ROLE, {ROLE: ("read_file", "write_file", "edit_file", "list_files", "finish")})
+register_role_policy(ROLE, offline_policy)

@@ -2,11 +2,13 @@
 the baseline until there are 5 drafts; then, with probability 0.5, debug a random buggy
 leaf of debug depth at most 3; otherwise improve the best node. Each node is one model
 call (a plan and the whole target file) and one step. Unlike AIDE, the metric comes from
-the engine, not a second model call. `state/aide_journal.json` lets a run resume.
+the engine, not a second model call. The journal (`RunPaths.agent_state`) lets a run
+resume; the run page draws its nodes from the generic tree record (`records.tree`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -15,9 +17,12 @@ from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.experiment.gitrepo import git
+from aiscientist.agent.toolsets import register_toolset
+from aiscientist.experiment import snapshots
 from aiscientist.llm.facts import facts_line, task_facts
+from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy, search
 from aiscientist.records.paths import write_atomic
+from aiscientist.records.tree import Tree, TreeNode, write_tree
 from aiscientist.task import expand_globs
 from bench.agents.tools import system_prompt
 
@@ -36,9 +41,12 @@ commands and scored on the validation metric.
 """
 
 STAGE_TEXT = {
-    "draft": "Write a new solution: propose a change to the method in the target file, starting from the baseline version below.",
-    "improve": "Improve the solution below (the best found so far). Make one focused, testable change and say why it should help.",
-    "debug": "The solution below failed. Read the error, find the bug and fix it without otherwise changing the approach.",
+    "draft": "Write a new solution: propose a change to the method in the target file, "
+    "starting from the baseline version below.",
+    "improve": "Improve the solution below (the best found so far). "
+    "Make one focused, testable change and say why it should help.",
+    "debug": "The solution below failed. Read the error, find the bug and fix it "
+    "without otherwise changing the approach.",
 }
 
 
@@ -87,7 +95,7 @@ class Aide:
     def solve(self, ctx: RunContext) -> Outcome:
         journal = self._load(ctx)
         direction = ctx.task.metric.direction if ctx.task.metric else "max"
-        baseline_code = git(ctx.ws.paths, "show", f"{ctx.ws.engine.BASELINE_TAG}:{journal.target}")
+        baseline_code = snapshots.text_of(ctx.ws.paths, ctx.ws.engine.BASELINE_TAG, journal.target)
         while ctx.steps_left() > 0:
             rng = ctx.rng
             drafts = sum(n.stage == "draft" for n in journal.nodes)
@@ -162,7 +170,7 @@ class Aide:
 
     @staticmethod
     def _path(ctx: RunContext):
-        return ctx.ws.paths.state / "aide_journal.json"
+        return ctx.ws.paths.agent_state
 
     def _load(self, ctx: RunContext) -> Journal:
         path = self._path(ctx)
@@ -182,3 +190,30 @@ class Aide:
 
     def _save(self, ctx: RunContext, journal: Journal) -> None:
         write_atomic(self._path(ctx), json.dumps(journal.model_dump(), indent=1))
+        status = {True: "buggy", False: "good"}
+        nodes = [
+            TreeNode(node=n.id, parent=n.parent, operator=n.stage, step=n.step, metric=n.metric, status=status[n.buggy])
+            for n in journal.nodes
+        ]
+        write_tree(ctx.ws.paths.root, Tree(agent=self.name, nodes=nodes))
+
+
+def offline_policy(ctx: PolicyContext) -> PolicyReply:
+    """Each stage: a blind perturbation of one literal (two for a draft), the whole file back."""
+    stage, code = str(ctx.facts.get("stage", "")), ctx.facts.get("code")
+    if not isinstance(code, str):
+        return PolicyReply("The facts carry no current code to change.")
+    rng = ctx.rng(stage, ctx.facts.get("steps_left"), hashlib.sha256(code.encode()).hexdigest()[:16])
+    applied = []
+    for _ in range(2 if stage == "draft" else 1):
+        options = [e for e in search.options_of({"f": code}) if e.key not in {a.key for a in applied}]
+        if options:
+            edit = rng.choice(options)
+            code = code.replace(edit.old, edit.new, 1)
+            applied.append(edit)
+    what = "; ".join(f"{e.name} {e.before} -> {e.after}" for e in applied) or "no tunable literal found, code unchanged"
+    return PolicyReply(f"{stage.capitalize()} by a blind perturbation: {what}.\n\n```python\n{code}\n```")
+
+
+register_toolset(ROLE, {ROLE: ()})  # one answer per step: a plan and the whole target file
+register_role_policy(ROLE, offline_policy)

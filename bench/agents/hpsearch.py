@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
+from aiscientist.agent.toolsets import register_toolset
 from aiscientist.experiment.engine import best_step
 from aiscientist.llm.candidates import Change, propose_changes
 
@@ -61,3 +62,6 @@ class HPSearch:
         for rel in {r for r, _ in changes}:
             ctx.write_code(rel, sources[rel])
         return changes
+
+
+register_toolset("hpsearch", {})  # no model

@@ -9,7 +9,10 @@ from __future__ import annotations
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason
+from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.facts import facts_line, task_facts
+from aiscientist.llm.offline import register_role_policy
+from aiscientist.llm.offline.solo import solo
 from bench.agents.tools import baseline_toolbox, system_prompt
 
 KEEP_MESSAGES = 40
@@ -91,3 +94,11 @@ class Iterative(ReactAgent):
     instructions = ITERATIVE
     proceed = "Now take the next step: make one small change or check, using your tools."
     continue_every_turn = True
+
+
+register_toolset("linear", {"linear": ("read_file", "write_file", "edit_file", "list_files", "run_experiment")})
+register_toolset("basic", {"basic": ("bash", "read_file_chunk", "search_file", "run_experiment", "submit")})
+register_toolset("iterative", {"iterative": ("bash", "read_file_chunk", "run_experiment")})
+register_role_policy("linear", lambda ctx: solo(ctx, revert=False))
+register_role_policy("basic", lambda ctx: solo(ctx, revert=False, bash=True))
+register_role_policy("iterative", lambda ctx: solo(ctx, revert=False, bash=True))

@@ -10,9 +10,10 @@ from pathlib import Path
 from rich.console import Console
 
 from aiscientist.sandbox import BACKENDS
+from bench.agents import AGENTS
 from bench.grid.executors import EXECUTORS, ExecutorUnavailable
 
-BENCH_ROOT = Path(__file__).resolve().parent
+BENCH_ROOT = Path(__file__).resolve().parents[1]  # bench/: its tasks/ and papers/
 EMBEDDERS = ["auto", "graphcodebert", "minilm"]
 console = Console(stderr=True, soft_wrap=True)
 
@@ -23,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--agents",
         required=True,
-        help="comma-separated agent names: aiscientist[-nobus|-flat], aide, ai-scientist, linear, basic, iterative, hpsearch, external",
+        help=f"comma-separated agent names: {', '.join(AGENTS)} (`bench agents` lists their tools)",
     )
     run.add_argument(
         "--tasks",
@@ -120,7 +121,9 @@ def run(args: argparse.Namespace) -> int:
         return _report(args.results, args.out)
     if args.bench_command == "agents":
         from aiscientist.agent import toolsets
+        from bench.agents import load_all
 
+        load_all()
         print(json.dumps(toolsets.rows(), indent=1) if args.json else toolsets.markdown())
         return 0
     if args.bench_command in ("score", "export"):

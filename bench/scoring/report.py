@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from aiscientist.agent import toolsets
 from aiscientist.util.humanize import MISSING, num, plural, pm
+from bench.agents import AGENTS, agent_class
 from bench.scoring.metrics import (
     AGENT_METRICS,
     AgentTask,
@@ -153,6 +155,9 @@ def runs_table(runs: Sequence[RunSummary], pages: dict[tuple[str, str, int], str
 
 def tools_table(agents: list[str]) -> Table:
     """The rows of the one tool-set table (`aiscientist.agent.toolsets`) for these agents."""
+    for agent in agents:
+        if agent in AGENTS:
+            agent_class(agent)  # its module declares its row
     rows = [r for r in toolsets.rows() if r["agent"] in agents]
     return ["agent", "role", "tools"], [
         [str(r["agent"]), str(r["role"] or MISSING), ", ".join(r["tools"]) or "(no tool calls)"] for r in rows
@@ -294,7 +299,7 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
         (out / f"{name}.md").write_text(markdown(table) + "\n")
     write_csv(out / "per_task.csv", per_task_rows(cells))
     images = _plots(infos, cells, improve, out)
-    notes = _notes(runs, infos)
+    notes = _notes(runs, infos) + forgeable_note(results)
     md = [f"# Benchmark report: {results.name}", "", *notes, ""]
     for _, (title, table) in tables.items():
         md += [f"## {title}", "", markdown(table), "", *(f"- **{h}**: {d}" for h, d in column_notes(table)), ""]
@@ -364,6 +369,27 @@ def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
             + "."
         )
     return notes
+
+
+def forgeable_note(results: Path) -> list[str]:
+    """One line naming the tasks whose steps were scored next to code the agent could edit
+    (`score_isolated: false` in their step records, docs/contracts.md "Scoring")."""
+    tasks = set()
+    for task_dir in sorted((results / "runs").glob("*")):
+        for record in task_dir.glob("*/round_*/ws/experiments/step_0001/step.json"):
+            try:
+                isolated = json.loads(record.read_text()).get("score_isolated")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isolated is False:
+                tasks.add(task_dir.name)
+                break
+    if not tasks:
+        return []
+    return [
+        f"Scores can be forged by the code they score in {plural(len(tasks), 'task')}: {', '.join(sorted(tasks))} "
+        "(the evaluator shares a process with editable code; score_isolated: false)."
+    ]
 
 
 CSS = "td.lost{background:#fff4e5;color:#8a4b00}dt{font-weight:600;margin-top:.3em}dd{margin-left:1.5em;color:#444}details.columns{font-size:13px;margin-bottom:1em}body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}td:first-child{text-align:left}figure{display:inline-block;margin:1em}"

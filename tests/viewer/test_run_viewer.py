@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from aiscientist.cli.app import main
+from aiscientist.records.tree import Tree, TreeNode, write_tree
 from aiscientist.util.humanize import num
 from aiscientist.viewer import load_run, write_page
 from aiscientist.workspace.eventlog import EventLog
@@ -75,14 +76,15 @@ def test_running_run_reloads_and_tree_search_runs_nest(run_dir, tmp_path):
     shutil.copytree(run_dir, running, ignore=shutil.ignore_patterns("submission", "code"))
     (running / "result.json").unlink()
     (running / "experiments" / "step_0003" / "step.json").unlink()  # a step still running
-    journal = {
-        "target": "config.py",
-        "nodes": [
-            {"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "", "step": 1},
-            {"id": 1, "parent": 0, "stage": "improve", "plan": "p", "code": "", "step": 2},
+    tree = Tree(
+        agent="openevolve",  # any agent: the page reads the generic record
+        nodes=[
+            TreeNode(node=0, operator="draft", step=1, metric=0.5, status="good", group="island 0"),
+            TreeNode(node=1, parent=0, operator="improve", step=2, metric=0.4, status="good", group="island 0"),
+            TreeNode(node=2, parent=1, operator="improve"),  # proposed, its step still running
         ],
-    }
-    (running / "state" / "aide_journal.json").write_text(json.dumps(journal))
+    )
+    write_tree(running, tree)
     (running / "plan" / "prioritized_tasks.md").write_text("# Prioritized tasks\n- a newer plan\n")  # being rewritten
     assert [name for name, _ in load_run(running).plan_texts][-1] == "plan/prioritized_tasks.md · current"
     log = EventLog(running)
@@ -102,9 +104,11 @@ def test_running_run_reloads_and_tree_search_runs_nest(run_dir, tmp_path):
         "model error: offline: refused",
     ]
     assert view.running and [s.step for s in view.steps] == [1, 2] and view.steps[1].parent == 1
+    assert (view.steps[1].operator, view.steps[1].group) == ("improve", "island 0")
     text = write_page(running).read_text()
     assert "http-equiv='refresh'" in text and "run in progress" in text
     assert "<ul class='tree'><li><section class='step" in text and "from step 1" in text
+    assert "improve · island 0" in text
 
 
 def test_show_rejects_a_folder_that_is_not_a_run(tmp_path, capsys):
