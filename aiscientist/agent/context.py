@@ -22,8 +22,8 @@ from aiscientist.agent.journal import Journal
 from aiscientist.agent.loop import call_model
 from aiscientist.agent.outcome import StopReason, StopRun
 from aiscientist.config import RunConfig
+from aiscientist.experiment import snapshots
 from aiscientist.experiment.engine import StepRecord
-from aiscientist.experiment.gitrepo import git
 from aiscientist.experiment.integrity import read_regular
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.llm.budget import tracker_for_run
@@ -59,6 +59,7 @@ class RunContext:
         default_factory=dict
     )  # step -> (file stamp, record)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _steps_lock: threading.RLock = field(default_factory=threading.RLock)  # agents expanding in parallel ask too
 
     @property
     def task(self) -> Task:
@@ -122,6 +123,10 @@ class RunContext:
         may still change are looked at. A record changes only while its step runs or
         right after (the watcher may mark it invalid): all but the two newest are final.
         An unreadable record is left out, as a missing one is."""
+        with self._steps_lock:
+            return self._step_records()
+
+    def _step_records(self) -> list[StepRecord]:
         fresh: list[tuple[int, StepRecord | None]] = []
         step = self._open
         while True:
@@ -153,6 +158,10 @@ class RunContext:
     def best_step(self, before: int | None = None) -> StepRecord | None:
         """`accounting.best_step` over `step_records()` (only steps before `before` if
         given; None for a task without a metric), the final records folded in once."""
+        with self._steps_lock:
+            return self._best_step(before)
+
+    def _best_step(self, before: int | None) -> StepRecord | None:
         records = self.step_records()
         if self.task.metric is None:
             return None
@@ -196,10 +205,9 @@ class RunContext:
         self.ws.scope("agent").write(f"submission/{rel}", text)
 
     def reset_to_baseline(self) -> None:
-        """Put every editable file back to its baseline version (git)."""
-        files = self.editable_files()
-        if files:
-            git(self.ws.paths, "checkout", self.ws.engine.BASELINE_TAG, "--", *files)
+        """Put every editable file back to its baseline version (the snapshot store;
+        an editable file the baseline lacks is removed)."""
+        snapshots.restore(self.ws.paths, self.ws.engine.BASELINE_TAG, self.editable_files())
 
     def code_of_step(self, step: int) -> dict[str, str]:
         """The editable files as snapshotted by `step`."""

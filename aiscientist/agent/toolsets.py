@@ -1,5 +1,6 @@
 """The one table of which tools each agent gives each role: every toolbox is built from it,
-`bench agents` prints it and the bench report shows it."""
+`bench agents` prints it and the bench report shows it. AiScientist's arms are written
+here; a baseline declares its own row in its module (`register_toolset`)."""
 
 from __future__ import annotations
 
@@ -23,18 +24,18 @@ TOOLSETS: dict[str, dict[str, tuple[str, ...]]] = {
     "aiscientist": _AISCIENTIST,
     "aiscientist-nobus": _AISCIENTIST,
     "aiscientist-flat": {"flat": (*WRITE, "append_log", "bash", "run_experiment", "submit")},
-    "aide": {"aide": ()},  # one answer per step: a plan and the whole target file
-    "ai-scientist": {"ai-scientist": ("read_file", "write_file", "edit_file", "list_files", "finish")},
-    "linear": {"linear": ("read_file", "write_file", "edit_file", "list_files", "run_experiment")},
-    "basic": {"basic": ("bash", "read_file_chunk", "search_file", "run_experiment", "submit")},
-    "iterative": {"iterative": ("bash", "read_file_chunk", "run_experiment")},
-    "hpsearch": {},  # no model
-    "external": {"external": ("run_experiment",)},  # its own program's tools, plus this command on its PATH
 }
 
 
 class UnknownToolset(KeyError):
     pass
+
+
+def register_toolset(agent: str, roles: dict[str, tuple[str, ...]]) -> None:
+    """An agent's row (`{}`: it makes no model calls); registering a different row twice is a bug."""
+    if TOOLSETS.get(agent, roles) != roles:
+        raise ValueError(f"agent {agent!r} already has another tool set")
+    TOOLSETS[agent] = roles
 
 
 def toolset(agent: str, role: str) -> tuple[str, ...]:

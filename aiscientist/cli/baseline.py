@@ -8,9 +8,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from aiscientist.agent.outcome import StopReason
 from aiscientist.cli.common import add_task_arguments, default_run_dir, task_from_args
-from aiscientist.records.result import summarise, write_result
+from aiscientist.experiment.finish import measure_baseline
 
 console = Console()
 
@@ -31,22 +30,10 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with console.status(f"setting up {task.name} in {run_dir} ..."):
         ws = Workspace.create(task, run_dir, sandbox=args.sandbox)
-    with console.status(f"running the baseline of {task.name} ({' && '.join(task.commands)}) ..."):
-        record = ws.engine.run_step(agent="baseline", hypothesis="baseline: the unchanged code")
-    test = None
-    if args.test and record.success:
-        with console.status("running the hidden test ..."):
-            test = ws.engine.run_test(record.step)
-    result = summarise(
-        task,
-        "baseline",
-        [record],
-        test=test,
-        wall_time_s=round(time.monotonic() - started, 3),
-        stop_reason=StopReason.FINISHED,
-        stop_detail="baseline done",
-    )
-    write_result(ws.paths.result, result)
+    steps = " && ".join(task.commands) + (" and the hidden test" if args.test else "")
+    with console.status(f"running the baseline of {task.name} ({steps}) ..."):
+        record, result = measure_baseline(ws, test=args.test, started=started)
+    test = result.test
 
     table = Table(title=f"baseline · {task.name}")
     for column in ("metric", "value", "task's stated baseline", "duration (s)", "status"):

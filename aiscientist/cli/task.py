@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--json", action="store_true", help="one JSON object instead of a table")
 
 
+FORGEABLE = (
+    "this task's scores can be forged by the code it runs: its evaluator shares a process with editable code"
+    " (no run / score split; see docs/contracts.md, Scoring)"
+)
+
+
 def describe(task: Task) -> dict[str, Any]:
     """The facts a user checks before running a task."""
     metric = task.metric
@@ -52,6 +58,13 @@ def describe(task: Task) -> dict[str, Any]:
             "related": task.related,
             "hidden": task.hidden,
         },
+        "score": {
+            "isolated": task.score_isolated,
+            "artifacts": task.artifacts,
+            "scorer": task.scorer,
+            "val": task.score,
+            "test": task.test_score,
+        },
         "metrics_file": task.metrics_file,
         "test_metrics_file": task.test_metrics_file or (task.metrics_file if task.test_commands else None),
         "outputs_dir": task.outputs_dir,
@@ -76,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             table.add_row(key, _text(value))
     console.print(table)
+    if not facts["score"]["isolated"]:
+        console.print(f"[yellow]warning:[/] {FORGEABLE}")
     return 0
 
 

@@ -21,15 +21,13 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aiscientist.experiment import gitrepo, integrity
+from aiscientist.experiment import integrity, quota, snapshots
 from aiscientist.experiment.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
-from aiscientist.experiment.gitrepo import git
 from aiscientist.experiment.hidden import run_hidden_test
 from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
-from aiscientist.experiment.scoring import score_run, survivors_error
+from aiscientist.experiment.scoring import read_metrics, score_run, survivors_error
 from aiscientist.records import accounting
 from aiscientist.records.causes import FailureCause
-from aiscientist.records.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import (
     PENDING_RECORD,
@@ -41,7 +39,7 @@ from aiscientist.records.step import (
     sha256_file,
 )
 from aiscientist.sandbox import RunResult, Sandbox
-from aiscientist.sandbox.base import TAIL_CHARS
+from aiscientist.sandbox.base import passed_env
 from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
 
 EventSink = Callable[[str, dict], None]
@@ -76,7 +74,7 @@ class ExperimentEngine:
     ):
         self.task, self.paths, self.sandbox = task, paths, sandbox
         self.on_event: EventSink = on_event or (lambda kind, payload: None)
-        self.env = dict(env or {})
+        self.env = {**passed_env(task.sandbox.pass_env), **dict(env or {})}  # what the task declares
         self._lock = threading.Lock()
         self._baseline_code: dict[str, str] | None = None  # editable files at the baseline commit
         self._last_step: int | None = None
@@ -99,8 +97,6 @@ class ExperimentEngine:
             return
         conda_command(self.task)  # a missing conda environment fails before anything runs
         submission = self.paths.submission
-        if not self.paths.git_dir.exists():
-            gitrepo.init(self.paths)
         result = self.run_commands(self.task.setup_commands, hide_task=False) if self.task.setup_commands else None
         source = self.task.source or self.task.repository
         if result is not None and not result.ok:
@@ -122,9 +118,7 @@ class ExperimentEngine:
         tree = integrity.scan(submission)
         integrity.keep_pristine(self.task, submission, tree, self.paths.pristine / "files")
         self._tree_path.write_text(json.dumps({rel: e.to_json() for rel, e in tree.items()}, indent=1, sort_keys=True))
-        git(self.paths, "add", "-A")
-        git(self.paths, "commit", "-q", "--allow-empty", "-m", "baseline")
-        git(self.paths, "tag", "-f", self.BASELINE_TAG)
+        snapshots.take(self.paths, self.BASELINE_TAG, "baseline", tree=tree)
         self.paths.state.mkdir(parents=True, exist_ok=True)
         (self.paths.state / "setup.json").write_text(
             json.dumps({"done_at": _now(), "setup": result.model_dump() if result else None}, indent=1)
@@ -138,6 +132,20 @@ class ExperimentEngine:
         """The repository as setup left it (empty for run folders made before it was kept)."""
         raw = json.loads(self._tree_path.read_text()) if self._tree_path.is_file() else {}
         return {rel: integrity.Entry.from_json(value) for rel, value in raw.items()}
+
+    def snapshot(self, tag: str, message: str) -> snapshots.Snapshot:
+        """Keep the submission's code as `tag` (e.g. `best`): the baseline's and the editable
+        files, never outputs; what the step made counts against a per-file cap and the quota."""
+        baseline, tree = self.baseline_tree(), integrity.scan(self.paths.submission)
+        return snapshots.take(
+            self.paths,
+            tag,
+            message,
+            keep=lambda rel: rel in baseline or self.task.is_editable(rel),
+            limited=lambda rel: baseline.get(rel) != tree.get(rel),
+            budget=int(self.task.sandbox.disk_mb * (1 << 20)),
+            tree=tree,
+        )
 
     def protected_manifest(self) -> dict[str, str]:
         return json.loads(self._manifest_path.read_text()) if self._manifest_path.is_file() else {}
@@ -211,7 +219,7 @@ class ExperimentEngine:
             result = self.run_commands(self.task.commands) if preprocess is None or preprocess.ok else preprocess
             if result.ok and self.task.postprocess_commands:
                 post = self.run_commands(self.task.postprocess_commands, timeout=self.task.timeout("postprocess"))
-                result = _combine(result, post)
+                result = result.then(post)
             tampered = self.tampered_files()
             tree = integrity.scan(self.paths.submission)
             broken = integrity.violations(
@@ -228,15 +236,21 @@ class ExperimentEngine:
                         "problem": broken[0],
                     },
                 )
+            over, removed = quota.enforce(self.task, self.paths.submission, allowed, tree)
+            if over:
+                self.on_event("quota.exceeded", {"step": step, "problem": over, "removed": removed[:50]})
             scored = None
-            if self.task.score and result.ok and not tampered and not broken:  # the run's processes are all dead
+            if self.task.score and result.ok and not (tampered or broken or over):  # the run's processes are all dead
                 score_result, scored = score_run(self, self.paths.submission, tree)
-                result = _combine(result, score_result)
+                result = result.then(score_result)
             elif survivors_error(result):
                 scored = MetricsReading(error=survivors_error(result), cause=FailureCause.INTEGRITY)
             record = self._record(
                 step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken, scored
             )
+            if over and not tampered:
+                update = {"success": False, "valid": False, "error": over, "cause": FailureCause.DISK_QUOTA}
+                record = record.model_copy(update=update)
             if tampered:
                 self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
                 self.restore_protected()
@@ -361,22 +375,7 @@ class ExperimentEngine:
 
     def read_metrics(self, metrics_path: Path) -> MetricsReading:
         """The target metric, all metrics and the constraints' verdict from a metrics file."""
-        if self.task.metric is None:
-            return MetricsReading(error="the task names no metric", cause=FailureCause.METRIC_MISSING)
-        try:
-            means = load_means(metrics_path)
-            metric = pick(means, self.task.metric.dataset, self.task.metric.key)
-        except MetricsError as err:
-            return MetricsReading(error=str(err), cause=err.cause)
-        violated = False
-        for constraint in self.task.constraints:
-            try:
-                violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
-            except MetricsError:
-                violated = True
-        return MetricsReading(
-            metric=metric, metrics=flatten(means), constraint_violated=violated or constraint_flagged(metrics_path)
-        )
+        return read_metrics(self.task, self.paths, metrics_path)
 
     # ---- hidden test -----------------------------------------------------------------
 
@@ -385,19 +384,6 @@ class ExperimentEngine:
         test = run_hidden_test(self, step)
         self.on_event("experiment.test", test.model_dump())
         return test
-
-
-def _combine(first: RunResult, second: RunResult) -> RunResult:
-    return RunResult(
-        commands=first.commands + second.commands,
-        returncodes=first.returncodes + second.returncodes,
-        stdout_tail=(first.stdout_tail + second.stdout_tail)[-TAIL_CHARS:],
-        stderr_tail=(first.stderr_tail + second.stderr_tail)[-TAIL_CHARS:],
-        duration_s=first.duration_s + second.duration_s,
-        timed_out=second.timed_out,
-        backend=first.backend,
-        survivors=first.survivors + second.survivors,
-    )
 
 
 def _now() -> str:

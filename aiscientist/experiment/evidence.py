@@ -1,5 +1,5 @@
 """A step's code evidence: a snapshot of the editable files and their diff
-against the baseline commit. The submission is untrusted data here: links are
+against the baseline snapshot. The submission is untrusted data here: links are
 written into the diff as links and never followed, special files are skipped,
 and file bytes are read only through descriptors opened without following links."""
 
@@ -8,18 +8,23 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from aiscientist.experiment.gitrepo import git
+from aiscientist.experiment import snapshots
 from aiscientist.experiment.integrity import Entry, read_regular
 from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task
+from aiscientist.util.text import name as shown
 
-BASELINE_TAG = "baseline"
+BASELINE_TAG = snapshots.BASELINE_TAG
 
 
 def baseline_editable(task: Task, paths: RunPaths) -> dict[str, str]:
-    """The editable files' text in the baseline commit (it never changes)."""
-    names = [p for p in git(paths, "ls-tree", "-r", "--name-only", BASELINE_TAG).splitlines() if task.is_editable(p)]
-    return {rel: git(paths, "show", f"{BASELINE_TAG}:{rel}") for rel in names}
+    """The editable files' text in the baseline snapshot (it never changes)."""
+    snap = snapshots.load(paths, BASELINE_TAG)
+    return {
+        rel: snapshots.blob(paths, item).decode(errors="replace")
+        for rel, item in snap.files.items()
+        if task.is_editable(rel) and item.link is None
+    }
 
 
 def write_code_evidence(
@@ -34,7 +39,7 @@ def write_code_evidence(
         before = baseline.get(rel, "")
         entry = current.get(rel)
         if entry is not None and entry.kind == "link":
-            chunks.append(f"Symbolic link b/{rel} -> {entry.digest} (not followed)\n")
+            chunks.append(f"Symbolic link b/{shown(rel)} -> {shown(entry.digest)} (not followed)\n")
             continue
         data = read_regular(paths.submission, rel) if entry is not None else b""
         if data is None:
@@ -42,9 +47,11 @@ def write_code_evidence(
         try:
             after = data.decode()
         except UnicodeDecodeError:
-            chunks.append(f"Binary file b/{rel} differs or is new\n")
+            chunks.append(f"Binary file b/{shown(rel)} differs or is new\n")
         else:
-            chunks += difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{rel}", f"b/{rel}")
+            chunks += difflib.unified_diff(
+                before.splitlines(True), after.splitlines(True), f"a/{shown(rel)}", f"b/{shown(rel)}"
+            )
         if entry is not None:
             target = step_dir / "code" / rel
             target.parent.mkdir(parents=True, exist_ok=True)

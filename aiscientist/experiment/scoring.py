@@ -20,6 +20,7 @@ from typing import Protocol
 from aiscientist.experiment import integrity
 from aiscientist.experiment.runenv import in_environment, readable_outside
 from aiscientist.records.causes import FailureCause
+from aiscientist.records.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading
 from aiscientist.sandbox import RunResult, Sandbox
@@ -126,3 +127,25 @@ def survivors_error(result: RunResult) -> str | None:
 
 
 __all__ = ["SCORE_OUT", "ArtifactError", "copy_artifacts", "score_run", "survivors_error"]
+
+
+def read_metrics(task: Task, paths: RunPaths, metrics_path: Path) -> MetricsReading:
+    """The target metric, all metrics and the constraints' verdict from a metrics file."""
+    if task.metric is None:
+        return MetricsReading(error="the task names no metric", cause=FailureCause.METRIC_MISSING)
+    # never through a link below the repository (a copy's: below the file's own folder)
+    root = paths.submission if metrics_path.is_relative_to(paths.submission) else None
+    try:
+        means = load_means(metrics_path, root)
+        metric = pick(means, task.metric.dataset, task.metric.key)
+    except MetricsError as err:
+        return MetricsReading(error=str(err), cause=err.cause)
+    violated = False
+    for constraint in task.constraints:
+        try:
+            violated |= not constraint.holds(pick(means, constraint.dataset, constraint.key))
+        except MetricsError:
+            violated = True
+    return MetricsReading(
+        metric=metric, metrics=flatten(means), constraint_violated=violated or constraint_flagged(metrics_path, root)
+    )

@@ -22,13 +22,15 @@ from pydantic import BaseModel, ValidationError
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
-from aiscientist.experiment.engine import StepRecord, best_step
+from aiscientist.experiment import snapshots
+from aiscientist.experiment.engine import StepRecord
+from aiscientist.experiment.finish import finish_run
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator.graph import TURN, build_graph
 from aiscientist.orchestrator.state import initial_state
-from aiscientist.records.paths import write_atomic
-from aiscientist.records.result import RunResult, summarise, write_result
+from aiscientist.records.paths import RunPaths, write_atomic
+from aiscientist.records.result import RunResult
 from aiscientist.records.step import PENDING_RECORD, folder_hashes
 from aiscientist.task import Task, TaskError, load_task
 
@@ -170,8 +172,8 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
 
     A step.json left empty or half-written never reached `experiment.end`: it is
     removed, and the engine runs that step again under the same number (as for a step
-    that crashed mid-run). A pending record whose end event is on disk is made visible. A git index lock left in submission/ by a killed commit is
-    stale (nothing else works in this run folder) and is removed."""
+    that crashed mid-run). A pending record whose end event is on disk is made visible. A blob
+    half-copied into the snapshot store by a killed snapshot is removed."""
     repairs: list[tuple[str, dict[str, Any]]] = []
     for path in sorted((run_dir / "experiments").glob("step_*/step.json")):
         try:
@@ -198,10 +200,8 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
                     {"step": step, "action": "the record whose end event was written is made visible"},
                 )
             )
-    for lock in (run_dir / "state" / "submission.git" / "index.lock", run_dir / "submission" / ".git" / "index.lock"):
-        if lock.is_file():
-            lock.unlink()
-            repairs.append(("git.stale_lock_removed", {"path": lock.relative_to(run_dir).as_posix()}))
+    for incoming in snapshots.clear_incoming(RunPaths(run_dir)):
+        repairs.append(("snapshot.incoming_removed", {"path": incoming}))
     return repairs
 
 
@@ -225,27 +225,22 @@ def check_model(info: RunInfo) -> None:
 
 
 def finish(rt: RunContext, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
-    """result.json: best validated step (hidden test run once on it, when the run is
-    final rather than stopped to be resumed), counts, usage."""
-    ws, task = rt.ws, rt.task
-    steps = rt.step_records()
-    best = best_step(task, steps)
-    test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
+    """result.json (`experiment.finish`), with this run's config and model usage."""
     tokens, cost = rt.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
-    result = summarise(
-        task,
+    result = finish_run(
+        rt.ws,
         info.config.arm,
-        steps,
+        rt.step_records(),
+        stop_reason,
+        detail,
+        final=final,
         config=config,
-        test=test,
         wall_time_s=round(rt.elapsed_s(), 3),
-        stop_reason=stop_reason,
-        stop_detail=detail,
+        tokens=tokens,
+        cost=round(cost, 6),
     )
-    result = result.model_copy(update={"tokens": tokens, "cost": round(cost, 6)})
-    write_result(ws.paths.result, result)
-    ws.refresh_map()
+    rt.ws.refresh_map()
     return result
 
 

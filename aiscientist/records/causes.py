@@ -18,6 +18,7 @@ class FailureCause(StrEnum):
     CONSTRAINT_VIOLATED = "constraint violated"
     PROTECTED_CHANGED = "protected file changed"
     INTEGRITY = "integrity violation"
+    DISK_QUOTA = "disk quota"
 
 
 def summarize(failures: Iterable[tuple[FailureCause, str]]) -> str:

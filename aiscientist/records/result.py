@@ -37,26 +37,27 @@ class RunResult(BaseModel):
 
 
 def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
-    """Counts and the best eligible step from a run's step records (`aiscientist.records.accounting`)."""
+    """Counts and the best eligible step from a run's step records (`aiscientist.records.accounting`);
+    `extra` sets or overrides fields (a run's own model usage replaces the steps' sum)."""
     best = best_step(steps, task.metric.direction) if task.metric else None
     counts = totals(steps)
-    return RunResult(
-        task=task.name,
-        agent=agent,
-        metric=task.metric.label if task.metric else None,
-        direction=task.metric.direction if task.metric else None,
-        baseline=task.baseline,
-        best_step=best.step if best else None,
-        best_metric=best.metric if best else None,
-        best_metrics=best.metrics if best else {},
-        steps_total=len(steps),
-        steps_completed=counts.completed,
-        steps_successful=counts.successful,
-        tokens=counts.tokens,
-        cost=counts.cost,
-        failure_causes=summarize((s.cause, s.error or "") for s in steps if not s.eligible and s.cause is not None),
-        **extra,
-    )
+    fields: dict[str, Any] = {
+        "task": task.name,
+        "agent": agent,
+        "metric": task.metric.label if task.metric else None,
+        "direction": task.metric.direction if task.metric else None,
+        "baseline": task.baseline,
+        "best_step": best.step if best else None,
+        "best_metric": best.metric if best else None,
+        "best_metrics": best.metrics if best else {},
+        "steps_total": len(steps),
+        "steps_completed": counts.completed,
+        "steps_successful": counts.successful,
+        "tokens": counts.tokens,
+        "cost": counts.cost,
+        "failure_causes": summarize((s.cause, s.error or "") for s in steps if not s.eligible and s.cause is not None),
+    }
+    return RunResult(**{**fields, **extra})
 
 
 def write_result(path: Path, result: RunResult) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from aiscientist.sandbox.base import BACKENDS, Mounts, RunResult, Sandbox, SandboxSettings, scrubbed_env
+from aiscientist.sandbox.base import BACKENDS, Mounts, RunResult, Sandbox, SandboxSettings, allowed_env
 from aiscientist.sandbox.bwrap import BwrapSandbox, bwrap_works
 from aiscientist.sandbox.local import LocalSandbox
 
@@ -64,7 +64,7 @@ __all__ = [
     "RunResult",
     "Sandbox",
     "get_sandbox",
-    "scrubbed_env",
+    "allowed_env",
     "LocalSandbox",
     "BwrapSandbox",
     "SandboxUnavailable",

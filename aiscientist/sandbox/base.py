@@ -8,7 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, Literal, NamedTuple, get_args
+from typing import Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,10 +16,10 @@ from aiscientist.records.causes import FailureCause
 
 TAIL_CHARS = 8000
 
-# Provider credentials never reach experiment code.
-_SECRET = re.compile(
-    r"(API_KEY|_TOKEN|SECRET|PASSWORD|CREDENTIALS)$|^(AWS_|AZURE_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_|HF_TOKEN)"
-)
+# The only host variables commands get unasked: locale and time zone. The rest of their
+# environment is ours (PATH, HOME, TMPDIR, PYTHON*, what the caller passes) or named by
+# the task (`sandbox.pass_env`): no credential reaches experiment code by default.
+_HOST_ALLOWED = re.compile(r"LANG|LANGUAGE|LC_[A-Z_]+|TZ")
 
 BackendName = Literal["auto", "bwrap", "local", "docker"]
 BACKENDS: tuple[str, ...] = get_args(BackendName)
@@ -55,6 +55,8 @@ class RunResult(BaseModel):
     duration_s: float
     timed_out: bool = False
     backend: str
+    stdout_bytes: int = 0  # what the commands wrote in all (only the tails are kept)
+    stderr_bytes: int = 0
     survivors: int = 0  # processes still alive after the last kill (none may be, before scoring)
 
     @property
@@ -64,6 +66,21 @@ class RunResult(BaseModel):
             and not self.survivors
             and len(self.returncodes) == len(self.commands)
             and all(rc == 0 for rc in self.returncodes)
+        )
+
+    def then(self, later: RunResult) -> RunResult:
+        """This run followed by `later` (e.g. a step's commands, then its scoring) as one."""
+        return RunResult(
+            commands=self.commands + later.commands,
+            returncodes=self.returncodes + later.returncodes,
+            stdout_tail=(self.stdout_tail + later.stdout_tail)[-TAIL_CHARS:],
+            stderr_tail=(self.stderr_tail + later.stderr_tail)[-TAIL_CHARS:],
+            duration_s=self.duration_s + later.duration_s,
+            timed_out=later.timed_out,
+            backend=self.backend,
+            stdout_bytes=self.stdout_bytes + later.stdout_bytes,
+            stderr_bytes=self.stderr_bytes + later.stderr_bytes,
+            survivors=self.survivors + later.survivors,
         )
 
     def failure_cause(self) -> FailureCause | None:
@@ -124,9 +141,14 @@ class Sandbox(ABC):
     ) -> RunResult: ...
 
 
-def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The current environment without provider keys, plus `extra`."""
-    return {**{k: v for k, v in os.environ.items() if not _SECRET.search(k)}, **(extra or {})}
+def allowed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Locale and time zone from the host, plus `extra` (what we set); nothing else."""
+    return {**{k: v for k, v in os.environ.items() if _HOST_ALLOWED.fullmatch(k)}, **(extra or {})}
+
+
+def passed_env(names: Sequence[str]) -> dict[str, str]:
+    """The host variables a task names on purpose (those that are set)."""
+    return {name: os.environ[name] for name in names if name in os.environ}
 
 
 def resolved(paths: Sequence[Path]) -> list[Path]:
@@ -138,23 +160,34 @@ def to_cover(hidden: Sequence[Path], shown: Sequence[Path | str]) -> list[Path]:
     return [p for p in resolved(hidden) if p.exists() and any(p.is_relative_to(s) for s in shown)]
 
 
-def tail(handle: BinaryIO, limit: int = TAIL_CHARS) -> str:
-    """The last `limit` characters of a text file open for binary reading."""
-    handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, handle.tell() - limit * 4))
-    return handle.read().decode("utf-8", errors="replace")[-limit:]
+class OutputRing:
+    """A captured stream, bounded: the last bytes it wrote (a ring of `keep` bytes, in
+    memory) and how many bytes it wrote in all. Nothing of it lands in a host file."""
+
+    def __init__(self, keep: int = TAIL_CHARS * 4):
+        self.keep, self.total, self._buffer = keep, 0, bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        self._buffer += data[-self.keep :]
+        if len(self._buffer) > 2 * self.keep:
+            del self._buffer[: -self.keep]
+
+    def text(self, limit: int = TAIL_CHARS) -> str:
+        """The last `limit` characters (`total` says how long the stream was)."""
+        return bytes(self._buffer[-self.keep :]).decode("utf-8", errors="replace")[-limit:]
 
 
 def run_each(
     commands: Sequence[str],
     run_one: Callable[[str], tuple[int, bool]],
     timeout: float,
-    out: BinaryIO,
-    err: BinaryIO,
+    out: OutputRing,
+    err: OutputRing,
     backend: str,
 ) -> RunResult:
     """Run commands one by one with `run_one` (return code, timed out) until the first
-    failure; `out` and `err` are the files their output went to."""
+    failure; `out` and `err` are the rings their output went to."""
     start = time.monotonic()
     returncodes: list[int] = []
     timed_out = False
@@ -168,8 +201,10 @@ def run_each(
     return RunResult(
         commands=list(commands),
         returncodes=returncodes,
-        stdout_tail=tail(out),
-        stderr_tail=tail(err),
+        stdout_tail=out.text(),
+        stderr_tail=err.text(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
         duration_s=time.monotonic() - start,
         timed_out=timed_out,
         backend=backend,

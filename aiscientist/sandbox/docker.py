@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,12 +22,13 @@ from typing import Any
 
 from aiscientist.sandbox.base import (
     Mounts,
+    OutputRing,
     RunResult,
     Sandbox,
     SandboxSettings,
+    allowed_env,
     resolved,
     run_each,
-    scrubbed_env,
     to_cover,
 )
 from aiscientist.sandbox.bwrap import SYSTEM_DIRS, python_dirs, runtime_paths
@@ -159,7 +161,7 @@ class DockerSandbox(Sandbox):
     def environment(self, env: Mapping[str, str] | None) -> dict[str, str]:
         """The host's scrubbed environment for host-runtime images (PATH led by this
         Python); only `env` for a user's image, which brings its own."""
-        base = scrubbed_env(env) if self.host_runtime else dict(env or {})
+        base = allowed_env(env) if self.host_runtime else dict(env or {})
         if self.host_runtime:
             base["PATH"] = sandbox_path([*SYSTEM_DIRS, *python_dirs()])
         return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
@@ -168,11 +170,8 @@ class DockerSandbox(Sandbox):
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
     ) -> RunResult:
         call = uuid.uuid4().hex[:12]
-        with (
-            tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp,
-            tempfile.TemporaryFile() as out,
-            tempfile.TemporaryFile() as err,
-        ):
+        out, err = OutputRing(), OutputRing()  # streamed from the engine into bounded rings
+        with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
             private, empty = Path(tmp, "tmp"), Path(tmp, "empty")
             private.mkdir()
             private.chmod(0o1777)
@@ -200,13 +199,18 @@ class DockerSandbox(Sandbox):
                     _remove(container)
                 raise
 
-    def _one(self, command: str, timeout: float, options: dict[str, Any], out, err) -> tuple[int, bool]:
+    def _one(
+        self, command: str, timeout: float, options: dict[str, Any], out: OutputRing, err: OutputRing
+    ) -> tuple[int, bool]:
         """One command in its own container; the container (every process in it) is gone
-        on return. An engine error (bad mount, image gone) fails the command with 125."""
+        on return. An engine error (bad mount, image gone) fails the command with 125.
+        The engine keeps no log of the output (driver `none`): it is attached to before
+        the start and streamed into the rings."""
         from docker.errors import DockerException
+        from docker.types import LogConfig
         from requests.exceptions import ConnectionError, ReadTimeout
 
-        container, rc, timed_out = None, 125, False
+        container, rc, timed_out, pump = None, 125, False, None
         try:
             container = self.client.containers.create(
                 self.image,
@@ -217,20 +221,39 @@ class DockerSandbox(Sandbox):
                 ipc_mode="private",
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
+                log_config=LogConfig(type=LogConfig.types.NONE),
                 **options,
             )
+            stream = container.attach(stdout=True, stderr=True, stream=True, demux=True)
+            pump = threading.Thread(target=_pump, args=(stream, out, err), daemon=True)
+            pump.start()
             container.start()
             try:
                 rc = container.wait(timeout=timeout)["StatusCode"]
             except (ReadTimeout, ConnectionError):  # the wait's read timeout: the command's time is up
                 container.kill()
                 rc, timed_out = container.wait()["StatusCode"], True
-            for stream, handle in ((dict(stdout=True, stderr=False), out), (dict(stdout=False, stderr=True), err)):
-                for chunk in container.logs(stream=True, **stream):
-                    handle.write(chunk)
+            pump.join(timeout=10)
         except DockerException as error:
             err.write(f"\n[sandbox] docker engine error: {error}\n".encode())
         finally:
             if container is not None:
                 _remove(container)
+            if pump is not None:
+                pump.join(timeout=10)
         return rc, timed_out
+
+
+def _pump(stream: Any, out: OutputRing, err: OutputRing) -> None:
+    """Copy an attached container's (stdout, stderr) chunks into the rings until it ends."""
+    from docker.errors import DockerException
+    from requests.exceptions import RequestException
+
+    try:
+        for stdout, stderr in stream:
+            if stdout:
+                out.write(stdout)
+            if stderr:
+                err.write(stderr)
+    except (DockerException, RequestException, OSError, ValueError):
+        return  # the container was removed under the stream

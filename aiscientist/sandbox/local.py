@@ -16,14 +16,24 @@ import contextlib
 import os
 import resource
 import select
+import selectors
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, SandboxSettings, run_each, scrubbed_env
+from aiscientist.sandbox.base import (
+    Mounts,
+    OutputRing,
+    RunResult,
+    Sandbox,
+    SandboxSettings,
+    allowed_env,
+    run_each,
+)
 from aiscientist.sandbox.interpreter import sandbox_path
 
 MARKER = "AISCIENTIST_SANDBOX_RUN"
@@ -72,19 +82,31 @@ def run_commands(
     limits and after each command (and on a timeout) kill everything it started."""
     marker = uuid.uuid4().hex
     env = {**env, MARKER: marker}
-    # unnamed files: nothing to unlink after (removing folders is slow on some disks)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _pids_cgroup(settings.processes) as group:
+    out, err = OutputRing(), OutputRing()  # output goes through pipes into bounded rings, never a host file
+    with _pids_cgroup(settings.processes) as group:
 
         def run_one(command: str) -> tuple[int, bool]:
-            proc = subprocess.Popen(
-                argv_for(command),
-                cwd=cwd,
-                env=env,
-                stdout=out,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=_preexec(settings, group),
+            (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+            pump = threading.Thread(
+                target=pump_pipes, args=([(out_r, out), (err_r, err)], stopped := threading.Event())
             )
+            try:
+                proc = subprocess.Popen(
+                    argv_for(command),
+                    cwd=cwd,
+                    env=env,
+                    stdout=out_w,
+                    stderr=err_w,
+                    stdin=subprocess.DEVNULL,
+                    preexec_fn=_preexec(settings, group),
+                )
+            except BaseException:
+                for fd in (out_r, out_w, err_r, err_w):
+                    os.close(fd)
+                raise
+            os.close(out_w)
+            os.close(err_w)
+            pump.start()
             try:
                 return wait_for(proc, timeout), False
             except subprocess.TimeoutExpired:
@@ -92,10 +114,42 @@ def run_commands(
                 return proc.wait(), True
             finally:
                 _kill_all(proc, group, marker)
+                stopped.set()
+                pump.join()
 
         result = run_each(commands, run_one, timeout, out, err, backend)
         result.survivors = _survivors(group, marker)
         return result
+
+
+def pump_pipes(pipes: list[tuple[int, OutputRing]], stopped: threading.Event, linger: float = 2.0) -> None:
+    """Copy each pipe into its ring until every writer is gone; once `stopped` is set
+    (the command ended and was killed), drain for at most `linger` seconds, then close."""
+    selector = selectors.DefaultSelector()
+    for fd, ring in pipes:
+        selector.register(fd, selectors.EVENT_READ, ring)
+    deadline = None
+    try:
+        while selector.get_map():
+            if stopped.is_set() and deadline is None:
+                deadline = time.monotonic() + linger
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            ready = selector.select(0.05 if deadline is not None else 0.5)
+            if not ready and deadline is not None:
+                break
+            for key, _ in ready:
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    key.data.write(chunk)
+                else:
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+    finally:
+        for key in list(selector.get_map().values()):
+            selector.unregister(key.fd)
+            os.close(key.fd)
+        selector.close()
 
 
 def marked(marker: str) -> list[int]:
@@ -217,7 +271,13 @@ class LocalSandbox(Sandbox):
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
     ) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
-            extra = {"PATH": sandbox_path(None), "TMPDIR": private_tmp, **python_env(private_tmp), **(env or {})}
+            extra = {"PATH": sandbox_path(None), "HOME": private_tmp, "TMPDIR": private_tmp, **python_env(private_tmp)}
             return run_commands(
-                lambda c: ["bash", "-c", c], commands, cwd, timeout, scrubbed_env(extra), self.name, self.settings
+                lambda c: ["bash", "-c", c],
+                commands,
+                cwd,
+                timeout,
+                allowed_env({**(env or {}), **extra}),
+                self.name,
+                self.settings,
             )

@@ -81,7 +81,7 @@ class FmlFolder:
         value = self.strings(key)
         if enabled_key is not None and self.config.get(enabled_key) is False:
             return []
-        return [self.command(c) for c in value]
+        return [part for c in value for part in split_chain(self.command(c))]
 
     def strings(self, key: str) -> list[str]:
         value = self.config.get(key) or []
@@ -232,12 +232,13 @@ def load_fml_main(folder: Path, choice: MetricChoice | None = None) -> Task:
         val, test = " && ".join([*val_copies, val]), " && ".join([*test_copies, test])
         val_copies = []
     metric = main_metric(fml, choice)
+    val_parts, test_parts = split_chain(val), split_chain(test)
     editable = fml.strings("target_files")
     fields: dict[str, Any] = {
         "preprocess_commands": val_copies,
         "protected": sorted({d for d in (_destination(fml, c) for c in val_copies) if d not in editable}),
-        "commands": [val],
-        "test_commands": [val, test],
+        "commands": val_parts,
+        "test_commands": [*val_parts, *test_parts],
         "metrics_file": f"{MAIN_OUTPUTS}/val_info.json",
         "test_metrics_file": f"{MAIN_OUTPUTS}/test_info.json",
         "outputs_dir": MAIN_OUTPUTS,
@@ -246,6 +247,23 @@ def load_fml_main(folder: Path, choice: MetricChoice | None = None) -> Task:
         **MAIN_TIMEOUTS,
     }
     return fml.task("fml-main", metric, fields)
+
+
+_KEEPS_STATE = re.compile(r"^(cd|pushd|popd|export|unset|source|\.|set|alias|[A-Za-z_][A-Za-z0-9_]*=\S*)(\s|$)")
+
+
+def split_chain(line: str) -> list[str]:
+    """An `a && b && c` line as separate commands, so each runs in its own sandbox
+    invocation with the process tree of the one before dead (FML-bench's evaluators import
+    the editable code: a child `a` leaves running could rewrite what `b` writes). Kept whole
+    when a part changes shell state the next needs (`cd`, `export`, an assignment) or the
+    line quotes or groups anything."""
+    if any(ch in line for ch in "'\"`$()|;{}\\") and "&&" in line:
+        return [line]
+    parts = re.split(r"\s*&&\s*", line.strip())
+    if len(parts) < 2 or any(not p or _KEEPS_STATE.match(p) for p in parts):
+        return [line]
+    return parts
 
 
 def split_copies(fml: FmlFolder, line: str) -> tuple[list[str], str]:

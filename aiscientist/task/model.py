@@ -95,6 +95,23 @@ class Budget(BaseModel):
     wall_time_s: float | None = Field(None, gt=0)
 
 
+class TaskSandbox(BaseModel):
+    """What the task's commands may get from the host and leave behind (docs/contracts.md,
+    "Untrusted code"): host variables passed on purpose, and a step's disk quota."""
+
+    model_config = ConfigDict(extra="forbid")
+    pass_env: list[str] = Field(default_factory=list, description="host variables the commands see, by name")
+    disk_mb: float = Field(256, gt=0, description="bytes a step may leave in its writable areas beyond the baseline")
+    max_files: int = Field(10000, ge=1, description="files a step may leave in its writable areas beyond the baseline")
+
+    @model_validator(mode="after")
+    def _names(self) -> TaskSandbox:
+        bad = [n for n in self.pass_env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
+        if bad:
+            raise ValueError(f"pass_env: not a variable name: {', '.join(map(repr, bad))}")
+        return self
+
+
 class Task(BaseModel):
     """A research task, with every path absolute once loaded.
 
@@ -157,6 +174,7 @@ class Task(BaseModel):
     outside_paths: list[Path] = Field(default_factory=list)
     conda_env: str | None = None
     budget: Budget = Field(default_factory=Budget)
+    sandbox: TaskSandbox = Field(default_factory=TaskSandbox)
     source: Path | None = None
 
     @model_validator(mode="after")

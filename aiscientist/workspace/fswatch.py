@@ -161,6 +161,8 @@ class ObserverProcess:
     """The run's side: starts the child and hands each batch to `on_changes`, on a
     thread of its own, until `stop` (which hands over the last batch first)."""
 
+    interpreter: str = sys.executable  # the child runs on the run's own Python
+
     def __init__(self, spec: WatchSpec, on_changes: Callable[[list[Change]], None]):
         self.spec, self.on_changes = spec, on_changes
         self._reader = threading.Thread(target=self._read, name="workspace-watcher-reader", daemon=True)
@@ -170,7 +172,7 @@ class ObserverProcess:
         mine, theirs = Pipe()
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-        command = [sys.executable, "-m", "aiscientist.workspace.fswatch", str(theirs.fileno())]
+        command = [self.interpreter, "-m", "aiscientist.workspace.fswatch", str(theirs.fileno())]
         self._process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
         theirs.close()
         try:

@@ -20,11 +20,12 @@ from typing import Any
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
-from aiscientist.experiment.engine import StepRecord, best_step, load_steps
+from aiscientist.experiment.engine import StepRecord, load_steps
+from aiscientist.experiment.finish import finish_run
+from aiscientist.experiment.finish import measure_baseline as measure_baseline_step
 from aiscientist.llm import read_records
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
-from aiscientist.records.result import RunResult, summarise, write_result
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace
 from bench.agents import get_agent
@@ -88,7 +89,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ws.engine.env.update(thread_env())
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
-    summary = finish_run(spec, config, task, ws, out, stop, timing.close())
+    summary = summarise_cell(spec, config, task, ws, out, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
     (folder / "result.json").write_text(summary.model_dump_json(indent=1))
     return str(stop)
@@ -128,32 +129,23 @@ def _guard(solve: Callable[[], Outcome]) -> Outcome:
         return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600])
 
 
-def finish_run(
+def summarise_cell(
     spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome, wall: float
 ) -> RunSummary:
-    """Hidden test on the best validation step (once), diversity, judge labels, summaries."""
+    """The run's end (`experiment.finish`), then diversity, judge labels and the bench summary."""
     folder = spec.folder(out)
     steps = load_steps(ws.paths)
     direction = task.metric.direction if task.metric else "max"
-    best = best_step(task, steps) if task.metric else None
-    previous = RunResult.model_validate_json(ws.paths.result.read_text()) if ws.paths.result.is_file() else None
-    if previous is not None and best is not None and previous.test is not None and previous.test.step == best.step:
-        test = previous.test  # the agent's own finish already ran the hidden test on this step
-    else:
-        test = ws.engine.run_test(best.step) if best is not None and task.test_commands else None
-        write_result(
-            ws.paths.result,
-            summarise(
-                task,
-                spec.agent,
-                steps,
-                test=test,
-                wall_time_s=wall,
-                stop_reason=stop.stop,
-                stop_detail=stop.detail,
-                config={"model": config.model, "steps": config.steps, "round": spec.round},
-            ),
-        )
+    result = finish_run(
+        ws,
+        spec.agent,
+        steps,
+        stop.stop,
+        stop.detail,
+        wall_time_s=wall,
+        config={"model": config.model, "steps": config.steps, "round": spec.round},
+    )
+    test = result.test
     measured = measure_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
@@ -200,16 +192,15 @@ def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         if record.is_file():
             return json.loads(record.read_text())
         shutil.rmtree(folder / "ws", ignore_errors=True)
-        ws = Workspace.create(task, folder / "ws", sandbox=sandbox)
-        step = ws.engine.run_step(agent="baseline", hypothesis="baseline: the unchanged code")
-        test = ws.engine.run_test(step.step) if step.eligible and task.test_commands else None
-        result = {
+        step, result = measure_baseline_step(Workspace.create(task, folder / "ws", sandbox=sandbox))
+        test = result.test
+        measured = {
             "val": step.metric if step.eligible else None,
             "test": test.metric if test else None,
             "error": step.error or (test.error if test else None),
         }
-        record.write_text(json.dumps(result, indent=1))
-        return result
+        record.write_text(json.dumps(measured, indent=1))
+        return measured
 
 
 def _diversity(task: Task, ws: Workspace, good: list[StepRecord], prefer: str) -> tuple[float | None, str | None]:

@@ -9,7 +9,6 @@ comes from `<papers>/<paper-id>/` (default: `papers` beside the cases' root, as 
 
 from __future__ import annotations
 
-import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from rich.table import Table
 
+from aiscientist.util.archive import ArchiveError, unpack
 from bench.paper import rubric
 from bench.paper.graded_tree import load_graded
 from bench.paper.grading import LFS_POINTER, make_judge_client, paper_files
@@ -109,13 +109,13 @@ def submission_of(case: Path, work: Path) -> Path:
     with open(archive, "rb") as handle:
         if handle.read(len(LFS_POINTER)) == LFS_POINTER.encode():
             raise RubricError(f"{archive}: a Git LFS pointer, not the archive; fetch it first (git lfs pull)")
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(work, filter="data")
-    except (tarfile.TarError, OSError) as err:
+    work = work / "unpacked"
+    try:  # member by member, each checked first (never tarfile's own extraction)
+        unpack(archive, work)
+    except (ArchiveError, OSError) as err:
         raise RubricError(f"{archive}: cannot unpack: {err}") from None
-    inner = [p for p in work.iterdir() if p.is_dir()]
-    return inner[0] if len(inner) == 1 and not any(p.is_file() for p in work.iterdir()) else work
+    inner = [p for p in work.iterdir() if p.is_dir() and not p.is_symlink()]
+    return inner[0] if len(inner) == 1 and len(list(work.iterdir())) == 1 else work
 
 
 def evaluate_case(

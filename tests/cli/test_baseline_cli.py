@@ -40,9 +40,12 @@ def test_baseline_prints_metric_and_writes_result(tmp_path: Path) -> None:
         ({"editable": ["nothing/*.py"]}, "editable: glob 'nothing/*.py' matches no file"),
         ({"protected": ["evaluate.py", "config.py"]}, "editable: config.py is both editable and protected"),
         (
-            {"protected": ["evaluate.py", "scorer.py"]},
+            {"protected": ["evaluate.py", "scorer.py"], "scorer": ["evaluate.py"]},
             "protected: 'scorer.py' is still missing after the setup commands ran",
         ),
+        ({"scorer": ["evaluate.py", "train.py"]}, "scorer: train.py is neither protected nor hidden"),
+        ({"artifacts": ["*.py"]}, "artifacts: '*.py' could match code"),
+        ({"test_score": []}, "test_score: a task with score and test_commands must say how"),
         ({"setup_commands": ["exit 4"]}, "setup_commands: command exited 4: exit 4"),
     ],
 )

@@ -2,7 +2,7 @@
 score, or leak a hidden or host file. Each payload goes into the agent-editable
 `train.py` of the tiny task (it still trains, then attacks) and runs through the
 real engine on each sandbox backend; the host then does what it does after a
-step (tag a best step with git, snapshot, diff, hidden test)."""
+step (snapshot a best step, diff, hidden test)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment.gitrepo import git
+from aiscientist.experiment import snapshots
 from aiscientist.sandbox import bwrap_works
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace, verify_run
@@ -48,8 +48,7 @@ def _run(tmp_path: Path, backend: str, body: str):
     ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox=backend)
     (ws.paths.submission / "train.py").write_text(_attack(body))
     record = ws.engine.run_step("attacker", "attack")
-    git(ws.paths, "add", "-A")  # what the host does to tag a new best step
-    git(ws.paths, "commit", "-q", "--allow-empty", "-m", "best")
+    ws.engine.snapshot(snapshots.BEST_TAG, "best")  # what the host does to tag a new best step
     return ws, record
 
 
@@ -83,7 +82,7 @@ def test_repository_code_never_runs_on_the_host(tmp_path: Path, backend: str) ->
             f.write("* filter=evil diff=evil\\n")
     """,
     )
-    git(ws.paths, "diff", "HEAD~1", "--stat")
+    snapshots.diff_stat(ws.paths, snapshots.BASELINE_TAG, ["train.py"])
     assert not marker.exists()
     if backend != "local":  # local is no boundary: there the code can write the git dir, yet nothing it plants runs
         assert not (ws.paths.root / "state" / "submission.git" / "hooks" / "post-commit").exists()

@@ -107,7 +107,7 @@ def test_ctrl_c_then_sigkill_then_resume_finishes_the_run(tmp_path):
 
 def test_resume_redoes_a_step_whose_record_was_torn(tmp_path):
     """A kill between creating step.json and writing it leaves an empty record (and a
-    killed git commit its lock): resume repairs both and redoes the step."""
+    killed snapshot a half-copied blob): resume repairs both and redoes the step."""
     from aiscientist.config import RunConfig
     from aiscientist.orchestrator import solve
     from aiscientist.orchestrator.run import RunInfo
@@ -115,7 +115,7 @@ def test_resume_redoes_a_step_whose_record_was_torn(tmp_path):
     run_dir = tmp_path / "run"
     solve(TINY, run_dir, RunConfig(sandbox="local", specialists={"readers": ["code"]}), model="offline", steps=2)
     (run_dir / "experiments" / "step_0002" / "step.json").write_text("")  # as an interrupted write leaves it
-    (run_dir / "state" / "submission.git" / "index.lock").write_text("")  # as a killed git commit leaves it
+    (run_dir / "state" / "snapshots" / "blobs" / ".incoming-999").write_bytes(b"half")  # as a killed copy leaves it
     info = RunInfo.model_validate_json((run_dir / "state" / "run.json").read_text())
     (run_dir / "state" / "run.json").write_text(info.model_copy(update={"finished": False}).model_dump_json())
     (run_dir / "result.json").unlink()
@@ -129,5 +129,7 @@ def test_resume_redoes_a_step_whose_record_was_torn(tmp_path):
     assert result.steps_total == 3
     events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
     assert [e["payload"]["step"] for e in events if e["kind"] == "step.record_torn"] == [2]
-    assert [e["kind"] for e in events if e["kind"] == "git.stale_lock_removed"]
+    removed = [e["payload"]["path"] for e in events if e["kind"] == "snapshot.incoming_removed"]
+    assert removed == ["blobs/.incoming-999"]
+    assert not (run_dir / "state" / "snapshots" / "blobs" / ".incoming-999").exists()
     assert verify_run(run_dir).clean

@@ -12,7 +12,9 @@ import pytest
 
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import load_config
+from aiscientist.experiment import snapshots
 from aiscientist.orchestrator import solve
+from aiscientist.records.paths import RunPaths
 from aiscientist.resources import CONFIGS_DIR
 from aiscientist.task import load_task
 from aiscientist.util import notices
@@ -69,12 +71,8 @@ def test_solve_cli_offline_five_steps(tmp_path):
     )  # offline: measure + next change per decision
     # the best code is kept as a git tag when a step beats the baseline and every earlier step
     if best["metric"] < result["baseline"]:
-        tag = subprocess.run(
-            ["git", f"--git-dir={run_dir}/state/submission.git", "show", "best:config.py"],
-            capture_output=True,
-            text=True,
-        )
-        assert tag.stdout == (run_dir / "experiments" / f"step_{best['step']:04d}" / "code" / "config.py").read_text()
+        tag = snapshots.text_of(RunPaths(run_dir), snapshots.BEST_TAG, "config.py")
+        assert tag == (run_dir / "experiments" / f"step_{best['step']:04d}" / "code" / "config.py").read_text()
 
 
 def test_no_file_bus_arm_passes_outputs_through_the_conversation(tmp_path):

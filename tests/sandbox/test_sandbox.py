@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.sandbox import BwrapSandbox, LocalSandbox, bwrap_works, get_sandbox, scrubbed_env
+from aiscientist.sandbox import BwrapSandbox, LocalSandbox, allowed_env, bwrap_works, get_sandbox
 
 needs_bwrap = pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is not usable on this machine")
 
@@ -54,13 +54,17 @@ def test_command_list_stops_at_first_failure(tmp_path: Path) -> None:
     assert result.failure() == "command exited 3: echo boom >&2; exit 3 (boom)"
 
 
-def test_provider_keys_are_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_locale_and_time_zone_come_from_the_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    monkeypatch.setenv("MY_SERVICE_TOKEN", "t")
     monkeypatch.setenv("HARMLESS", "yes")
-    assert "OPENAI_API_KEY" not in scrubbed_env() and "MY_SERVICE_TOKEN" not in scrubbed_env()
+    monkeypatch.setenv("LC_TIME", "C.UTF-8")
+    monkeypatch.setenv("TZ", "UTC")
+    env = allowed_env({"OURS": "1"})
+    assert env["OURS"] == "1" and env["LC_TIME"] == "C.UTF-8" and env["TZ"] == "UTC"
+    assert "OPENAI_API_KEY" not in env and "HARMLESS" not in env
     result = LocalSandbox().run(["env"], cwd=tmp_path, timeout=10)
-    assert "sk-secret" not in result.stdout_tail and "HARMLESS=yes" in result.stdout_tail
+    assert "sk-secret" not in result.stdout_tail and "HARMLESS" not in result.stdout_tail
+    assert "TZ=UTC" in result.stdout_tail
 
 
 def test_output_tails_are_capped(tmp_path: Path) -> None:

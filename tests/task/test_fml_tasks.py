@@ -39,10 +39,13 @@ def test_legacy_folder_loads_without_flags(root: Path, capsys: pytest.CaptureFix
     backup = root / "ml_tasks" / "Tiny_legacy" / "original_file_backup" / "evaluate.py"
     assert facts["commands"]["preprocess"] == [f"cp {backup} ./"]
     data = root / "workspace" / "Tiny_legacy" / "data"
-    # shell operators and redirections survive; the data folder beside the repository is made absolute
+    # an && chain becomes one command per sandbox invocation; redirections survive; the data
+    # folder beside the repository is made absolute
     assert facts["commands"]["val"] == [
-        f"mkdir -p results_tmp && python evaluate.py --data_dir={data}/ --out ./results_tmp > results_tmp/log.txt"
+        "mkdir -p results_tmp",
+        f"python evaluate.py --data_dir={data}/ --out ./results_tmp > results_tmp/log.txt",
     ]
+    assert facts["score"]["isolated"] is False
     assert str(data) in facts["outside_paths"] and str(backup) in facts["outside_paths"]
     assert facts["files"] == {"editable": ["model.py"], "protected": ["evaluate.py"], "related": [], "hidden": []}
     assert (facts["metrics_file"], facts["outputs_dir"], facts["conda_env"]) == (

@@ -120,10 +120,13 @@ def test_fml_folder_loads_and_rewrites_reaching_back_paths(tmp_path: Path) -> No
     evaluate = str((folder / "evaluate.py").resolve())
     assert task.setup_commands == [f"cp {evaluate} ./"]
     assert task.preprocess_commands == [f"cp {evaluate} ./"]
-    assert task.commands == [
+    assert task.commands == [  # an && chain: one sandbox invocation per command (docs/contracts.md, "Scoring")
         "python train.py",
-        "python evaluate.py --split val && mkdir -p results && mv final_info.json results/",
+        "python evaluate.py --split val",
+        "mkdir -p results",
+        "mv final_info.json results/",
     ]
+    assert not task.score_isolated
     assert task.postprocess_commands == []  # do_postprocess: false
     assert task.metrics_file == "results/final_info.json"
     assert task.baseline == pytest.approx(0.6072)

@@ -9,11 +9,11 @@ import random
 import re
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from aiscientist.experiment import snapshots
 from aiscientist.experiment.engine import StepRecord
 from aiscientist.task import TaskError, load_task
 from aiscientist.workspace import PermissionDenied, ToolError, Workspace, verify_run
@@ -33,13 +33,9 @@ def test_create_lays_out_the_run(tmp_path, task):
         assert (root / area).is_dir(), area
     assert not list(root.rglob(".keep"))
     assert (root / "state" / "permissions.yaml").is_file() and not (root / "permissions.yaml").exists()
-    log = subprocess.run(
-        ["git", f"--git-dir={root}/state/submission.git", "log", "--format=%s", "baseline"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert log == ["baseline"]
+    baseline = snapshots.load(ws.paths, snapshots.BASELINE_TAG)
+    assert baseline.message == "baseline" and "train.py" in baseline.files
+    assert not (root / "state" / "submission.git").exists()  # no git on the untrusted tree
     assert not (root / "submission" / "heldout" / "seed.json").exists()
     assert json.loads((root / "task" / "task.json").read_text())["name"] == "tiny-quadratic"
     assert "# Task: tiny-quadratic" in (root / "task" / "task.md").read_text()

@@ -202,9 +202,9 @@ def test_a_script_without_a_main_guard_gets_a_watcher_and_runs_once(tmp_path):
 
 
 def test_an_observer_that_cannot_start_is_reported_and_the_run_goes_on(ws, monkeypatch):
-    import sys
+    from aiscientist.workspace.fswatch import ObserverProcess
 
-    monkeypatch.setattr(sys, "executable", "/bin/false")  # the child exits at once
+    monkeypatch.setattr(ObserverProcess, "interpreter", "/bin/false")  # the child exits at once
     with ws.watch(flush_s=0.05) as watcher:
         assert watcher._observer is None
     unavailable = [e["payload"] for e in kinds(ws) if e["kind"] == "watcher.unavailable"]

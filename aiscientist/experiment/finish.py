@@ -1,0 +1,56 @@
+"""The one end of every run, whoever ran it (solve, a bench cell, `baseline`): the hidden
+test once on the best eligible step, then `result.json`, written last so that its presence
+marks the run finished. Also the one baseline measurement: the unchanged code as a step.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from aiscientist.agent.outcome import StopReason
+from aiscientist.experiment.engine import StepRecord, best_step
+from aiscientist.records.result import RunResult, summarise, write_result
+
+if TYPE_CHECKING:
+    from aiscientist.workspace import Workspace
+
+BASELINE_AGENT = "baseline"
+BASELINE_HYPOTHESIS = "baseline: the unchanged code"
+
+
+def finish_run(
+    ws: Workspace,
+    agent: str,
+    steps: list[StepRecord],
+    stop_reason: StopReason,
+    stop_detail: str = "",
+    final: bool = True,
+    started: float | None = None,
+    **fields: Any,
+) -> RunResult:
+    """Write result.json for these steps. The hidden test runs only when the run is `final`
+    (not stopped to be resumed); a result.json that already holds the test of the same best
+    step is kept as it is, so no run pays for, or sees, its hidden test twice. With `started`
+    (a time.monotonic() reading) the wall time runs to the end of the hidden test."""
+    task = ws.task
+    best = best_step(task, steps)
+    previous = RunResult.model_validate_json(ws.paths.result.read_text()) if ws.paths.result.is_file() else None
+    if previous is not None and best is not None and previous.test is not None and previous.test.step == best.step:
+        return previous
+    test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
+    if started is not None:
+        fields["wall_time_s"] = round(time.monotonic() - started, 3)
+    result = summarise(task, agent, steps, test=test, stop_reason=stop_reason, stop_detail=stop_detail, **fields)
+    write_result(ws.paths.result, result)
+    return result
+
+
+def measure_baseline(ws: Workspace, test: bool = True, started: float | None = None) -> tuple[StepRecord, RunResult]:
+    """Run the unchanged code as one step (and the hidden test on it when `test`); the wall
+    time counts from `started` (default: now)."""
+    started = time.monotonic() if started is None else started
+    record = ws.engine.run_step(agent=BASELINE_AGENT, hypothesis=BASELINE_HYPOTHESIS)
+    done = "baseline done"
+    result = finish_run(ws, BASELINE_AGENT, [record], StopReason.FINISHED, done, final=test, started=started)
+    return record, result

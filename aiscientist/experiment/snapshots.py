@@ -1,0 +1,271 @@
+"""The submission's snapshots: our own content-addressed store, in place of git.
+
+No tool that interprets a tree (git's configs, attributes, filters, hooks, embedded
+repositories) ever runs on the untrusted submission. A snapshot is a manifest of
+the tree's regular files and links, read without following any link; file bytes
+are kept once each as blobs named by their sha256. Tags (`baseline`, `best`) name a
+snapshot. Nested `.git` folders the code makes are data and are left out, like git's
+own exclude did. Layout under `state/snapshots/` (RunPaths.snapshots):
+
+    blobs/ab/abcdef…   file bytes          trees/<sha256>.json   one manifest
+    tags.json          {tag: tree}         log.jsonl             every snapshot taken
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from aiscientist.experiment.integrity import Entry, open_regular, scan
+from aiscientist.records.paths import RunPaths, write_atomic
+from aiscientist.util import safe_open
+
+BASELINE_TAG = "baseline"
+BEST_TAG = "best"
+FILE_CAP_BYTES = 64 << 20  # a larger file the step made is never stored
+_CHUNK = 1 << 20
+
+
+class SnapshotError(RuntimeError):
+    pass
+
+
+class Item(BaseModel):
+    """One manifest entry: a regular file (sha256, size, executable bit) or a link."""
+
+    sha: str = ""
+    size: int = 0
+    exec: bool = False
+    link: str | None = None
+
+
+class Snapshot(BaseModel):
+    message: str
+    at: str
+    files: dict[str, Item] = Field(default_factory=dict)
+    skipped: list[str] = Field(default_factory=list, description="files left out: too large or over the quota")
+
+
+def _store(paths: RunPaths) -> Path:
+    return paths.snapshots
+
+
+def _is_git_data(rel: str) -> bool:
+    return ".git" in rel.split("/")
+
+
+def _blob_path(paths: RunPaths, sha: str) -> Path:
+    return _store(paths) / "blobs" / sha[:2] / sha
+
+
+def _put_blob(paths: RunPaths, fd: int) -> tuple[str, int]:
+    """Copy an open file into the store; (sha256, size)."""
+    tmp = _store(paths) / "blobs" / f".incoming-{os.getpid()}"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    digest, size, offset = hashlib.sha256(), 0, 0
+    with open(tmp, "wb") as out:
+        while chunk := os.pread(fd, _CHUNK, offset):
+            digest.update(chunk)
+            out.write(chunk)
+            offset += len(chunk)
+            size += len(chunk)
+    sha = digest.hexdigest()
+    target = _blob_path(paths, sha)
+    target.parent.mkdir(exist_ok=True)
+    tmp.replace(target)
+    return sha, size
+
+
+def take(
+    paths: RunPaths,
+    tag: str,
+    message: str,
+    keep: Callable[[str], bool] = lambda rel: True,
+    limited: Callable[[str], bool] = lambda rel: False,
+    budget: int | None = None,
+    tree: dict[str, Entry] | None = None,
+) -> Snapshot:
+    """Snapshot the submission as `tag`: every file and link `keep(rel)` accepts.
+    A `limited` file (one the step made or changed) is skipped when it is over
+    FILE_CAP_BYTES or would take the limited files past `budget` bytes."""
+    submission = paths.submission
+    entries = scan(submission) if tree is None else tree
+    snap = Snapshot(message=message, at=datetime.now(UTC).isoformat(timespec="seconds"))
+    stored = 0
+    for rel, entry in sorted(entries.items()):
+        if _is_git_data(rel) or not keep(rel):
+            continue
+        if entry.kind == "link":
+            snap.files[rel] = Item(link=entry.digest)
+            continue
+        fd = open_regular(submission, rel) if entry.kind == "file" else None
+        if fd is None:
+            continue
+        try:
+            info = os.fstat(fd)
+            capped = limited(rel)
+            if capped and (info.st_size > FILE_CAP_BYTES or (budget is not None and stored + info.st_size > budget)):
+                snap.skipped.append(rel)
+                continue
+            sha, size = _put_blob(paths, fd)
+        finally:
+            os.close(fd)
+        stored += size if capped else 0
+        snap.files[rel] = Item(sha=sha, size=size, exec=bool(info.st_mode & stat.S_IXUSR))
+    tree_sha = save_tree(paths, snap)
+    tags = _tags(paths)
+    tags[tag] = tree_sha
+    write_atomic(_store(paths) / "tags.json", json.dumps(tags, indent=1, sort_keys=True))
+    with open(_store(paths) / "log.jsonl", "a") as log:
+        log.write(json.dumps({"tag": tag, "tree": tree_sha, "message": message, "at": snap.at}) + "\n")
+    return snap
+
+
+def save_tree(paths: RunPaths, snap: Snapshot) -> str:
+    """Store a manifest; its sha256 names it."""
+    body = snap.model_dump_json(indent=1)
+    tree_sha = hashlib.sha256(body.encode()).hexdigest()
+    (_store(paths) / "trees").mkdir(parents=True, exist_ok=True)
+    write_atomic(_store(paths) / "trees" / f"{tree_sha}.json", body)
+    return tree_sha
+
+
+def put_bytes(paths: RunPaths, data: bytes) -> str:
+    sha = hashlib.sha256(data).hexdigest()
+    target = _blob_path(paths, sha)
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".incoming-{os.getpid()}")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    return sha
+
+
+def clear_incoming(paths: RunPaths) -> list[str]:
+    """Remove the half-copied blobs a killed process left; their store-relative paths."""
+    blobs = _store(paths) / "blobs"
+    left = sorted(blobs.glob(".incoming-*")) + sorted(blobs.glob("*/.incoming-*")) if blobs.is_dir() else []
+    for path in left:
+        path.unlink()
+    return [path.relative_to(_store(paths)).as_posix() for path in left]
+
+
+def _tags(paths: RunPaths) -> dict[str, str]:
+    found = _store(paths) / "tags.json"
+    return json.loads(found.read_text()) if found.is_file() else {}
+
+
+def exists(paths: RunPaths, tag: str) -> bool:
+    return tag in _tags(paths)
+
+
+def load(paths: RunPaths, tag: str) -> Snapshot:
+    """The snapshot a tag names; a run folder from before the store is converted once."""
+    if not (_store(paths) / "tags.json").is_file() and paths.git_dir.is_dir():
+        from aiscientist.experiment.legacy_git import import_legacy
+
+        import_legacy(paths)
+    tree = _tags(paths).get(tag)
+    if tree is None:
+        raise SnapshotError(f"no snapshot tagged {tag!r} in {_store(paths)}")
+    return Snapshot.model_validate_json((_store(paths) / "trees" / f"{tree}.json").read_text())
+
+
+def blob(paths: RunPaths, item: Item) -> bytes:
+    return _blob_path(paths, item.sha).read_bytes()
+
+
+def text_of(paths: RunPaths, tag: str, rel: str) -> str:
+    """A file's text in a snapshot (empty when the snapshot does not hold it)."""
+    item = load(paths, tag).files.get(rel)
+    return blob(paths, item).decode(errors="replace") if item is not None and item.link is None else ""
+
+
+def restore(paths: RunPaths, tag: str, files: Iterable[str]) -> list[str]:
+    """Put `files` back into the submission as `tag` holds them, never writing
+    through a link; a file the snapshot lacks is removed. Returns what changed."""
+    snap, changed = load(paths, tag), []
+    for rel in files:
+        parts = rel.split("/")
+        item = snap.files.get(rel)
+        try:
+            with safe_open.folder(paths.submission, parts[:-1], create=item is not None) as parent:
+                if item is None or item.link is not None:
+                    _unlink(parent, parts[-1])
+                    if item is not None:
+                        os.symlink(item.link, parts[-1], dir_fd=parent)
+                else:
+                    _write(parent, parts[-1], blob(paths, item), item.exec)
+        except (OSError, safe_open.Link, safe_open.Odd) as err:
+            if item is not None:
+                raise SnapshotError(f"cannot restore {rel} from snapshot {tag!r}: {err}") from err
+            continue
+        changed.append(rel)
+    return changed
+
+
+def _unlink(parent: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=parent)
+    except FileNotFoundError:
+        pass
+
+
+def _write(parent: int, name: str, data: bytes, executable: bool) -> None:
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISDIR(info.st_mode) and (not stat.S_ISREG(info.st_mode) or info.st_nlink > 1):
+        _unlink(parent, name)  # a link, FIFO or hard link is replaced, never written through
+    fd = safe_open.open_file(parent, name, write=True)
+    try:
+        safe_open.replace_content(fd, data)
+        os.fchmod(fd, 0o755 if executable else 0o644)
+    finally:
+        os.close(fd)
+
+
+def diff_stat(paths: RunPaths, tag: str, files: Iterable[str]) -> str:
+    """`git diff --stat`'s shape for the submission against `tag`: the snapshot's files
+    and `files`, compared in Python (difflib) on bytes read without following links."""
+    snap, rows, plus, minus = load(paths, tag), [], 0, 0
+    for rel in sorted(set(snap.files) | set(files)):
+        if _is_git_data(rel):
+            continue
+        item = snap.files.get(rel)
+        before = blob(paths, item) if item is not None and item.link is None else b""
+        fd = open_regular(paths.submission, rel)
+        after = b""
+        if fd is not None:
+            try:
+                after = safe_open.read_all(fd, FILE_CAP_BYTES)
+            finally:
+                os.close(fd)
+        if before == after and (item is not None) == (fd is not None):
+            continue
+        added, removed = _counts(before, after)
+        plus, minus = plus + added, minus + removed
+        rows.append(f" {rel} | {added + removed} {'+' * min(added, 40)}{'-' * min(removed, 40)}")
+    if not rows:
+        return ""
+    return "\n".join([*rows, f" {len(rows)} file(s) changed, {plus} insertion(s)(+), {minus} deletion(s)(-)"]) + "\n"
+
+
+def _counts(before: bytes, after: bytes) -> tuple[int, int]:
+    old, new = before.decode(errors="replace").splitlines(), after.decode(errors="replace").splitlines()
+    added = removed = 0
+    for line in difflib.unified_diff(old, new, lineterm="", n=0):
+        if line.startswith(("+++", "---")):
+            continue
+        added += line.startswith("+")
+        removed += line.startswith("-")
+    return added, removed

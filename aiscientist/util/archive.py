@@ -1,0 +1,175 @@
+"""Unpack an untrusted tar archive member by member, without tarfile's extraction.
+
+`tarfile` is used only to list members and read their bytes; whether a member may be
+written, and how, is decided here, whatever Python version runs (the extraction
+filters of 3.11.7 predate the fix for CVE-2025-4517). Every member is checked before
+anything is written: no absolute path, no `..`, no device, FIFO or other special
+member, no symbolic or hard link that leaves the folder, no name twice; the member
+count, the total size and the expansion over the archive's own size are capped
+(a 299 KB archive that unpacks to 300 MB is refused). Files are then written under a
+fresh folder with O_NOFOLLOW|O_EXCL, each folder on the way opened without following
+links, so no member can write through another.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiscientist.util import safe_open, untrusted
+from aiscientist.util.text import clean
+
+CHUNK = 1 << 20
+
+
+class ArchiveError(ValueError):
+    """The archive may not be unpacked; the message names the member and the reason."""
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    members: int = 100_000
+    total_bytes: int = 4 << 30
+    ratio: float = 100.0  # unpacked size / archive size, checked once past `ratio_floor`
+    ratio_floor: int = 32 << 20
+
+
+def _member_parts(member: tarfile.TarInfo) -> list[str]:
+    name = member.name
+    if name.startswith("/") or posixpath.isabs(name):
+        raise ArchiveError(f"member {clean(name)!r}: an absolute path")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ArchiveError(f"member {clean(name)!r}: a path with '..' (it would leave the folder)")
+    if "\x00" in name:
+        raise ArchiveError(f"member {clean(name)!r}: a NUL byte in the name")
+    return parts
+
+
+def _link_inside(parts: list[str], target: str, hard: bool) -> bool:
+    """Whether a link at `parts` to `target` stays inside the folder (lexically)."""
+    if not target or target.startswith("/"):
+        return False
+    base = [] if hard else parts[:-1]  # a hard link's target is relative to the archive's root
+    resolved = posixpath.normpath(posixpath.join(*base, target) if base else target)
+    return resolved != ".." and not resolved.startswith("../")
+
+
+def check(archive: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[tarfile.TarInfo]:
+    """The members of `archive` in order, once every one of them passed the checks."""
+    archive_size = max(os.stat(archive).st_size, 1)
+    members: list[tarfile.TarInfo] = []
+    seen: dict[str, str] = {}
+    total = 0
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar:
+                if len(members) >= limits.members:
+                    raise ArchiveError(f"more than {limits.members} members")
+                parts = _member_parts(member)
+                if not parts:
+                    continue  # the archive's own root folder
+                rel = "/".join(parts)
+                for end in range(1, len(parts)):
+                    if seen.get("/".join(parts[:end]), "dir") != "dir":
+                        raise ArchiveError(f"member {clean(rel)!r}: below a member that is not a folder")
+                kind = _kind(member, parts, seen)
+                if rel in seen and not (kind == seen[rel] == "dir"):
+                    raise ArchiveError(f"member {clean(rel)!r}: appears twice")
+                seen[rel] = kind
+                total += member.size if kind == "file" else 0
+                if total > limits.total_bytes:
+                    raise ArchiveError(f"unpacks to more than {limits.total_bytes} bytes")
+                if total > limits.ratio_floor and total / archive_size > limits.ratio:
+                    raise ArchiveError(
+                        f"unpacks to {total} bytes from {archive_size}, more than {limits.ratio:g} times its size"
+                        " (a tar bomb?)"
+                    )
+                members.append(member)
+    except tarfile.TarError as err:
+        raise ArchiveError(f"not a readable tar archive: {clean(err)}") from None
+    return members
+
+
+def _kind(member: tarfile.TarInfo, parts: list[str], seen: dict[str, str]) -> str:
+    name = clean("/".join(parts))
+    if member.isdir():
+        return "dir"
+    if member.isreg():
+        return "file"
+    if member.issym():
+        if not _link_inside(parts, member.linkname, hard=False):
+            raise ArchiveError(f"member {name!r}: a symbolic link that leaves the folder ({clean(member.linkname)})")
+        return "link"
+    if member.islnk():
+        target = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
+        if not _link_inside(parts, member.linkname, hard=True) or seen.get(target) != "file":
+            raise ArchiveError(
+                f"member {name!r}: a hard link to {clean(member.linkname)!r}, not an earlier file of the archive"
+            )
+        return "hardlink"
+    raise ArchiveError(f"member {name!r}: a device, FIFO or other special file")
+
+
+def unpack(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[str]:
+    """Unpack `archive` into `dest`, a folder made here (it must not exist); returns the
+    relative paths written. Raises ArchiveError before writing anything when a member
+    fails the checks, and when the bytes actually read exceed the declared sizes."""
+    archive, dest = Path(archive), Path(dest)
+    members = check(archive, limits)
+    os.mkdir(dest, 0o755)
+    written: list[str] = []
+    budget = limits.total_bytes
+    with tarfile.open(archive, "r:*") as tar:
+        for member in members:
+            parts = _member_parts(member)
+            if not parts:
+                continue
+            try:
+                budget -= _write(tar, member, dest, parts, budget)
+            except (safe_open.Link, safe_open.Odd, untrusted.Unreadable, FileExistsError) as err:
+                raise ArchiveError(f"member {clean('/'.join(parts))!r}: cannot be written safely ({err})") from None
+            written.append("/".join(parts))
+    return written
+
+
+def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, parts: list[str], budget: int) -> int:
+    """Write one member; returns the bytes written."""
+    if member.isdir():
+        with safe_open.folder(dest, parts, create=True):
+            return 0
+    with safe_open.folder(dest, parts[:-1], create=True) as parent:
+        if member.issym():
+            os.symlink(member.linkname, parts[-1], dir_fd=parent)
+            return 0
+        if member.islnk():  # a copy of the earlier file, never a real hard link
+            target = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
+            data = untrusted.read_file(dest, target, budget, hard_links=True)
+            return _create(parent, parts[-1], [data], member.mode)
+        source = tar.extractfile(member)
+        if source is None:
+            raise ArchiveError(f"member {clean(member.name)!r}: no content")
+        with source:
+            chunks = iter(lambda: source.read(CHUNK), b"")
+            return _create(parent, parts[-1], chunks, member.mode, min(budget, member.size))
+
+
+def _create(parent: int, name: str, chunks: Iterable[bytes], mode: int, cap: int | None = None) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, 0o755 if mode & 0o111 else 0o644, dir_fd=parent)
+    size = 0
+    try:
+        for chunk in chunks:
+            size += len(chunk)
+            if cap is not None and size > cap:
+                raise ArchiveError(f"member {clean(name)!r}: more bytes than its header declares")
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    return size
