@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.experiment.engine import StepRecord
+from aiscientist.util.text import quoted, quoted_block
 from aiscientist.workspace.errors import ToolError
 
 BEST_TAG = "best"
@@ -58,7 +59,14 @@ def step_report(record: StepRecord, metric_label: str) -> str:
     if record.success:
         extra = " (constraint violated: not eligible)" if record.constraint_violated else ""
         return f"step {record.step}: {metric_label} = {record.metric:.6g}{extra}"
-    return f"step {record.step}: FAILED: {record.error}"
+    return f"step {record.step}: FAILED: {quoted(record.error, 'experiment error', 500)}"
+
+
+def stderr_excerpt(ctx: RunContext, step: int | None, chars: int = 2000) -> str:
+    """The tail of a step's stderr for a prompt, between labelled begin and end lines ("" if none)."""
+    path = ctx.ws.paths.step_dir(step) / "stderr.txt" if step is not None else None
+    text = path.read_text(errors="replace")[-chars:] if path is not None and path.is_file() else ""
+    return quoted_block(text, f"stderr of step {step}") if text.strip() else ""
 
 
 def step_result(record: StepRecord, steps_left: int) -> dict[str, Any]:
@@ -87,7 +95,7 @@ def describe(ctx: RunContext, record: StepRecord) -> str:
             reached = record.metric is not None and metric is not None and not metric.better(task.target, record.metric)
             lines.append(f"target {task.target}: {'reached' if reached else 'not reached'}")
     else:
-        lines.append(f"success: false; error: {record.error}")
+        lines.append(f"success: false; error: {quoted(record.error, 'experiment error', 1000)}")
     if record.constraint_violated:
         lines.append("constraint violated: this step cannot count as best")
     if not record.valid:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.tools import Tool, Toolbox, clip
 from aiscientist.experiment.integrity import read_regular
 from aiscientist.task import expand_globs
+from aiscientist.util.text import quoted_block
 
 TIMEOUT_S = 600.0
 OUTPUT_CHARS = 6000
@@ -74,7 +75,7 @@ def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None]
         on_change(path)
     out = (result.stdout_tail + ("\n[stderr]\n" + result.stderr_tail if result.stderr_tail.strip() else "")).strip()
     status = "timed out" if result.timed_out else f"exit {code if code is not None else '?'}"
-    return f"[{status}]\n{out[-OUTPUT_CHARS:]}"
+    return f"[{status}]\n{quoted_block(out[-OUTPUT_CHARS:], 'command output')}" if out else f"[{status}]"
 
 
 def shell_tool(ws: Any, role: str, box: Toolbox | None = None) -> Tool:

@@ -8,10 +8,9 @@ import logging
 import os
 from pathlib import Path
 
-from rich.console import Console
-
 from aiscientist.llm.types import ReplayMiss
 from aiscientist.task import TaskError
+from aiscientist.util.console import log_handler, make_console
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "solve": ("aiscientist.cli.solve", "run the AiScientist research loop on a task"),
@@ -27,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 # errors are never hard-wrapped: a path or command in them stays copyable when stderr is a pipe
-err_console = Console(stderr=True, soft_wrap=True)
+err_console = make_console(stderr=True, soft_wrap=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,9 +61,7 @@ def _unavailable(name: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[log_handler()])
     for flag, env in ((args.record, "AISCIENTIST_LLM_RECORD"), (args.replay, "AISCIENTIST_LLM_REPLAY")):
         if flag:
             os.environ[env] = str(Path(flag).resolve())  # read by aiscientist.llm.load_llm_config

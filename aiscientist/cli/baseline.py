@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.console import Console
 from rich.table import Table
 
 from aiscientist.cli.common import add_task_arguments, default_run_dir, task_from_args
 from aiscientist.experiment.finish import measure_baseline
+from aiscientist.util.console import make_console
 
-console = Console()
+console = make_console()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,13 +6,12 @@ import argparse
 import signal
 import threading
 
-from rich.console import Console
-
 from aiscientist.llm.local.gguf import PACKAGED, resolve_gguf
 from aiscientist.llm.local.server import DEFAULT_PORT, LocalServer
 from aiscientist.llm.types import ModelConfigError
+from aiscientist.util.console import make_console
 
-console = Console(soft_wrap=True)
+console = make_console(soft_wrap=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

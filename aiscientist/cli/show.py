@@ -6,9 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
-from rich.console import Console
+from aiscientist.util.console import make_console
 
-console = Console()
+console = make_console()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
 from aiscientist.cli.common import add_selection_arguments, default_run_dir, task_from_args
 from aiscientist.config import load_config
 from aiscientist.resources import CONFIGS_DIR, resolve_config
 from aiscientist.sandbox import BACKENDS
 from aiscientist.task import TaskError
 from aiscientist.util import notices
+from aiscientist.util.console import make_console
 
-console = Console()
+console = make_console()
 EXIT_MODEL_STOPPED = (
     3  # the model was unavailable past its patience (or failed model_error_limit times in a row); resumable
 )

@@ -6,13 +6,13 @@ import argparse
 import json
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from aiscientist.cli.common import add_selection_arguments, task_from_args
 from aiscientist.task import Task
+from aiscientist.util.console import make_console
 
-console = Console()
+console = make_console()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
+from aiscientist.util.console import make_console
 
-console = Console()
+console = make_console()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

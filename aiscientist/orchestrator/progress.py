@@ -11,6 +11,7 @@ from rich.table import Table
 
 from aiscientist.records.accounting import is_better
 from aiscientist.records.result import RunResult
+from aiscientist.util.text import clean
 
 
 def _fmt(value: float | None) -> str:
@@ -38,7 +39,7 @@ def status_table(s: dict[str, Any]) -> Table:
     table.add_row(f"best {s['metric']}", best_text(s))
     table.add_row("decisions", str(s["decision"]))
     table.add_row("tokens · cost", f"{s['tokens']:,} · ${s['cost']:.4f}")
-    table.add_row("last", escape(s["last"][:100]) or "-")
+    table.add_row("last", escape(clean(s["last"], 100)) or "-")
     return table
 
 
@@ -95,7 +96,7 @@ class LiveProgress:
 
 def failure_line(cause: str | None, error: str | None) -> str:
     """`<cause class>: <detail>` for a step that did not count."""
-    return f"{cause or 'not eligible'}: {(error or '')[:300]}".rstrip(": ")
+    return f"{cause or 'not eligible'}: {clean(error or '', 300)}".rstrip(": ")
 
 
 def summary_table(result: RunResult, run_dir: str) -> Table:

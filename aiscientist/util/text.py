@@ -35,10 +35,9 @@ def clean(text: object, limit: int | None = None, fold: bool = True) -> str:
     cut to `limit` characters with an ellipsis."""
     text = str(text)
     if fold:
-        text = _NEWLINES.sub(NEWLINE_MARK, text)
+        text = _UNSAFE.sub(_escape, _NEWLINES.sub(NEWLINE_MARK, text))
     else:
         text = "\n".join(_UNSAFE.sub(_escape, line) for line in _NEWLINES.split(text))
-    text = _UNSAFE.sub(_escape, text)
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)] + "…"
     return text

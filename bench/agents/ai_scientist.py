@@ -21,6 +21,7 @@ from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy, search
 from aiscientist.llm.offline.solo import editable, read_call, replay
 from aiscientist.records.paths import write_atomic
+from aiscientist.util.text import quoted
 from bench.agents.tools import baseline_toolbox, system_prompt
 
 ROLE = "ai-scientist"
@@ -105,7 +106,9 @@ class AIScientist:
             fixes = 0
             while not record.success and fixes < MAX_FIXES and ctx.steps_left() > 0:
                 fixes += 1
-                record = self._code_and_run(ctx, idea, progress, fix=record.error or "failed")
+                record = self._code_and_run(
+                    ctx, idea, progress, fix=quoted(record.error or "failed", "experiment error", 1000)
+                )
             label = ctx.task.metric.label if ctx.task.metric else "metric"
             progress.history.append(f"run {progress.runs + 1}: {step_report(record, label)}")
             progress.runs += 1

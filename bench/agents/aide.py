@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.experiment_tool import stderr_excerpt
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.experiment import snapshots
@@ -24,6 +25,7 @@ from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_po
 from aiscientist.records.paths import write_atomic
 from aiscientist.records.tree import Tree, TreeNode, write_tree
 from aiscientist.task import expand_globs
+from aiscientist.util.text import quoted
 from bench.agents.tools import system_prompt
 
 ROLE = "aide"
@@ -146,7 +148,8 @@ class Aide:
                 + "\n".join(f"- node {n.id} ({n.stage}): metric {n.metric:.6g}: {n.plan[:200]}" for n in memory)
             )
         if stage == "debug" and parent is not None:
-            parts.append(f"## Error\n{parent.error or 'unknown error'}\n" + self._stderr(ctx, parent.step))
+            parts.append(f"## Error\n{quoted(parent.error or 'unknown error', 'experiment error', 1000)}\n")
+            parts.append(stderr_excerpt(ctx, parent.step))
         parts.append(f"## Current code of {journal.target}\n```python\n{code}\n```")
         parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")
         parts.append(
@@ -159,14 +162,6 @@ class Aide:
             )
         )
         return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": "\n\n".join(parts)}]
-
-    @staticmethod
-    def _stderr(ctx: RunContext, step: int | None) -> str:
-        if step is None:
-            return ""
-        path = ctx.ws.paths.step_dir(step) / "stderr.txt"
-        text = path.read_text(errors="replace")[-2000:] if path.is_file() else ""
-        return f"```\n{text}\n```" if text.strip() else ""
 
     @staticmethod
     def _path(ctx: RunContext):

@@ -7,15 +7,14 @@ import json
 import time
 from pathlib import Path
 
-from rich.console import Console
-
 from aiscientist.sandbox import BACKENDS
+from aiscientist.util.console import make_console
 from bench.agents import AGENTS
 from bench.grid.executors import EXECUTORS, ExecutorUnavailable
 
 BENCH_ROOT = Path(__file__).resolve().parents[1]  # bench/: its tasks/ and papers/
 EMBEDDERS = ["auto", "graphcodebert", "minilm"]
-console = Console(stderr=True, soft_wrap=True)
+console = make_console(stderr=True, soft_wrap=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -223,7 +222,7 @@ def _score(args: argparse.Namespace) -> int:
         view.add_column(task, justify="right")
     for column in ROW_KEYS:
         view.add_row(column, *(shown(row.get(column)) for row in table.values()))
-    Console().print(view)
+    make_console().print(view)
     return 0
 
 

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from aiscientist.llm import ModelConfigError
 from aiscientist.sandbox import BACKENDS, SandboxUnavailable, get_sandbox
+from aiscientist.util.console import make_console
 from bench.paper.graded_tree import write_graded
 from bench.paper.grading import SUMMARY_FILE, grade_submission, render_tree
 from bench.paper.judge import OFFLINE
@@ -56,13 +57,13 @@ class UsageError(ValueError):
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = make_console()
     try:
         if args.max_depth is not None and args.max_depth < 1:
             raise UsageError("--max-depth must be at least 1")
         return _judge_eval(args, console) if args.judge_eval else _grade(args, console)
     except (UsageError, RubricError, SandboxUnavailable, ModelConfigError) as err:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {err}")
+        make_console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {err}")
         return 2
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from rich.console import Console
 
+from aiscientist.util.console import make_console
 from bench.paper import rubric
 from bench.paper.graded_tree import load_graded, rescore
 from bench.paper.rubric import RubricError, RubricNode, path_label
@@ -81,9 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return args.action(args, Console(soft_wrap=True))
+        return args.action(args, make_console(soft_wrap=True))
     except RubricError as err:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {err}", highlight=False)
+        make_console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {err}", highlight=False)
         return 2
 
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from aiscientist.experiment.engine import best_step, load_steps
 from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task, load_task
+from aiscientist.util.console import make_console
 from aiscientist.util.humanize import num, plural
 from bench.grid.spec import GridConfig, RunSpec
 
@@ -73,7 +74,7 @@ class GridProgress:
         self, specs: list[RunSpec], config: GridConfig, out: Path, enabled: bool = True, console: Console | None = None
     ):
         self.specs, self.config, self.out, self.enabled = specs, config, out, enabled
-        self.console = console or Console(stderr=True)
+        self.console = console or make_console(stderr=True)
         self.tasks = {s.task: load_task(s.task_path) for s in specs}
         self.started = time.monotonic()
         self.live = None

@@ -25,10 +25,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.experiment_tool import stderr_excerpt
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import search
 from aiscientist.records.paths import write_atomic
 from aiscientist.records.tree import Status, Tree, TreeNode, write_tree
+from aiscientist.util.text import quoted
 from bench.agents.search.answer import FORMAT, apply_edits
 from bench.agents.tools import system_prompt
 
@@ -174,7 +176,8 @@ class Search:
                 f"## Parent: node {job.parent.id}, {self._outcome(job.parent)}\n{job.parent.plan[:PLAN_CHARS]}"
             )
             if job.parent.status == "buggy":
-                parts.append(f"## Its error\n{job.parent.error or 'unknown error'}\n{self._stderr(job.parent.step)}")
+                error = quoted(job.parent.error or "unknown error", "experiment error", 1000)
+                parts.append(f"## Its error\n{error}\n{stderr_excerpt(self.ctx, job.parent.step, STDERR_CHARS)}")
         parts += [job.context] if job.context else []
         parts += [f"## {rel}\n```\n{text}\n```" for rel, text in files.items()]
         parts.append(f"Steps left: {self.ctx.steps_left()}. Direction: {self.direction}.")
@@ -257,13 +260,6 @@ class Search:
 
     def _outcome(self, node: Node) -> str:
         return f"metric {node.metric:.6g}" if node.status == "good" and node.metric is not None else "failed"
-
-    def _stderr(self, step: int | None) -> str:
-        if step is None:
-            return ""
-        path = self.ctx.ws.paths.step_dir(step) / "stderr.txt"
-        text = path.read_text(errors="replace")[-STDERR_CHARS:] if path.is_file() else ""
-        return f"```\n{text}\n```" if text.strip() else ""
 
     def summary(self, nodes: list[Node], title: str) -> str:
         if not nodes:
