@@ -14,7 +14,7 @@ from aiscientist.llm.offline import PolicyContext, PolicyReply, search
 from aiscientist.llm.offline.backend import BANNER
 
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
-FRESH_OPERATORS = frozenset({"draft", "explore"})  # a new approach: a blind change, not a guided one
+FRESH_OPERATORS = frozenset({"draft"})  # a new approach: a blind change, not a guided one
 
 FORMAT = f"""
 Answer with a short plan (2-5 sentences), then one or more edit blocks. Each block sits
