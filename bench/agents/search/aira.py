@@ -5,7 +5,7 @@ an unvisited child first, until it reaches a node with fewer than `num_children`
 children that can still be expanded. The root is expanded by drafts (a new approach from
 the baseline), a working node by improve, a buggy node by debug while its debug depth is
 below `max_debug_depth`. A node's value is its metric normalised between the global min
-and max of the metrics found so far (a failure: 0); values are back-propagated along the
+and max of the metrics found so far (0.5 while they are equal; a failure: 0); values are back-propagated along the
 path: a node's q is the mean value of its subtree, its visits the size of its subtree.
 The children of one expansion run concurrently (`Search.expand`).
 """
@@ -50,7 +50,7 @@ class Tree:
         scores = [sign * n.metric for n in nodes if n.status == "good" and n.metric is not None]
         low, high = min(scores, default=0.0), max(scores, default=0.0)
         self.value = {
-            n.id: ((sign * n.metric - low) / (high - low) if high > low else 1.0)
+            n.id: ((sign * n.metric - low) / (high - low) if high > low else 0.5)
             if n.status == "good" and n.metric is not None
             else 0.0
             for n in nodes
