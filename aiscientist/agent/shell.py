@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import Tool, Toolbox, clip
 from aiscientist.experiment.integrity import read_regular
+from aiscientist.sandbox import RunResult
 from aiscientist.task import expand_globs
 from aiscientist.util.text import quoted_block
 
@@ -45,6 +46,15 @@ def editable_digests(ws: Any) -> dict[str, str]:
 
 def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> str:
     """`[exit N]` or `[timed out]`, then the output's tail."""
+    result = sandboxed_shell(ws, role, command, on_change)
+    code = result.returncodes[-1] if result.returncodes else None
+    out = (result.stdout_tail + ("\n[stderr]\n" + result.stderr_tail if result.stderr_tail.strip() else "")).strip()
+    status = "timed out" if result.timed_out else f"exit {code if code is not None else '?'}"
+    return f"[{status}]\n{quoted_block(out[-OUTPUT_CHARS:], 'command output')}" if out else f"[{status}]"
+
+
+def sandboxed_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> RunResult:
+    """Run `command` in `submission/` with `role`'s writable areas; record it as a `shell.run` event."""
     task, submission = ws.task, ws.paths.submission
     before = editable_digests(ws)
     writable = writable_areas(ws, role)
@@ -73,9 +83,7 @@ def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None]
     ws.events.record(role, "shell.run", payload)
     for path in changed if on_change else []:
         on_change(path)
-    out = (result.stdout_tail + ("\n[stderr]\n" + result.stderr_tail if result.stderr_tail.strip() else "")).strip()
-    status = "timed out" if result.timed_out else f"exit {code if code is not None else '?'}"
-    return f"[{status}]\n{quoted_block(out[-OUTPUT_CHARS:], 'command output')}" if out else f"[{status}]"
+    return result
 
 
 def shell_tool(ws: Any, role: str, box: Toolbox | None = None) -> Tool:

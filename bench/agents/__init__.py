@@ -27,6 +27,10 @@ AGENTS: dict[str, str] = {
     "adaptive-search": "bench.agents.search.adaptive:AdaptiveSearch",
     "hpsearch": "bench.agents.hpsearch:HPSearch",
     "external": "bench.agents.external:External",
+    # peers' own released code (bench/peers), each in its own virtual environment
+    "peer-mini-swe-agent": "bench.peers.agents:PeerMiniSweAgent",
+    "peer-aide": "bench.peers.agents:PeerAide",
+    "peer-openevolve": "bench.peers.agents:PeerOpenEvolve",
 }
 
 

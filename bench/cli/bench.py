@@ -10,6 +10,7 @@ from pathlib import Path
 from aiscientist.sandbox import BACKENDS
 from aiscientist.util.console import make_console
 from bench.agents import AGENTS
+from bench.cli import peers
 from bench.grid.executors import EXECUTORS, ExecutorUnavailable
 
 BENCH_ROOT = Path(__file__).resolve().parents[1]  # bench/: its tasks/ and papers/
@@ -18,7 +19,7 @@ console = make_console(stderr=True, soft_wrap=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report,agents,score,export}")
+    sub = parser.add_subparsers(dest="bench_command", required=True, metavar="{run,report,agents,score,export,peers}")
     run = sub.add_parser("run", help="run a grid of agents × tasks × rounds (resumable)")
     run.add_argument(
         "--agents",
@@ -102,6 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument(
         "out", type=Path, help="new folder: OUT/<agent>/<Task>/<run>/ plus a scoring root (OUT/ml_tasks, OUT/workspace)"
     )
+    peers.add_parser(sub)
 
 
 def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
@@ -118,6 +120,8 @@ def parse_options(items: list[str]) -> dict[str, dict[str, str]]:
 def run(args: argparse.Namespace) -> int:
     if args.bench_command == "report":
         return _report(args.results, args.out)
+    if args.bench_command == "peers":
+        return peers.run(args)
     if args.bench_command == "agents":
         from aiscientist.agent import toolsets
         from bench.agents import load_all
@@ -178,7 +182,12 @@ def run(args: argparse.Namespace) -> int:
 def _check_models(config) -> None:
     """Model-driven agents need --model; a bad model name fails before any work."""
     from bench.agents import get_agent
+    from bench.peers.specs import PeerEnvError, prepare
 
+    try:
+        prepare(config.agents, progress=console.print)
+    except PeerEnvError as err:
+        raise ValueError(str(err)) from None
     needing = [a for a in config.agents if get_agent(a).needs_model]
     if needing and not config.model:
         raise ValueError(f"--model is required for {', '.join(needing)} (use --model offline for the offline policy)")

@@ -17,13 +17,16 @@ ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "tests/fixtures/tiny/task.yaml"
 
 
-def run_agent(out: Path, agent: str, steps: int = 2, **options: str) -> tuple[Path, dict]:
+def run_agent(
+    out: Path, agent: str, steps: int = 2, model: str = "offline", judge_model: str | None = None, **options: str
+) -> tuple[Path, dict]:
     config = GridConfig(
         agents=[agent],
         tasks=[TASK],
         rounds=1,
         steps=steps,
-        model="offline",
+        model=model,
+        judge_model=judge_model,
         options={agent: options} if options else {},
         embedder="minilm",
     )

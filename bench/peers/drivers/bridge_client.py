@@ -1,0 +1,50 @@
+"""The peer side of the bridge (standard library only: it runs under each peer's own
+interpreter). Every command and every evaluation a peer asks for goes through `call`."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from typing import Any
+
+BUDGET_SPENT = "AISCI_BUDGET_SPENT"  # a driver's exit status once the step budget is used
+
+
+def call(op: str, **fields: Any) -> dict[str, Any]:
+    """One request to the host; the host's answer (an `error` key when it refused)."""
+    request = urllib.request.Request(
+        os.environ["AISCI_BRIDGE"],
+        data=json.dumps({"op": op, **fields}).encode(),
+        headers={"Content-Type": "application/json", "X-Bridge-Token": os.environ["AISCI_BRIDGE_TOKEN"]},
+    )
+    with urllib.request.urlopen(request, timeout=24 * 3600) as answer:
+        return json.loads(answer.read())
+
+
+def load_brief(path: str) -> dict[str, Any]:
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def task_text(brief: dict[str, Any], how_to_evaluate: str) -> str:
+    """The task in words every peer gets: goal, metric, editable files, budget, evaluation."""
+    baseline = f" (baseline {brief['baseline']})" if brief.get("baseline") is not None else ""
+    better = "lower" if brief["direction"] == "min" else "higher"
+    return (
+        f"{brief['goal'].strip()}\n\n"
+        f"Metric: {brief['metric']}, {better} is better{baseline}.\n"
+        f"Files you may change: {', '.join(brief['editable'])}. Other files are read-only.\n"
+        f"Evaluation budget: {brief['steps']} evaluations. {how_to_evaluate}\n"
+    )
+
+
+def model_kwargs(brief: dict[str, Any]) -> dict[str, Any]:
+    """litellm keyword arguments for the run's model."""
+    model = brief["model"]
+    extra = {
+        "api_base": model.get("api_base"),
+        "api_key": model.get("api_key"),
+        "temperature": model.get("temperature"),
+    }
+    return {k: v for k, v in extra.items() if v is not None}
