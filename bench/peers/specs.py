@@ -33,9 +33,9 @@ class PeerSpec(BaseModel):
 PEERS: dict[str, PeerSpec] = {
     spec.name: spec
     for spec in (
-        PeerSpec(name="mini-swe-agent", package="mini-swe-agent", version="2.4.6", driver="mini_swe_agent"),
-        PeerSpec(name="aide", package="aideml", version="0.2.2", driver="aide"),
-        PeerSpec(name="openevolve", package="openevolve", version="0.4.0", driver="openevolve"),
+        PeerSpec(name="mini-swe-agent", package="mini-swe-agent", version="2.4.6", driver="run_mini_swe_agent"),
+        PeerSpec(name="aide", package="aideml", version="0.2.2", driver="run_aide"),
+        PeerSpec(name="openevolve", package="openevolve", version="0.4.0", driver="run_openevolve"),
     )
 }
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
+import time
 import urllib.request
 from typing import Any
 
@@ -48,3 +51,16 @@ def model_kwargs(brief: dict[str, Any]) -> dict[str, Any]:
         "temperature": model.get("temperature"),
     }
     return {k: v for k, v in extra.items() if v is not None}
+
+
+def stop_when_budget_spent(poll_s: float = 0.5) -> None:
+    """For peers that run their own loop past our budget (their iterations are not ours): once
+    the host says no step is left, end the peer's whole process group (it leads its own session)."""
+
+    def watch() -> None:
+        while call("brief").get("steps_left", 1) > 0:
+            time.sleep(poll_s)
+        print("step budget spent: ending the peer", flush=True)
+        os.killpg(0, signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()

@@ -18,10 +18,17 @@ def bash(thought: str, command: str) -> str:
     return f"THOUGHT: {thought}\n\n```mswea_bash_command\n{command}\n```"
 
 
-def run_peer(out: Path, agent: str, server: ScriptedServer, steps: int) -> tuple[Path, dict]:
+def run_peer(out: Path, agent: str, server: ScriptedServer, steps: int, **options: str) -> tuple[Path, dict]:
     """The loopback server is the run's model, reached by the peer's own client; the judge stays offline."""
     return run_agent(
-        out, agent, steps, model="openai/scripted", judge_model="offline", api_base=server.api_base, api_key="sk-test"
+        out,
+        agent,
+        steps,
+        model="openai/scripted",
+        judge_model="offline",
+        api_base=server.api_base,
+        api_key="sk-test",
+        **options,
     )
 
 

@@ -3,7 +3,7 @@ text-based config (`mini_textbased.yaml`), its own litellm model class, and one 
 the Environment, which sends every command through the bridge to our sandbox. The
 command `run_experiment HYPOTHESIS` is our experiment engine (one counted step).
 
-Run as `PEER_PYTHON mini_swe_agent.py BRIEF_JSON`.
+Run as `PEER_PYTHON run_mini_swe_agent.py BRIEF_JSON`.
 """
 
 from __future__ import annotations
