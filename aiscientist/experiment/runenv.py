@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from aiscientist.task import Task, TaskError
+from aiscientist.util import untrusted
 
 CONDA_SETTING = "AISCIENTIST_CONDA"
 log = logging.getLogger(__name__)
@@ -62,15 +63,15 @@ def in_environment(task: Task, commands: list[str]) -> list[str]:
 
 def clean_outputs(task: Task, repo: Path) -> None:
     """Empty the task's outputs folder and remove its metrics files in `repo`, so a
-    step is credited only with what it wrote itself."""
-    if task.outputs_dir:
-        outputs = repo / task.working_dir / task.outputs_dir
-        if outputs.is_dir() and not outputs.is_symlink():
-            shutil.rmtree(outputs)
-        elif outputs.exists() or outputs.is_symlink():
-            outputs.unlink()
-    for test in (False, True):
-        task.metrics_path(repo, test=test).unlink(missing_ok=True)
+    step is credited only with what it wrote itself. Whatever is there (a folder of any
+    depth, a link, a FIFO) is removed without following links on the way."""
+    targets = [repo / task.working_dir / task.outputs_dir] if task.outputs_dir else []
+    targets += [task.metrics_path(repo, test=test) for test in (False, True)]
+    for target in targets:
+        try:
+            untrusted.remove_tree(repo, target.relative_to(repo).as_posix())
+        except untrusted.Unreadable:
+            continue  # a path that leaves the repository: never the step's to remove
 
 
 def readable_outside(task: Task) -> list[Path]:

@@ -24,6 +24,7 @@ from aiscientist.util import safe_open, untrusted
 from aiscientist.util.text import clean
 
 CHUNK = 1 << 20
+NAME_MAX = 255  # bytes in one path component (Linux)
 
 
 class ArchiveError(ValueError):
@@ -47,6 +48,8 @@ def _member_parts(member: tarfile.TarInfo) -> list[str]:
         raise ArchiveError(f"member {clean(name)!r}: a path with '..' (it would leave the folder)")
     if "\x00" in name:
         raise ArchiveError(f"member {clean(name)!r}: a NUL byte in the name")
+    if any(len(os.fsencode(part)) > NAME_MAX for part in parts):
+        raise ArchiveError(f"member {clean(name, 300)!r}: a name longer than {NAME_MAX} bytes")
     return parts
 
 
@@ -131,7 +134,7 @@ def unpack(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits()) -
                 continue
             try:
                 budget -= _write(tar, member, dest, parts, budget)
-            except (safe_open.Link, safe_open.Odd, untrusted.Unreadable, FileExistsError) as err:
+            except (safe_open.Link, safe_open.Odd, untrusted.Unreadable, OSError) as err:
                 raise ArchiveError(f"member {clean('/'.join(parts))!r}: cannot be written safely ({err})") from None
             written.append("/".join(parts))
     return written

@@ -12,7 +12,6 @@ submission root; a JSON `path` is dot-separated, or a list of keys (integers ind
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
@@ -21,10 +20,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from aiscientist.experiment.integrity import safe_file
+from aiscientist.experiment.integrity import read_regular
+from aiscientist.util.text import clean
+from aiscientist.util.untrusted import loads_json
 
 JsonPath = str | list[str | int]
 
+CHECK_BYTES = 64 << 20  # a produced file larger than this fails its check unread
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
@@ -47,25 +49,26 @@ class _Check(BaseModel):
                 else "was not produced"
             )
             return CheckOutcome(passed=False, explanation=f"{self.file} {where}")
-        path = safe_file(root, self.file)
-        if path is None:
+        data = read_regular(root, self.file, CHECK_BYTES)  # untrusted: no link followed, bounded
+        if data is None:
             return CheckOutcome(
                 passed=False,
-                explanation=f"{self.file} is not a regular file inside the submission (links are not followed)",
+                explanation=f"{self.file} is not a regular file inside the submission of at most {CHECK_BYTES} bytes"
+                " (links are not followed)",
             )
         try:
-            return self._decide(path)
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
-            return CheckOutcome(passed=False, explanation=f"{self.file}: {type(err).__name__}: {err}")
+            return self._decide(data)
+        except (ValueError, KeyError, IndexError, TypeError) as err:
+            return CheckOutcome(passed=False, explanation=f"{self.file}: {type(err).__name__}: {clean(err, 300)}")
 
-    def _decide(self, path: Path) -> CheckOutcome:
+    def _decide(self, data: bytes) -> CheckOutcome:
         raise NotImplementedError
 
 
 class FileExists(_Check):
     type: Literal["file_exists"]
 
-    def _decide(self, path: Path) -> CheckOutcome:
+    def _decide(self, data: bytes) -> CheckOutcome:
         return CheckOutcome(passed=True, explanation=f"{self.file} was produced")
 
 
@@ -82,8 +85,8 @@ class TextMatch(_Check):
             raise ValueError(f"invalid regular expression: {err}") from None
         return value
 
-    def _decide(self, path: Path) -> CheckOutcome:
-        found = re.search(self.pattern, path.read_text(errors="replace"), re.MULTILINE)
+    def _decide(self, data: bytes) -> CheckOutcome:
+        found = re.search(self.pattern, data.decode(errors="replace"), re.MULTILINE)
         return CheckOutcome(
             passed=found is not None,
             explanation=f"pattern {self.pattern!r} {'found' if found else 'not found'} in {self.file}",
@@ -96,8 +99,8 @@ class JsonMetric(_Check):
     value: float
     tolerance: float = Field(0.0, ge=0)
 
-    def _decide(self, path: Path) -> CheckOutcome:
-        got = number_at(json.loads(path.read_text()), self.path)
+    def _decide(self, data: bytes) -> CheckOutcome:
+        got = number_at(loads_json(data), self.path)
         passed = abs(got - self.value) <= self.tolerance + 1e-12
         return CheckOutcome(
             passed=passed,
@@ -111,9 +114,9 @@ class JsonCompare(_Check):
     op: Literal["<", "<=", ">", ">="]
     right: JsonPath
 
-    def _decide(self, path: Path) -> CheckOutcome:
-        data = json.loads(path.read_text())
-        a, b = number_at(data, self.left), number_at(data, self.right)
+    def _decide(self, data: bytes) -> CheckOutcome:
+        parsed = loads_json(data)
+        a, b = number_at(parsed, self.left), number_at(parsed, self.right)
         passed = _OPS[self.op](a, b)
         return CheckOutcome(
             passed=passed,

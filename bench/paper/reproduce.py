@@ -8,15 +8,13 @@ whose content or modification time differs from the copy taken before the run.
 from __future__ import annotations
 
 import os
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from aiscientist.experiment.integrity import scan
 from aiscientist.sandbox import Sandbox, SandboxUnavailable, get_sandbox
-from aiscientist.util import safe_open
+from aiscientist.util import safe_open, untrusted
 
 SCRIPT = "reproduce.sh"
 LOG = "reproduce.log"
@@ -61,24 +59,61 @@ class Reproduction(BaseModel):
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
-    """(mtime_ns, size, sha256) of every file under `root`, by relative path."""
+    """(mtime_ns, size, sha256) of every file under `root`, by relative path; walked
+    without following links, within the walker's limits (`aiscientist.util.untrusted`)."""
     files: dict[str, tuple[int, int, str]] = {}
-    for rel, entry in sorted(scan(root).items()):  # links are never followed
-        if entry.kind != "file" or any(part in _SKIP_DIRS for part in rel.split("/")):
+    walker = untrusted.TreeWalk(root, enter=lambda rel: rel.rsplit("/", 1)[-1] not in _SKIP_DIRS)
+    for node, parent in walker:
+        if node.kind != "file":
             continue
-        info = os.lstat(root / rel)
-        files[rel] = (info.st_mtime_ns, info.st_size, entry.digest)
-    return files
+        try:
+            files[node.rel] = (round(node.mtime * 1e9), node.size, walker.digest(parent, node))
+        except untrusted.Unreadable:
+            continue
+    return dict(sorted(files.items()))
 
 
 def copy_submission(submission: Path, dest: Path) -> Path:
-    """A fresh copy of the submission at `dest` (which must not exist), without the grader's own files."""
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        return set(GRADER_FILES) & set(names) if Path(folder).resolve() == submission.resolve() else set()
-
-    shutil.copytree(submission, dest, symlinks=True, ignore=ignore)
+    """A fresh copy of the submission at `dest` (which must not exist), without the grader's own files.
+    The submission is untrusted: it is walked without following links (a link is copied as a link),
+    within the walker's limits; FIFOs, devices and files with several hard links are left out."""
+    dest.mkdir(parents=True)
+    walker, budget = untrusted.TreeWalk(submission), untrusted.LIMITS.bytes
+    for node, parent in walker:
+        parts = node.rel.split("/")
+        if node.rel in GRADER_FILES or node.kind == "other":
+            continue
+        try:
+            with safe_open.folder(dest, parts[:-1]) as into:
+                if node.kind == "dir":
+                    os.mkdir(parts[-1], 0o755, dir_fd=into)
+                elif node.kind == "link":
+                    os.symlink(node.target, parts[-1], dir_fd=into)
+                else:
+                    budget -= _copy_file(parent, parts[-1], into, budget)
+        except (OSError, safe_open.Link, safe_open.Odd):
+            continue  # below a folder that was not copied, or not a plain file
     return dest
+
+
+def _copy_file(source_dir: int, name: str, into: int, budget: int) -> int:
+    """Copy one plain, singly linked file between two open folders (mode kept); returns its size."""
+    source = safe_open.open_file(source_dir, name)
+    try:
+        info = os.fstat(source)
+        if info.st_size > budget:
+            raise safe_open.Odd("over the copy's byte limit")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        target = os.open(name, flags, info.st_mode & 0o777, dir_fd=into)
+        try:
+            done = 0
+            while done < info.st_size and (sent := os.sendfile(target, source, done, info.st_size - done)):
+                done += sent
+        finally:
+            os.close(target)
+    finally:
+        os.close(source)
+    return info.st_size
 
 
 def _append_note(copy_dir: Path, note: str) -> None:
