@@ -10,13 +10,15 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = str | Callable[[dict[str, Any]], str]
+ToolCall = dict[str, Any]  # {"name": ..., "arguments": {...}}: answered as a native tool call
+Reply = str | ToolCall | Callable[[dict[str, Any]], "str | ToolCall"]
 
 
 class ScriptedServer:
     def __init__(self, replies: list[Reply], fallback: Reply = "I am done."):
         self.replies, self.fallback = list(replies), fallback
         self.requests: list[dict[str, Any]] = []
+        self.errors: list[str] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -33,7 +35,7 @@ class ScriptedServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def next_reply(self, request: dict[str, Any]) -> str:
+    def next_reply(self, request: dict[str, Any]) -> str | ToolCall:
         with self._lock:
             self.requests.append(request)
             reply = self.replies.pop(0) if self.replies else self.fallback
@@ -45,9 +47,13 @@ class ScriptedServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                content = server.next_reply(request)
-                body = json.dumps(completion(request.get("model", "scripted"), content)).encode()
-                self.send_response(200)
+                try:
+                    status, answer = 200, completion(request.get("model", "scripted"), server.next_reply(request))
+                except Exception as err:  # a script that does not fit the request: the client fails, not retries
+                    status, answer = 400, {"error": {"message": f"scripted server: {err!r}", "type": "invalid_request"}}
+                    server.errors.append(repr(err))
+                body = json.dumps(answer).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -59,12 +65,22 @@ class ScriptedServer:
         return Handler
 
 
-def completion(model: str, content: str) -> dict[str, Any]:
+def completion(model: str, content: str | ToolCall) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if isinstance(content, dict):
+        call = {
+            "id": "call_0",
+            "type": "function",
+            "function": {**content, "arguments": json.dumps(content["arguments"])},
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
     return {
         "id": f"chatcmpl-{time.monotonic_ns()}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if message["content"] is None else "stop"}
+        ],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }

@@ -28,6 +28,7 @@ def run_peer(out: Path, agent: str, server: ScriptedServer, steps: int, **option
         judge_model="offline",
         api_base=server.api_base,
         api_key="sk-test",
+        timeout_s="300",  # a script that goes wrong ends the peer, not the test session
         **options,
     )
 
