@@ -37,6 +37,9 @@ class OrchestratorConfig(BaseModel):
         6, ge=2, description="decisions allowed per budgeted step before the run is stopped as stuck"
     )
     model_error_limit: int = Field(3, ge=1, description="consecutive failed model calls before the run stops")
+    no_tool_call_limit: int = Field(
+        3, ge=1, description="decisions in a row that call no tool at all before the run stops (agent_failed)"
+    )
 
 
 class SpecialistConfig(BaseModel):

@@ -140,8 +140,13 @@ def build_graph(rt: RunContext, checkpointer: Any):
                 "tools": [c.name for c in completion.tool_calls],
             },
         )
+        silent = 0 if completion.tool_calls else state.get("no_tool_calls", 0) + 1
+        if silent >= config.orchestrator.no_tool_call_limit:
+            why = f"the model answered {silent} times in a row without calling a tool (text only, no call to read)"
+            return {"decision": decision, "no_tool_calls": silent, **stop(StopReason.AGENT_FAILED, why)}
         return {
             "decision": decision,
+            "no_tool_calls": silent,
             "stage": view["stage"],
             "final_call": final,
             "model_errors": 0,

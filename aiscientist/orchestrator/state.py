@@ -34,6 +34,7 @@ class OrchestratorState(TypedDict, total=False):
     since_exp: int  # implementation calls since the last experimentation
     last_outcome: str
     model_errors: int
+    no_tool_calls: int  # decisions in a row whose reply called no tool (not even an invalid call)
     final_call: bool  # the step budget is spent: this decision may only submit
     stop_reason: str  # a StopReason value; set: the run ends
     stop_detail: str  # the same for people
