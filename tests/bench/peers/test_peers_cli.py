@@ -1,0 +1,71 @@
+"""`bench peers install|list`, `bench agents` and `bench run --agents peer-...` through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.peers.specs import CACHE_ENV, PeerEnvError, PeerSpec, install
+from tests.bench.agents.test_bench_agents import TASK
+from tests.bench.peers.loopback import ScriptedServer
+from tests.bench.peers.test_peer_mini_swe_agent import bash, installed
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aiscientist", "bench", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
+
+
+def test_a_peer_that_cannot_be_built_names_the_package_and_pips_error(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    broken = PeerSpec(name="mini-swe-agent", package="mini-swe-agent", version="0.0.0.999", driver="none")
+    monkeypatch.setitem(sys.modules["bench.peers.specs"].PEERS, "mini-swe-agent", broken)
+    with pytest.raises(PeerEnvError, match=r"pip install mini-swe-agent==0\.0\.0\.999 failed .*for mini-swe-agent"):
+        install("mini-swe-agent", progress=lambda line: None)
+
+
+def test_unknown_peer_and_missing_environment_are_clear_errors(tmp_path: Path):
+    done = cli("peers", "install", "gpt-engineer")
+    assert done.returncode == 2 and "unknown peer 'gpt-engineer'; known peers: mini-swe-agent" in done.stderr
+    listed = cli("peers", "list", env={CACHE_ENV: str(tmp_path)})
+    assert listed.returncode == 0 and "peer-aide\taideml==0.2.2\tnot installed" in listed.stdout
+
+
+def test_bench_agents_lists_peers_next_to_our_reimplementations():
+    rows = json.loads(cli("agents", "--json").stdout)
+    names = {row["agent"] for row in rows}
+    assert {"aide", "openevolve", "peer-aide", "peer-openevolve", "peer-mini-swe-agent"} <= names
+
+
+@pytest.mark.skipif(not installed("mini-swe-agent"), reason="bench peers install mini-swe-agent")
+def test_bench_run_with_a_peer_writes_the_same_cell(tmp_path: Path):
+    replies = [
+        bash("More epochs.", "sed -i 's/EPOCHS = 40/EPOCHS = 100/' config.py"),
+        bash("Measure.", "run_experiment 'epochs 100'"),
+    ]
+    with ScriptedServer(replies, fallback=bash("Done.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")) as server:
+        done = cli(
+            "run", "--agents", "peer-mini-swe-agent", "--tasks", str(TASK), "--rounds", "1", "--steps", "2",
+            "--model", "openai/scripted", "--judge-model", "offline", "--out", str(tmp_path / "results"),
+            "--option", f"peer-mini-swe-agent.api_base={server.api_base}", "--no-progress", "--embedder", "minilm",
+            env={"OPENAI_API_KEY": "sk-loopback"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    cell = tmp_path / "results/runs/tiny-quadratic/peer-mini-swe-agent/round_1"
+    result = json.loads((cell / "result.json").read_text())
+    assert result["completed"] == 1 and result["test_metric"] is not None
+    assert (cell / "ws/experiments/step_0001/step.json").is_file()
+    assert list(cell.glob("**/run.html")) and (tmp_path / "results/report").is_dir()
