@@ -23,6 +23,7 @@ from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.llm import load_llm_config
 from aiscientist.util.console import make_console
 from bench.peers.bridge import Bridge
+from bench.peers.meter import Meter
 from bench.peers.specs import PeerEnvError, ensure, spec
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
@@ -93,9 +94,14 @@ class PeerAgent:
         python = ensure(self.peer)
         folder = ctx.ws.paths.state / "peer"
         (folder / "home").mkdir(parents=True, exist_ok=True)
-        (folder / "brief.json").write_text(brief(ctx).model_dump_json(indent=1))
+        told = brief(ctx)
         timeout = float(ctx.options.get("timeout_s", ctx.wall_time_s or 3600))
-        with Bridge(ctx) as bridge:
+        with contextlib.ExitStack() as stack:
+            if told.model.api_base:  # the peer's tokens are counted on their way back
+                meter = stack.enter_context(Meter(told.model.api_base, ctx.ws.paths.root, self.name))
+                told.model.api_base = meter.api_base
+            (folder / "brief.json").write_text(told.model_dump_json(indent=1))
+            bridge = stack.enter_context(Bridge(ctx))
             env = self.environment(folder, bridge)
             driver = DRIVERS / f"{spec(self.peer).driver}.py"
             code = _run([str(python), str(driver), str(folder / "brief.json")], folder, env, timeout)

@@ -60,6 +60,7 @@ def test_mini_swe_agent_edits_in_our_sandbox_and_our_engine_measures(tmp_path: P
     assert "EPOCHS = 120" in (ws / steps[0].code_path / "config.py").read_text()
     assert steps[0].metric < 0.6072  # our engine's number: 120 epochs fit better than the baseline's 40
     assert result["completed"] == 1 and result["best_val"] == steps[0].metric
+    assert steps[0].tokens == 3 * 120 and result["tokens"] == 5 * 120  # metered: 3 calls before the step, 5 in all
     assert result["has_test"] and result["test_metric"] is not None  # the hidden test ran on the best step
     assert result["stop_reason"] == "finished", result
     # the peer's first prompt carried the task; each later one the observation of our sandbox
