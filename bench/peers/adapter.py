@@ -99,7 +99,7 @@ class PeerAgent:
         with contextlib.ExitStack() as stack:
             if told.model.api_base:  # the peer's tokens are counted on their way back
                 meter = stack.enter_context(Meter(told.model.api_base, ctx.ws.paths.root, self.name))
-                told.model.api_base = meter.api_base
+                told.model.api_base = meter.url
             (folder / "brief.json").write_text(told.model_dump_json(indent=1))
             bridge = stack.enter_context(Bridge(ctx))
             env = self.environment(folder, bridge)

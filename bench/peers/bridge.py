@@ -15,19 +15,20 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import describe, run_step_once, step_result
 from aiscientist.agent.shell import sandboxed_shell
 from aiscientist.workspace.errors import ToolError
+from bench.peers.serve import LoopbackServer
 
 ROLE = "agent"
 OUTPUT_CHARS = 10000
 
 
-class Bridge:
+class Bridge(LoopbackServer):
     """Serves one run's peer; `calls` counts what it was asked (for the stop reason)."""
 
     def __init__(self, ctx: RunContext):
@@ -35,20 +36,7 @@ class Bridge:
         self.token = secrets.token_hex(16)
         self.calls = {"shell": 0, "experiment": 0, "write": 0}
         self._lock = threading.Lock()  # one action at a time: the peer's order is the run's order
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> Bridge:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.serve(_handler(self))
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")

@@ -6,37 +6,24 @@ to it as if it were the endpoint, and every answer's `usage` becomes a record in
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from aiscientist.llm import BudgetLimits
 from aiscientist.llm.budget import tracker_for_run
+from bench.peers.serve import LoopbackServer
 
 HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding"}
 
 
-class Meter:
+class Meter(LoopbackServer):
     def __init__(self, upstream: str, run_dir: Path, role: str):
         self.upstream, self.run_dir, self.role = upstream.rstrip("/"), run_dir, role
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> Meter:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.serve(_handler(self))
 
     def note(self, request: bytes, answer: bytes, seconds: float) -> None:
         try:

@@ -7,33 +7,26 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from bench.peers.serve import LoopbackServer
 
 ToolCall = dict[str, Any]  # {"name": ..., "arguments": {...}}: answered as a native tool call
 Reply = str | ToolCall | Callable[[dict[str, Any]], "str | ToolCall"]
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     def __init__(self, replies: list[Reply], fallback: Reply = "I am done."):
         self.replies, self.fallback = list(replies), fallback
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.serve(self._handler())
 
     @property
     def api_base(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{self.url}/v1"
 
     def next_reply(self, request: dict[str, Any]) -> str | ToolCall:
         with self._lock:
