@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from aiscientist.llm.messages import assistant_message
 from aiscientist.llm.toolcalls import outgoing, parse_text_calls, render_tools, reply_calls
+from aiscientist.llm.toolcalls.modes import REMINDER
 from aiscientist.llm.toolcalls.parse import MAX_SCAN_CHARS
 from aiscientist.llm.types import RawToolCall
 
@@ -129,6 +130,7 @@ def test_prompt_mode_sends_no_tools_and_writes_them_into_the_system_prompt() -> 
     assert tools == [] and [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[0]["content"].startswith("ROLE: helper") and render_tools(TOOLS) in messages[0]["content"]
     assert json.loads(messages[2]["content"]) == {"name": "read_file", "arguments": {"path": "a.py"}}
-    assert "Result of read_file:\nx = 1" in messages[3]["content"] and messages[3]["content"].endswith("go on")
+    assert "Result of read_file:\nx = 1" in messages[3]["content"]
+    assert messages[3]["content"].endswith(f"go on\n\n{REMINDER}")  # the format is the last thing read
     assert not any("tool_calls" in m for m in messages)
     assert outgoing("text", history, TOOLS) == (history, TOOLS)

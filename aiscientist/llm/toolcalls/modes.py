@@ -4,7 +4,8 @@
 - `text`: schemas in `tools`; calls also read from the reply's text (`parse.py`).
 - `auto` (default): native calls when the reply has them, else the text is read.
 - `prompt`: no `tools` parameter; the schemas and the call format are written into the
-  system prompt, earlier calls and results are sent as plain text, calls come from text.
+  system prompt, earlier calls and results are sent as plain text, the last user turn ends
+  with a one-line reminder of the format, calls come from text.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from aiscientist.llm.types import RawToolCall, ToolArgumentError, ToolCall
 
 ToolCallMode = Literal["native", "text", "prompt", "auto"]
 TOOLS_HEADING = "# Tools"
+# closes the last user turn of a `prompt`-mode request: small models follow the format when
+# it is the last thing they read (the end of the prompt: the shared prefix stays intact)
+REMINDER = f"Reply with tool calls, one JSON object per line: {CALL_FORMAT}. Prose alone does nothing."
 
 
 def render_tools(tools: list[dict[str, Any]]) -> str:
@@ -49,7 +53,10 @@ def outgoing(
         plain[0] = {**plain[0], "content": f"{plain[0].get('content') or ''}\n\n{block}"}
     else:
         plain.insert(0, {"role": "system", "content": block})
-    return _merge_users(plain), []
+    plain = _merge_users(plain)
+    if plain[-1].get("role") == "user" and isinstance(plain[-1].get("content"), str):
+        plain[-1] = {**plain[-1], "content": f"{plain[-1]['content']}\n\n{REMINDER}"}
+    return plain, []
 
 
 def _plain(message: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +109,9 @@ def reply_calls(
             checked.append(ToolCall(id=call_id, name=found.name, error=found.error))
             continue
         try:
-            checked.append(ToolCall(id=call_id, name=found.name, arguments=check_arguments(found.name, found.arguments, tools)))
+            checked.append(
+                ToolCall(id=call_id, name=found.name, arguments=check_arguments(found.name, found.arguments, tools))
+            )
         except ToolArgumentError as err:
             checked.append(ToolCall(id=call_id, name=found.name, error=str(err)))
     return raws, checked

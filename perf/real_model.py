@@ -1,0 +1,195 @@
+"""Agents driven by a real local model, measured (issue #29's benchmark; not a timed test).
+
+Serves the model once (llama.cpp, `aiscientist.llm.local`; a server already answering at
+the models-file address is used as it is), then runs each agent alone with
+`python -m aiscientist --record REC bench run --agents A --tasks T --steps N --rounds 1 --workers 1`
+and prints per agent and task, from the run's `logs/llm_calls.jsonl`, `result.json` and
+recorded requests:
+
+- calls: model calls; valid: the share of replies to tool-bearing requests that hold at
+  least one valid tool call and no invalid one; invalid: invalid calls in all;
+- stop: the run's stop reason; steps: run / successful;
+- best: best metric against the baseline; test: the hidden test's metric;
+- s/step and prompt tok/step: wall time and prompt tokens over steps run (over 1 if none);
+- prefix: the share of each request's prompt (rendered as the chat template lays it out)
+  that repeats the same role's previous request of that run, over every request but a
+  role's first.
+
+Goals (issue #29): valid >= 90 % for every agent; every agent ends on its own stop reason
+with at least one successful step; prefix >= 80 %.
+
+    python perf/real_model.py [--agents aiscientist,linear] [--steps 2] [--tasks tiny,TASK]
+                              [--model local/qwen2.5-coder-1.5b] [--keep DIR] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from aiscientist.llm.budget import read_records  # noqa: E402
+from aiscientist.llm.config import load_llm_config  # noqa: E402
+from aiscientist.llm.local.server import ensure_server  # noqa: E402
+from aiscientist.records.paths import RunPaths  # noqa: E402
+
+AGENTS = "aiscientist,aiscientist-flat,aide,linear,basic"
+TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
+GOAL_VALID, GOAL_PREFIX = 0.9, 0.8
+
+
+def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_s: float) -> tuple[Path | None, float]:
+    """One bench cell; its run folder (None when it left none) and the wall time."""
+    record = out / "requests"
+    command = [
+        sys.executable, "-m", "aiscientist", "--record", str(record), "bench", "run", "--agents", agent,
+        "--tasks", task, "--steps", str(steps), "--model", model, "--out", str(out / "bench"),
+        "--rounds", "1", "--workers", "1", "--no-progress", "--no-report",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    started = time.monotonic()
+    with (out / "bench.log").open("w") as log:
+        subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s)
+    wall = time.monotonic() - started
+    found = sorted((out / "bench" / "runs").glob(f"*/{agent}/round_*/ws/result.json"))
+    return (found[0].parent if found else None), wall
+
+
+def rendered(request: dict[str, Any]) -> str:
+    """The prompt as a chat template lays it out: tools first, then each turn in order."""
+    parts = [json.dumps(request.get("tools") or [], sort_keys=True)]
+    for m in request.get("messages", []):
+        calls = json.dumps(m.get("tool_calls"), sort_keys=True) if m.get("tool_calls") else ""
+        parts.append(f"<|{m.get('role')}|>\n{m.get('content') or ''}{calls}\n")
+    return "".join(parts)
+
+
+def prefix_share(records: list[dict[str, Any]], requests: Path) -> float | None:
+    """Characters shared with the same role's previous request, over all characters sent."""
+    previous: dict[str, str] = {}
+    shared = total = 0
+    for r in records:
+        path = requests / f"{r.get('request_hash')}.json"
+        if r.get("outcome") != "ok" or not path.is_file():
+            continue
+        text = rendered(json.loads(path.read_text())["request"])
+        before = previous.get(r["role"])
+        previous[r["role"]] = text
+        if before is not None:  # a role's first request has nothing to repeat
+            shared += len(os.path.commonprefix([before, text]))
+            total += len(text)
+    return shared / total if total else None
+
+
+def measure(agent: str, task: str, run: Path | None, wall: float, requests: Path) -> dict[str, Any]:
+    row: dict[str, Any] = {"agent": agent, "task": task, "wall_s": round(wall, 1)}
+    if run is None:
+        return {**row, "stop": "no run folder (see bench.log)"}
+    paths = RunPaths(run)
+    result = json.loads(paths.result.read_text())
+    records = read_records(paths.llm_calls) if paths.llm_calls.is_file() else []
+    offered = [r for r in records if r.get("outcome") == "ok" and r.get("tools_offered")]
+    valid = [r for r in offered if r.get("tool_calls") and not r.get("invalid_tool_calls")]
+    steps = result.get("steps_completed", 0)
+    test = result.get("test") or {}
+    return {
+        **row,
+        "calls": len(records),
+        "valid": len(valid) / len(offered) if offered else None,
+        "invalid": sum(r.get("invalid_tool_calls", 0) for r in records),
+        "mode": next((r["tool_call_mode"] for r in records if r.get("tool_call_mode")), None),
+        "stop": result.get("stop_reason"),
+        "stop_detail": result.get("stop_detail", ""),
+        "steps": steps,
+        "successful": result.get("steps_successful", 0),
+        "best": result.get("best_metric"),
+        "baseline": result.get("baseline"),
+        "test": test.get("metric") if test.get("success") else None,
+        "s_per_step": round(result.get("wall_time_s", wall) / max(steps, 1), 1),
+        "prompt_per_step": round(sum(r.get("prompt_tokens", 0) for r in records) / max(steps, 1)),
+        "prefix": prefix_share(records, requests),
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def table(rows: list[dict[str, Any]], model: str, steps: int) -> Table:
+    t = Table(title=f"{model}, {steps} step(s) per run")
+    for col in ("agent", "task", "calls", "valid", "invalid", "stop", "steps ok/run", "best/base", "test",
+                "s/step", "prompt tok/step", "prefix"):  # fmt: skip
+        t.add_column(col)
+    for r in rows:
+        t.add_row(
+            r["agent"], Path(r["task"]).parent.name if r["task"].endswith(".yaml") else r["task"],
+            str(r.get("calls", "-")), _pct(r.get("valid")), str(r.get("invalid", "-")), str(r["stop"]),
+            f"{r.get('successful', 0)}/{r.get('steps', 0)}", f"{_num(r.get('best'))}/{_num(r.get('baseline'))}",
+            _num(r.get("test")), str(r.get("s_per_step", "-")), str(r.get("prompt_per_step", "-")),
+            _pct(r.get("prefix")),
+        )  # fmt: skip
+    return t
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in rows:
+        goals = {
+            f"valid >= {GOAL_VALID:.0%}": r.get("valid") is None or r["valid"] >= GOAL_VALID,  # None: no tools
+            "own stop, >= 1 successful step": r["stop"] not in ("model_error", "model_unavailable", None)
+            and r.get("successful", 0) >= 1,
+            f"prefix >= {GOAL_PREFIX:.0%}": (r.get("prefix") or 0) >= GOAL_PREFIX,
+        }
+        missed = [name for name, ok in goals.items() if not ok]
+        out.append(f"{r['agent']}: " + ("all goals met" if not missed else "missed " + "; ".join(missed)))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", default=AGENTS)
+    parser.add_argument("--tasks", default=str(TINY), help="comma-separated task names or task.yaml paths")
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--model", default="local/qwen2.5-coder-1.5b")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds one agent's run may take")
+    parser.add_argument("--keep", type=Path, help="keep the runs in this folder")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    args = parser.parse_args()
+    config = load_llm_config(args.model)
+    if args.model.startswith("local/") and config.api_base and config.gguf:
+        ensure_server(config.api_base, config.gguf, args.model.removeprefix("local/"), config.context_window or 8192)
+    base = args.keep or Path(tempfile.mkdtemp(prefix="real-model-"))
+    console, rows = Console(width=200), []
+    for task in args.tasks.split(","):
+        for agent in args.agents.split(","):
+            out = base / f"{Path(task).parent.name if task.endswith('.yaml') else task}-{agent}"
+            out.mkdir(parents=True, exist_ok=True)
+            run, wall = run_agent(agent, task, args.steps, args.model, out, args.timeout)
+            rows.append(measure(agent, task, run, wall, out / "requests"))
+            console.print(f"{agent} on {task}: {rows[-1]['stop']} after {wall:.0f} s ({out})")
+    console.print(table(rows, args.model, args.steps))
+    for line in verdicts(rows):
+        console.print(line)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
