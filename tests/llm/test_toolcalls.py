@@ -131,6 +131,12 @@ def test_prompt_mode_sends_no_tools_and_writes_them_into_the_system_prompt() -> 
     assert messages[0]["content"].startswith("ROLE: helper") and render_tools(TOOLS) in messages[0]["content"]
     assert json.loads(messages[2]["content"]) == {"name": "read_file", "arguments": {"path": "a.py"}}
     assert "Result of read_file:\nx = 1" in messages[3]["content"]
-    assert messages[3]["content"].endswith(f"go on\n\n{REMINDER}")  # the format is the last thing read
+    assert messages[3]["content"].endswith("go on")  # the last reply called a tool: no reminder
+    prose = [
+        *history,
+        {"role": "assistant", "content": "I think we should read it."},
+        {"role": "user", "content": "go"},
+    ]
+    assert outgoing("prompt", prose, TOOLS)[0][-1]["content"] == f"go\n\n{REMINDER}"  # the format, read last
     assert not any("tool_calls" in m for m in messages)
     assert outgoing("text", history, TOOLS) == (history, TOOLS)

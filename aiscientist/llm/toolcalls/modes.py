@@ -4,8 +4,8 @@
 - `text`: schemas in `tools`; calls also read from the reply's text (`parse.py`).
 - `auto` (default): native calls when the reply has them, else the text is read.
 - `prompt`: no `tools` parameter; the schemas and the call format are written into the
-  system prompt, earlier calls and results are sent as plain text, the last user turn ends
-  with a one-line reminder of the format, calls come from text.
+  system prompt, earlier calls and results are sent as plain text, after a reply without a
+  call the last user turn ends with a one-line reminder of the format; calls come from text.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from aiscientist.llm.types import RawToolCall, ToolArgumentError, ToolCall
 
 ToolCallMode = Literal["native", "text", "prompt", "auto"]
 TOOLS_HEADING = "# Tools"
-# closes the last user turn of a `prompt`-mode request: small models follow the format when
-# it is the last thing they read (the end of the prompt: the shared prefix stays intact)
+# closes the last user turn of a `prompt`-mode request after a reply without a tool call:
+# small models follow the format when it is the last thing they read (at the end of the
+# prompt, the shared prefix stays intact)
 REMINDER = f"Reply with tool calls, one JSON object per line: {CALL_FORMAT}. Prose alone does nothing."
 
 
@@ -54,9 +55,15 @@ def outgoing(
     else:
         plain.insert(0, {"role": "system", "content": block})
     plain = _merge_users(plain)
-    if plain[-1].get("role") == "user" and isinstance(plain[-1].get("content"), str):
+    if _answered_in_prose(messages) and plain[-1].get("role") == "user" and isinstance(plain[-1].get("content"), str):
         plain[-1] = {**plain[-1], "content": f"{plain[-1]['content']}\n\n{REMINDER}"}
     return plain, []
+
+
+def _answered_in_prose(messages: list[dict[str, Any]]) -> bool:
+    """The model's last reply called no tool (the continue message then repeats the format)."""
+    replies = [m for m in messages if m.get("role") == "assistant"]
+    return bool(replies) and not replies[-1].get("tool_calls")
 
 
 def _plain(message: dict[str, Any]) -> dict[str, Any]:
