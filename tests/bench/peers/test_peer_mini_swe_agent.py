@@ -3,6 +3,7 @@ OpenAI-compatible server on a loopback socket, our sandbox and our experiment en
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,7 @@ def run_peer(out: Path, agent: str, server: ScriptedServer, steps: int, **option
         judge_model="offline",
         api_base=server.api_base,
         api_key="sk-test",
-        timeout_s="300",  # a script that goes wrong ends the peer, not the test session
-        **options,
+        **{"timeout_s": "300", **options},  # a script that goes wrong ends the peer, not the test session
     )
 
 
@@ -80,3 +80,15 @@ def test_a_peer_that_never_evaluates_ends_with_a_stop_reason(tmp_path: Path):
         ws, result = run_peer(tmp_path, "peer-mini-swe-agent", server, steps=2)
     assert result["completed"] == 0 and result["stop_reason"] == "agent_failed"
     assert "without calling the evaluator" in result["stop_detail"]
+
+
+def test_a_peer_that_hangs_is_killed_at_its_time_limit(tmp_path: Path):
+    def stall(request: dict) -> str:
+        time.sleep(30)
+        return bash("Too late.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+
+    started = time.monotonic()
+    with ScriptedServer([], fallback=stall) as server:
+        ws, result = run_peer(tmp_path, "peer-mini-swe-agent", server, steps=2, timeout_s="8")
+    assert time.monotonic() - started < 28  # killed at its limit, not left to finish
+    assert result["stop_reason"] == "wall_time" and "hung past its time limit (8s)" in result["stop_detail"]
