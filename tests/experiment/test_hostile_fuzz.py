@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from aiscientist.experiment import integrity, snapshots
 from aiscientist.records import metrics_file
 from aiscientist.records.step import folder_hashes
+from aiscientist.sandbox import bwrap_works
 from aiscientist.task import load_task
 from aiscientist.util import archive, untrusted
 from aiscientist.viewer.load import load_run
@@ -34,10 +35,11 @@ from aiscientist.workspace import Workspace, verify_run
 from bench.paper import checks, judge, reproduce
 from bench.paper.grading import _log_copy
 
+BWRAP = pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap is not usable here"))
 TINY = Path(__file__).parents[1] / "fixtures" / "tiny" / "task.yaml"
 SECRET = b"SENTINEL-8c1f0e-outside-the-tree"
 HARD = b"HARDLINKED-5d2a77-outside-the-tree"
-FUZZ = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 # Runs both on the host (to plant a tree directly) and inside train.py (a step leaves it):
 # every folder on the way is opened without following links, so planting never writes outside.
@@ -69,6 +71,9 @@ def plant(root, spec, outside):
             elif kind == "dir":
                 os.mkdir(name, dir_fd=fd)
             elif kind == "link":
+                os.symlink(arg.replace(b"@OUT@", outside), name, dir_fd=fd)
+            elif kind == "swap":  # a task or editable file replaced by a link
+                os.unlink(name, dir_fd=fd)
                 os.symlink(arg.replace(b"@OUT@", outside), name, dir_fd=fd)
             elif kind == "fifo":
                 os.mkfifo(name, dir_fd=fd)
@@ -136,6 +141,9 @@ entries = st.one_of(
     st.tuples(st.just("sparse"), paths, st.sampled_from([11 << 20, 1 << 20])),
     st.tuples(st.just("dir"), paths, st.none()),
     st.tuples(st.just("link"), paths, st.sampled_from(LINK_TARGETS)),
+    st.tuples(
+        st.just("swap"), st.sampled_from([b"evaluate.py", b"data.py", b"config.py"]), st.sampled_from(LINK_TARGETS)
+    ),
     st.tuples(st.just("fifo"), paths, st.none()),
     st.tuples(st.just("hard"), paths, st.just(b"@OUT@/hard.txt")),
     st.tuples(st.just("deep"), st.sampled_from([b"n", b"deep/\xff"]), st.integers(1, 160)),
@@ -180,9 +188,9 @@ def _state(folder: Path) -> dict[str, tuple[int, bytes]]:
     return found
 
 
-def _no_secret_below(folder: Path) -> None:
-    """No file the host wrote below `folder` (records, blobs, map, page) holds the sentinel."""
-    for node in untrusted.walk(folder, enter=lambda rel: rel != "submission").files():
+def _no_secret_below(folder: Path, untrusted_part: str = "submission") -> None:
+    """No file the host wrote below `folder` (records, blobs, map, page, copies) holds the sentinel."""
+    for node in untrusted.walk(folder, enter=lambda rel: rel != untrusted_part).files():
         data = untrusted.read_head(folder, node.rel, 256 << 20)
         assert SECRET not in data, f"the sentinel leaked into {node.rel!r}"
 
@@ -227,8 +235,7 @@ def _readers(ws: Workspace, tmp: Path) -> None:
     except snapshots.SnapshotError as err:
         _text_out(err)
     run = load_run(paths.root)
-    _text_out(render(run))
-    assert verify_run(paths.root).clean
+    _text_out(render(run), verify_run(paths.root))
 
 
 @contextmanager
@@ -249,6 +256,7 @@ def test_every_reader_survives_a_hostile_tree_and_reads_nothing_outside(spec: li
             _readers(ws, base)
         assert _state(outside) == before, "a reader wrote outside the tree"
         _no_secret_below(ws.paths.root)
+        _no_secret_below(base / "grade", "")  # the grader's copy of the submission
 
 
 def _hostile_train(spec: list, outside: Path) -> str:
@@ -256,8 +264,8 @@ def _hostile_train(spec: list, outside: Path) -> str:
     return f"{honest}\n\n{PLANT}\nplant(b'.', {spec!r}, {os.fsencode(outside)!r})\n"
 
 
-@pytest.mark.parametrize("backend", ["local"])
-@settings(FUZZ, max_examples=10)
+@pytest.mark.parametrize("backend", ["local", BWRAP])
+@settings(FUZZ, max_examples=8)
 @given(spec=trees)
 def test_a_step_that_leaves_a_hostile_tree_is_recorded(backend: str, spec: list) -> None:
     with _workspace(backend) as (ws, outside, base):
@@ -271,6 +279,7 @@ def test_a_step_that_leaves_a_hostile_tree_is_recorded(backend: str, spec: list)
             _readers(ws, base)
             again = ws.engine.run_step("agent", "the next step runs on a reset tree")
         assert ws.paths.step_record(again.step).is_file()
+        assert verify_run(ws.paths.root).clean  # the engine put every protected file back
         assert _state(outside) == before, "the step or a reader wrote outside the tree"
         _no_secret_below(ws.paths.root)
 
@@ -312,7 +321,7 @@ def _tar(specs: list) -> bytes:
     return buffer.getvalue()
 
 
-@settings(FUZZ, max_examples=60)
+@settings(FUZZ, max_examples=80)
 @given(specs=st.lists(members, min_size=1, max_size=10))
 def test_unpack_writes_only_inside_its_folder(specs: list) -> None:
     with tempfile.TemporaryDirectory(prefix="fuzz-tar-") as base:
