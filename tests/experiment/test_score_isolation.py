@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from aiscientist.experiment import integrity
+from aiscientist.experiment.scoring import score_run
 from aiscientist.sandbox import get_sandbox
-from aiscientist.task import load_task
+from aiscientist.task import expand_globs, load_task
 from aiscientist.workspace import Workspace
 from tests.sandbox_backends import BACKENDS
 
@@ -135,3 +137,28 @@ def test_a_task_without_a_split_is_marked_as_forgeable() -> None:
     task = load_task(TINY)
     assert task.score_isolated
     assert not task.model_copy(update={"score": []}).score_isolated
+
+
+LITE = sorted(p.parent for p in (Path(__file__).parents[2] / "bench" / "tasks").glob("*/task.yaml"))
+
+
+@pytest.mark.parametrize("backend", ISOLATED)
+@pytest.mark.parametrize("task_yaml", [TINY, *(folder / "task.yaml" for folder in LITE)], ids=lambda p: p.parent.name)
+def test_no_editable_module_is_importable_in_the_score_invocation(
+    tmp_path: Path, backend: str, task_yaml: Path
+) -> None:
+    """For the tiny task and every FML-lite task, validation and the hidden test: the score
+    invocation holds only scorer files and artifacts, and no editable module imports there."""
+    task = load_task(task_yaml)
+    ws = Workspace.create(task, tmp_path / "run", sandbox=backend)
+    editable = [rel for rel in expand_globs(ws.paths.submission, task.editable_globs) if rel.endswith(".py")]
+    modules = sorted(rel[:-3].replace("/", ".") for rel in editable)
+    allowed = "|".join(f"./{rel}" for rel in expand_globs(task.repository, [*task.scorer, *task.hidden]))
+    probe = "".join(f"python -c 'import {m}' 2>/dev/null && exit 10; " for m in modules)
+    probe += f"test -e {ws.paths.submission} && exit 12; "
+    probe += f'for f in $(find . -name "*.py"); do case "$f" in {allowed}) ;; *) exit 13;; esac; done'
+    ws.engine.task = task.model_copy(update={"score": [probe], "test_score": [probe]})
+    tree = integrity.scan(ws.paths.submission)
+    for test in (False, True):
+        result, _ = score_run(ws.engine, ws.paths.submission, tree, test=test)
+        assert result.ok, f"{task.name} (test={test}): {result.failure()} {result.stderr_tail[-300:]}"
