@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,7 +62,14 @@ def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()
     with (out / "bench.log").open("w") as log:
-        subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s)
+        bench = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            bench.wait(timeout_s)
+        except subprocess.TimeoutExpired:  # the grid's workers too; an unfinished run leaves no result.json
+            os.killpg(bench.pid, signal.SIGINT)
+            bench.wait(60)
     wall = time.monotonic() - started
     found = sorted((out / "bench" / "runs").glob(f"*/{agent}/round_*/ws/result.json"))
     return (found[0].parent if found else None), wall
@@ -154,7 +162,7 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
             f"valid >= {GOAL_VALID:.0%}": r.get("valid") is None or r["valid"] >= GOAL_VALID,  # None: no tools
             "own stop, >= 1 successful step": r["stop"] not in ("model_error", "model_unavailable", None)
             and r.get("successful", 0) >= 1,
-            f"prefix >= {GOAL_PREFIX:.0%}": (r.get("prefix") or 0) >= GOAL_PREFIX,
+            f"prefix >= {GOAL_PREFIX:.0%}": r.get("prefix") is None or r["prefix"] >= GOAL_PREFIX,  # None: one call
         }
         missed = [name for name, ok in goals.items() if not ok]
         out.append(f"{r['agent']}: " + ("all goals met" if not missed else "missed " + "; ".join(missed)))
