@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome
@@ -57,10 +57,18 @@ def get_agent(name: str) -> Agent:
     return agent_class(name)()
 
 
+def check_options(options: dict[str, dict[str, Any]]) -> None:
+    """Bad `--option` input fails before any work: an agent with an `options_model` checks its own."""
+    for name, values in options.items():
+        model = getattr(agent_class(name), "options_model", None)
+        if model is not None:
+            model.of(name, values)
+
+
 def load_all() -> None:
     """Import every agent's module, so the tool-set table holds every row."""
     for name in AGENTS:
         agent_class(name)
 
 
-__all__ = ["AGENTS", "Agent", "UnknownAgent", "agent_class", "get_agent", "load_all"]
+__all__ = ["AGENTS", "Agent", "UnknownAgent", "agent_class", "check_options", "get_agent", "load_all"]

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     from pydantic import ValidationError
 
-    from bench.agents import UnknownAgent
+    from bench.agents import UnknownAgent, check_options
     from bench.grid.runner import GridConfig, resolve_tasks, run_grid
 
     try:
@@ -155,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             options=parse_options(args.option),
         )
         _check_models(config)
+        check_options(config.options)
         if config.address and config.executor != "ray":
             raise ValueError("--address is the address of a Ray cluster: use it with --executor ray")
     except (ValidationError, ValueError) as err:

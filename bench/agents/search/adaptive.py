@@ -132,6 +132,7 @@ def subrules(
 
 class AdaptiveSearch:
     name = ROLE
+    options_model = AdaptiveOptions
     needs_model = True
 
     def solve(self, ctx: RunContext) -> Outcome:

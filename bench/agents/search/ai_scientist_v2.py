@@ -115,6 +115,7 @@ def select_batch(run: Search, stage: int, size: int, rng: random.Random, options
 
 class AIScientistV2:
     name = ROLE
+    options_model = V2Options
     needs_model = True
 
     def solve(self, ctx: RunContext) -> Outcome:

@@ -114,6 +114,7 @@ class Tree:
 
 class AiraMcts:
     name = ROLE
+    options_model = AiraOptions
     needs_model = True
 
     def solve(self, ctx: RunContext) -> Outcome:

@@ -34,6 +34,7 @@ class AutoresearchOptions(Options):
 
 class Autoresearch:
     name = ROLE
+    options_model = AutoresearchOptions
     needs_model = True
 
     def solve(self, ctx: RunContext) -> Outcome:

@@ -113,6 +113,7 @@ def sample_parent(
 
 class OpenEvolve:
     name = ROLE
+    options_model = EvolveOptions
     needs_model = True
 
     def solve(self, ctx: RunContext) -> Outcome:

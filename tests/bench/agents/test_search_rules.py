@@ -210,3 +210,18 @@ def test_subrules_go_deeper_and_stay_coherent():
     a, b, _, effdim = subrules(["discard"] * 4, far, base, 1.0, options)
     assert not a and not b and effdim == pytest.approx(1.0)
     assert subrules(["discard"] * 3, near[:3], base, 1.0, options)[:2] == (False, False)  # too short a history
+
+
+# ---- options ------------------------------------------------------------------------
+
+
+def test_bad_options_are_refused_before_any_work():
+    from bench.agents import UnknownAgent, check_options
+
+    check_options({"aira-mcts": {"uct_c": "2.0"}, "openevolve": {"num_islands": "5"}})
+    with pytest.raises(ValueError, match=r"bad --option for adaptive-search: p1_windw: .*its options: .*p1_window"):
+        check_options({"adaptive-search": {"p1_windw": "3"}})
+    with pytest.raises(ValueError, match="ai-scientist-v2: num_parallel: Input should be a valid integer"):
+        check_options({"ai-scientist-v2": {"num_parallel": "four"}})
+    with pytest.raises(UnknownAgent):
+        check_options({"aira": {"uct_c": "1"}})
