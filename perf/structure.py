@@ -1,11 +1,13 @@
-"""The code's shape, measured: lines of non-test Python, the largest files, import cycles.
+"""The code's shape, measured against the house rules (issue #28).
 
 Counts every `.py` file outside `tests/` and `bench/tasks/` (the task repositories are
-data), in total and as code only (no blank lines, comments or docstrings), lists the
-files over 400 lines and finds cycles among the project's module-level imports (an
-import inside a function or under `if TYPE_CHECKING:` is not a cycle at import time).
-
-Goals (issue #12): no import cycles; <= 9,000 lines; no file over 400 lines.
+data), in total and as code only (no blank lines, comments or docstrings), and checks:
+no folder with more than 12 modules of its own; at most 4 top-level modules in
+`aiscientist/`; no cycle among module-level imports (an import inside a function or
+under `if TYPE_CHECKING:` is not one at import time) and no import that runs back up
+the layers (`LAYERS`; nothing in `aiscientist` imports `bench`); no file over 400
+lines and no line over 120 characters; run-folder file names spelled only in
+`aiscientist/records/`. Exit 1 when a goal is not met.
 
     python perf/structure.py [--json FILE]
 """
@@ -23,7 +25,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("aiscientist", "bench", "perf", "scripts")
-MAX_LINES, MAX_FILE = 9_000, 400
+MAX_FILE, MAX_LINE, MAX_MODULES, MAX_TOP = 400, 120, 12, 4
+# aiscientist's rooms, lowest first: a module imports only from its own room or lower ones
+LAYERS = (
+    "util records task resources sandbox config experiment llm workspace agent specialists orchestrator viewer cli"
+).split() + ["__main__"]
+RUN_FILES = (
+    "step.json result.json llm_calls.jsonl events.jsonl events_head.json run.json setup.json exp_log.md impl_log.md"
+    " journal.jsonl checkpoints.sqlite run.html stdout.txt stderr.txt diff.patch"
+).split()
 
 
 def python_files() -> list[Path]:
@@ -73,6 +83,50 @@ def imports_at_load(tree: ast.Module, modules: set[str]) -> set[str]:
                 found.add(node.module)
                 found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found & modules
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """`a -> b` for every import from a lower room of `aiscientist` to a higher one, or into `bench`."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        if not module.startswith("aiscientist."):
+            continue
+        for target in sorted(targets):
+            low, high = _room(module), _room(target)
+            if target.startswith("bench") or (
+                target.startswith("aiscientist.")
+                and low in LAYERS
+                and high in LAYERS
+                and LAYERS.index(high) > LAYERS.index(low)
+            ):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def run_file_names(trees: dict[Path, ast.Module]) -> list[str]:
+    """`file:line name` for every string naming a run-folder file outside `aiscientist/records/`."""
+    found = []
+    for path, tree in trees.items():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("aiscientist/records/"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                name = node.value.rsplit("/", 1)[-1]
+                if name in RUN_FILES:
+                    found.append(f"{rel}:{node.lineno} {node.value}")
+    return found
+
+
+def crowded_folders(files: list[Path]) -> dict[str, int]:
+    """Folders holding more than MAX_MODULES modules of their own (`__init__` not counted)."""
+    count = Counter(p.parent.relative_to(ROOT).as_posix() for p in files if p.name != "__init__.py")
+    return {folder: n for folder, n in sorted(count.items()) if n > MAX_MODULES}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -129,7 +183,29 @@ def measure() -> dict:
         "lines_by_package": dict(by_package.most_common()),
         "largest": sorted(lines.items(), key=lambda item: -item[1])[:5],
         "over_limit": [rel for rel, count in lines.items() if count > MAX_FILE],
+        "long_lines": [
+            f"{p.relative_to(ROOT).as_posix()}:{n}"
+            for p, text in sources.items()
+            for n, line in enumerate(text.splitlines(), 1)
+            if len(line) > MAX_LINE
+        ],
+        "crowded_folders": crowded_folders(files),
+        "top_level_modules": sorted(p.name for p in (ROOT / "aiscientist").glob("*.py")),
         "import_cycles": cycles(graph),
+        "upward_imports": upward_imports(graph),
+        "run_file_names": run_file_names(trees),
+    }
+
+
+def goals(figures: dict) -> dict[str, bool]:
+    return {
+        "no import cycle": not figures["import_cycles"],
+        "no upward import": not figures["upward_imports"],
+        f"no file over {MAX_FILE} lines": not figures["over_limit"],
+        f"no line over {MAX_LINE} characters": not figures["long_lines"],
+        f"no folder over {MAX_MODULES} modules": not figures["crowded_folders"],
+        f"<= {MAX_TOP} top-level modules in aiscientist/": len(figures["top_level_modules"]) <= MAX_TOP,
+        "run-file names only in records/": not figures["run_file_names"],
     }
 
 
@@ -138,21 +214,20 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     figures = measure()
-    verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
-    print(
-        f"{figures['files']} files, {figures['lines']:,} lines of non-test Python outside bench/tasks/ ({figures['code_lines']:,} of code)"
-    )
+    print(f"{figures['files']} files, {figures['lines']:,} lines of non-test Python outside bench/tasks/", end=" ")
+    print(f"({figures['code_lines']:,} of code)")
     print("by folder: " + ", ".join(f"{name} {count:,}" for name, count in figures["lines_by_package"].items()))
     print("largest: " + ", ".join(f"{rel} ({count})" for rel, count in figures["largest"]))
-    for cycle in figures["import_cycles"]:
-        print("import cycle: " + " <-> ".join(cycle))
-    print(
-        f"goals: no import cycles {verdict(not figures['import_cycles'])} · <= {MAX_LINES:,} lines {verdict(figures['lines'] <= MAX_LINES)}"
-        f" · no file over {MAX_FILE} lines {verdict(not figures['over_limit'])}"
-    )
+    for key in ("import_cycles", "upward_imports", "over_limit", "long_lines", "run_file_names"):
+        for item in figures[key][:20]:
+            print(f"{key.replace('_', ' ')}: {' <-> '.join(item) if key == 'import_cycles' else item}")
+    for folder, count in figures["crowded_folders"].items():
+        print(f"crowded folder: {folder} ({count} modules)")
+    met = goals(figures)
+    print("goals: " + " · ".join(f"{goal} {'met' if ok else 'NOT met'}" for goal, ok in met.items()))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
-    return 0
+    return 0 if all(met.values()) else 1
 
 
 if __name__ == "__main__":

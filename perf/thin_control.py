@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from aiscientist.config import load_config  # noqa: E402
 from aiscientist.llm.client import LLMClient  # noqa: E402
 from aiscientist.orchestrator import solve  # noqa: E402
+from aiscientist.records.paths import RunPaths  # noqa: E402
 from aiscientist.task import load_task  # noqa: E402
 
 MODEL_CALLS: list[tuple[float, float]] = []  # (end time, duration) of every model reply
@@ -70,15 +71,14 @@ def _lines(path: Path) -> list[dict]:
 
 
 def measure(run_dir: Path, steps: int) -> dict:
-    events = _lines(run_dir / "logs" / "events.jsonl")
+    events = _lines(RunPaths(run_dir).events)
     decisions = [e["payload"] for e in events if e["kind"] == "orchestrator.decision"]
     window = min(10, steps // 2)
     early = [d["prompt_tokens"] for d in decisions if d["steps_done"] < window]
     late = [d["prompt_tokens"] for d in decisions if steps - window <= d["steps_done"] < steps]
     ends = {e["payload"]["step"]: _ts(e["ts"]) for e in events if e["kind"] == "experiment.end"}
     durations = {
-        int(p.parent.name[5:]): json.loads(p.read_text())["duration_s"]
-        for p in (run_dir / "experiments").glob("step_*/step.json")
+        int(p.parent.name[5:]): json.loads(p.read_text())["duration_s"] for p in RunPaths(run_dir).step_records()
     }
     call_spans = list(MODEL_CALLS)
     MODEL_CALLS.clear()

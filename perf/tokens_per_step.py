@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiscientist.llm.budget import read_records  # noqa: E402
 from aiscientist.llm.tokens import TokenCounter  # noqa: E402
+from aiscientist.records.paths import RunPaths  # noqa: E402
 
 GOAL = 15_000
 ROLES = ("orchestrator", "comprehension", "comprehension-reader", "prioritization", "implementation", "experimentation")
@@ -66,20 +67,18 @@ def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict
         str(run_dir),
     ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if not (run_dir / "result.json").is_file():  # exit 1 with a result: no step beat the baseline, which is fine here
+    if not RunPaths(run_dir).result.is_file():  # exit 1 with a result: no step beat the baseline, which is fine here
         raise SystemExit(
             f"{task}: solve failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
-    result = json.loads((run_dir / "result.json").read_text())
-    calls = [r for r in read_records(run_dir / "logs" / "llm_calls.jsonl") if r.get("outcome") == "ok"]
+    result = json.loads(RunPaths(run_dir).result.read_text())
+    calls = [r for r in read_records(RunPaths(run_dir).llm_calls) if r.get("outcome") == "ok"]
     by_role: Counter[str] = Counter()
     for r in calls:
         by_role[r["role"]] += r["prompt_tokens"] + r["completion_tokens"]
     tokens = sum(by_role.values())
     steps_done = result["steps_completed"]
-    step_tokens = [
-        json.loads(p.read_text())["tokens"] for p in sorted((run_dir / "experiments").glob("step_*/step.json"))
-    ]
+    step_tokens = [json.loads(p.read_text())["tokens"] for p in RunPaths(run_dir).step_records()]
     return {
         "task": result["task"],
         "steps": steps_done,

@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from aiscientist.records.paths import DIFF, STDERR, STDOUT
 from aiscientist.task import load_task
 from aiscientist.workspace import EventLog, Workspace, verify_run
 
@@ -63,13 +64,13 @@ def fill_experiments(ws: Workspace, count: int) -> None:
     for step in range(real.step + 1, count + 1):
         folder = ws.paths.step_dir(step)
         (folder / "code").mkdir(parents=True, exist_ok=True)
-        for name in ("stdout.txt", "stderr.txt", "diff.patch"):
+        for name in (STDOUT, STDERR, DIFF):
             (folder / name).write_text(f"{name} of step {step}\n")
         (folder / "code" / "train.py").write_text("# snapshot\n")
         record = real.model_copy(
             update={"step": step, "metric": 0.2 + (step * 7919 % 1000) / 2000, "hypothesis": f"hypothesis {step}"}
         )
-        (folder / "step.json").write_text(record.model_dump_json(indent=1))
+        ws.paths.step_record(step).write_text(record.model_dump_json(indent=1))
 
 
 def map_seconds(ws: Workspace, runs: int) -> tuple[float, int]:

@@ -71,7 +71,7 @@ class RunContext:
 
     @cached_property
     def journal(self) -> Journal:
-        return Journal(self.ws.paths.state / "journal.jsonl")
+        return Journal(self.ws.paths.journal)
 
     @property
     def rng(self) -> random.Random:
@@ -130,7 +130,7 @@ class RunContext:
         fresh: list[tuple[int, StepRecord | None]] = []
         step = self._open
         while True:
-            path = self.ws.paths.step_dir(step) / "step.json"
+            path = self.ws.paths.step_record(step)
             try:
                 info = os.stat(path)
             except FileNotFoundError:

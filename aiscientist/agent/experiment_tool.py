@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.experiment.engine import StepRecord
+from aiscientist.records.paths import STDERR
 from aiscientist.util.text import quoted, quoted_block
 from aiscientist.workspace.errors import ToolError
 
@@ -64,7 +65,7 @@ def step_report(record: StepRecord, metric_label: str) -> str:
 
 def stderr_excerpt(ctx: RunContext, step: int | None, chars: int = 2000) -> str:
     """The tail of a step's stderr for a prompt, between labelled begin and end lines ("" if none)."""
-    path = ctx.ws.paths.step_dir(step) / "stderr.txt" if step is not None else None
+    path = ctx.ws.paths.step_dir(step) / STDERR if step is not None else None
     text = path.read_text(errors="replace")[-chars:] if path is not None and path.is_file() else ""
     return quoted_block(text, f"stderr of step {step}") if text.strip() else ""
 

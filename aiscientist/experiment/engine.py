@@ -28,7 +28,7 @@ from aiscientist.experiment.runenv import clean_outputs, conda_command, in_envir
 from aiscientist.experiment.scoring import read_metrics, score_run, survivors_error
 from aiscientist.records import accounting
 from aiscientist.records.causes import FailureCause
-from aiscientist.records.paths import RunPaths
+from aiscientist.records.paths import DIFF, STDERR, STDOUT, RunPaths
 from aiscientist.records.step import (
     PENDING_RECORD,
     STEP_RECORD,
@@ -48,7 +48,7 @@ EventSink = Callable[[str, dict], None]
 def load_steps(paths: RunPaths) -> list[StepRecord]:
     """Every recorded step of a run, in order."""
     records = []
-    for step_json in sorted(paths.experiments.glob("step_*/step.json")):
+    for step_json in paths.step_records():
         records.append(StepRecord.model_validate_json(step_json.read_text()))
     return records
 
@@ -87,7 +87,7 @@ class ExperimentEngine:
 
     @property
     def setup_done(self) -> bool:
-        return (self.paths.state / "setup.json").is_file()
+        return self.paths.setup_done.is_file()
 
     def ensure_setup(self) -> None:
         """Once per workspace: run setup, commit the baseline, keep pristine copies.
@@ -120,7 +120,7 @@ class ExperimentEngine:
         self._tree_path.write_text(json.dumps({rel: e.to_json() for rel, e in tree.items()}, indent=1, sort_keys=True))
         snapshots.take(self.paths, self.BASELINE_TAG, "baseline", tree=tree)
         self.paths.state.mkdir(parents=True, exist_ok=True)
-        (self.paths.state / "setup.json").write_text(
+        self.paths.setup_done.write_text(
             json.dumps({"done_at": _now(), "setup": result.model_dump() if result else None}, indent=1)
         )
 
@@ -185,7 +185,7 @@ class ExperimentEngine:
         """The number the next step gets (the folders are listed once per engine;
         after that the engine counts the steps it records itself)."""
         if self._last_step is None:
-            done = [int(p.parent.name.split("_")[1]) for p in self.paths.experiments.glob("step_*/step.json")]
+            done = [int(p.parent.name.split("_")[1]) for p in self.paths.step_records()]
             self._last_step = max(done, default=0)
         return self._last_step + 1
 
@@ -254,8 +254,8 @@ class ExperimentEngine:
             if tampered:
                 self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
                 self.restore_protected()
-            (step_dir / "stdout.txt").write_text(result.stdout_tail)
-            (step_dir / "stderr.txt").write_text(result.stderr_tail)
+            (step_dir / STDOUT).write_text(result.stdout_tail)
+            (step_dir / STDERR).write_text(result.stderr_tail)
             if self._baseline_code is None:
                 self._baseline_code = baseline_editable(self.task, self.paths)
             write_code_evidence(self.task, self.paths, self._baseline_code, tree, step_dir)
@@ -366,7 +366,7 @@ class ExperimentEngine:
             constraint_violated=reading.constraint_violated,
             error=error,
             cause=cause,
-            diff_path=str(rel / "diff.patch"),
+            diff_path=str(rel / DIFF),
             code_path=str(rel / "code"),
             score_isolated=self.task.score_isolated,
             tokens=tokens,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aiscientist.experiment import snapshots
 from aiscientist.experiment.integrity import Entry, read_regular
-from aiscientist.records.paths import RunPaths
+from aiscientist.records.paths import DIFF, RunPaths
 from aiscientist.task import Task
 from aiscientist.util.text import name as shown
 
@@ -56,4 +56,4 @@ def write_code_evidence(
             target = step_dir / "code" / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-    (step_dir / "diff.patch").write_text("".join(chunks))
+    (step_dir / DIFF).write_text("".join(chunks))

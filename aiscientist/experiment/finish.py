@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from aiscientist.agent.outcome import StopReason
 from aiscientist.experiment.engine import StepRecord, best_step
-from aiscientist.records.result import RunResult, summarise, write_result
+from aiscientist.records import accounting
+from aiscientist.records.causes import summarize
+from aiscientist.records.result import RunResult, write_result
+from aiscientist.records.stop import StopReason
+from aiscientist.task import Task
 
 if TYPE_CHECKING:
     from aiscientist.workspace import Workspace
@@ -54,3 +57,27 @@ def measure_baseline(ws: Workspace, test: bool = True, started: float | None = N
     done = "baseline done"
     result = finish_run(ws, BASELINE_AGENT, [record], StopReason.FINISHED, done, final=test, started=started)
     return record, result
+
+
+def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
+    """Counts and the best eligible step from a run's step records (`aiscientist.records.accounting`);
+    `extra` sets or overrides fields (a run's own model usage replaces the steps' sum)."""
+    best = accounting.best_step(steps, task.metric.direction) if task.metric else None
+    counts = accounting.totals(steps)
+    fields: dict[str, Any] = {
+        "task": task.name,
+        "agent": agent,
+        "metric": task.metric.label if task.metric else None,
+        "direction": task.metric.direction if task.metric else None,
+        "baseline": task.baseline,
+        "best_step": best.step if best else None,
+        "best_metric": best.metric if best else None,
+        "best_metrics": best.metrics if best else {},
+        "steps_total": len(steps),
+        "steps_completed": counts.completed,
+        "steps_successful": counts.successful,
+        "tokens": counts.tokens,
+        "cost": counts.cost,
+        "failure_causes": summarize((s.cause, s.error or "") for s in steps if not s.eligible and s.cause is not None),
+    }
+    return RunResult(**{**fields, **extra})

@@ -19,9 +19,8 @@ from typing import Any
 from aiscientist.llm.config import BudgetLimits
 from aiscientist.llm.types import BudgetExhausted
 from aiscientist.records.accounting import CallUsage, call_usage
+from aiscientist.records.paths import RunPaths
 from aiscientist.util.appendfile import LockedAppendFile
-
-CALLS_LOG = Path("logs") / "llm_calls.jsonl"
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -113,7 +112,7 @@ def tracker_for_run(run_dir: Path | None, limits: BudgetLimits) -> BudgetTracker
     Without a run directory every client gets its own unlogged tracker."""
     if run_dir is None:
         return BudgetTracker(limits)
-    log_path = (Path(run_dir) / CALLS_LOG).resolve()
+    log_path = RunPaths(Path(run_dir)).llm_calls.resolve()
     with _trackers_lock:
         tracker = _trackers.get(log_path)
         if tracker is None:
@@ -126,4 +125,4 @@ def tracker_for_run(run_dir: Path | None, limits: BudgetLimits) -> BudgetTracker
 def forget_run(run_dir: Path) -> None:
     """Drop a run's cached tracker, so the next client rebuilds it from the log."""
     with _trackers_lock:
-        _trackers.pop((Path(run_dir) / CALLS_LOG).resolve(), None)
+        _trackers.pop(RunPaths(Path(run_dir)).llm_calls.resolve(), None)

@@ -29,13 +29,11 @@ from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator.graph import TURN, build_graph
 from aiscientist.orchestrator.state import initial_state
-from aiscientist.records.paths import RunPaths, write_atomic
+from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD, RunPaths, write_atomic
 from aiscientist.records.result import RunResult
-from aiscientist.records.step import PENDING_RECORD, folder_hashes
+from aiscientist.records.step import folder_hashes
 from aiscientist.task import Task, TaskError, load_task
 
-RUN_FILE = "run.json"
-CHECKPOINTS = "checkpoints.sqlite"
 THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
 
 
@@ -54,7 +52,7 @@ Progress = Callable[[dict[str, Any]], None]
 
 
 def is_run_folder(run_dir: Path) -> bool:
-    return (Path(run_dir) / "state" / RUN_FILE).is_file()
+    return RunPaths(Path(run_dir)).run_info.is_file()
 
 
 def solve(
@@ -76,8 +74,8 @@ def solve(
         info = _load_info(run_dir)
         if steps is not None and steps != info.steps:
             info = info.model_copy(update={"steps": steps, "finished": False})
-        if info.finished and run_dir.joinpath("result.json").is_file():
-            return RunResult.model_validate_json(run_dir.joinpath("result.json").read_text())
+        if info.finished and RunPaths(run_dir).result.is_file():
+            return RunResult.model_validate_json(RunPaths(run_dir).result.read_text())
         repairs = repair_interrupted(run_dir)
         ws = Workspace.open(run_dir)
         for kind, payload in repairs:
@@ -110,7 +108,7 @@ def solve(
     )
     started = time.monotonic()
     with ExitStack() as stack:
-        conn = stack.enter_context(closing(sqlite3.connect(ws.paths.state / CHECKPOINTS, check_same_thread=False)))
+        conn = stack.enter_context(closing(sqlite3.connect(ws.paths.checkpoints, check_same_thread=False)))
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # survives a killed process; only power loss can drop the last commit
         graph = build_graph(rt, SqliteSaver(conn))
@@ -175,7 +173,7 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     that crashed mid-run). A pending record whose end event is on disk is made visible. A blob
     half-copied into the snapshot store by a killed snapshot is removed."""
     repairs: list[tuple[str, dict[str, Any]]] = []
-    for path in sorted((run_dir / "experiments").glob("step_*/step.json")):
+    for path in RunPaths(run_dir).step_records():
         try:
             StepRecord.model_validate_json(path.read_text())
         except ValueError:
@@ -192,8 +190,8 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     ended = _ended_steps(run_dir)
     for pending in sorted((run_dir / "experiments").glob(f"step_*/{PENDING_RECORD}")):
         step = int(pending.parent.name.removeprefix("step_"))
-        if not (pending.parent / "step.json").exists() and ended.get(step) == folder_hashes(pending.parent):
-            pending.replace(pending.parent / "step.json")  # its end event is on disk: finish the commit
+        if not (pending.parent / STEP_RECORD).exists() and ended.get(step) == folder_hashes(pending.parent):
+            pending.replace(pending.parent / STEP_RECORD)  # its end event is on disk: finish the commit
             repairs.append(
                 (
                     "step.record_completed",
@@ -207,7 +205,7 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def _ended_steps(run_dir: Path) -> dict[int, dict[str, str]]:
     """The file hashes of every `experiment.end` event, by step."""
-    events = run_dir / "logs" / "events.jsonl"
+    events = RunPaths(run_dir).events
     ended = {}
     for line in events.read_text().splitlines() if events.is_file() else []:
         try:
@@ -273,7 +271,7 @@ def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_info(run_dir: Path) -> RunInfo:
-    path = run_dir / "state" / RUN_FILE
+    path = RunPaths(run_dir).run_info
     try:
         return RunInfo.model_validate_json(path.read_text())
     except ValidationError as err:
@@ -284,7 +282,7 @@ def _load_info(run_dir: Path) -> RunInfo:
 
 
 def _save(ws: Any, info: RunInfo) -> None:
-    path = ws.paths.state / RUN_FILE
+    path = ws.paths.run_info
     write_atomic(path, info.model_dump_json(indent=1))
 
 

@@ -7,11 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.agent.outcome import StopReason
-from aiscientist.experiment.engine import StepRecord, TestResult
-from aiscientist.records.accounting import best_step, totals
-from aiscientist.records.causes import summarize
-from aiscientist.task import Task
+from aiscientist.records.step import TestResult
+from aiscientist.records.stop import StopReason
 
 
 class RunResult(BaseModel):
@@ -34,30 +31,6 @@ class RunResult(BaseModel):
     stop_reason: StopReason | None = None  # None: the run has not ended
     stop_detail: str = ""
     failure_causes: str = ""
-
-
-def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
-    """Counts and the best eligible step from a run's step records (`aiscientist.records.accounting`);
-    `extra` sets or overrides fields (a run's own model usage replaces the steps' sum)."""
-    best = best_step(steps, task.metric.direction) if task.metric else None
-    counts = totals(steps)
-    fields: dict[str, Any] = {
-        "task": task.name,
-        "agent": agent,
-        "metric": task.metric.label if task.metric else None,
-        "direction": task.metric.direction if task.metric else None,
-        "baseline": task.baseline,
-        "best_step": best.step if best else None,
-        "best_metric": best.metric if best else None,
-        "best_metrics": best.metrics if best else {},
-        "steps_total": len(steps),
-        "steps_completed": counts.completed,
-        "steps_successful": counts.successful,
-        "tokens": counts.tokens,
-        "cost": counts.cost,
-        "failure_causes": summarize((s.cause, s.error or "") for s in steps if not s.eligible and s.cause is not None),
-    }
-    return RunResult(**{**fields, **extra})
 
 
 def write_result(path: Path, result: RunResult) -> None:

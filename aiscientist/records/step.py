@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from aiscientist.records.causes import FailureCause
+from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD
 from aiscientist.util import untrusted
 from aiscientist.util.text import escape_surrogates
 
@@ -69,10 +70,6 @@ class TestResult(BaseModel):
 
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-STEP_RECORD = "step.json"
-PENDING_RECORD = "step.json.tmp"
 
 
 def folder_hashes(step_dir: Path) -> dict[str, str]:

@@ -10,11 +10,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
-from aiscientist.agent.experiment_tool import describe
+from aiscientist.agent.experiment_tool import describe, stderr_excerpt
 from aiscientist.agent.experiment_tool import experiment_tool as shared_experiment_tool
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.experiment.engine import StepRecord
+from aiscientist.records.paths import STEP_RECORD
 from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
@@ -66,8 +67,7 @@ def run(rt: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult
     result = run_loop(rt, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
     for step_dir in outcomes:
-        record = StepRecord.model_validate_json((rt.ws.paths.root / step_dir / "step.json").read_text())
-        stderr = (rt.ws.paths.root / step_dir / "stderr.txt").read_text()[-1500:]
-        result.full_output += f"\n\n{describe(rt, record)}\nstderr tail:\n{stderr}"
+        record = StepRecord.model_validate_json((rt.ws.paths.root / step_dir / STEP_RECORD).read_text())
+        result.full_output += f"\n\n{describe(rt, record)}\n{stderr_excerpt(rt, record.step, 1500)}"
     result.ok = result.ok and bool(outcomes)
     return result

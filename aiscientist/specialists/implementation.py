@@ -12,6 +12,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
 from aiscientist.experiment import snapshots
+from aiscientist.records.paths import EXP_LOG, IMPL_LOG
 from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
@@ -44,15 +45,13 @@ def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = rt.ws.scope(ROLE)
     box = build_toolbox(rt, ROLE)
     exp_tail = (
-        tail(read_or_empty(rt, ROLE, "logs/exp_log.md"), rt.config.specialists.exp_log_tail_chars)
-        if args.mode == "fix"
-        else ""
+        tail(read_or_empty(rt, ROLE, EXP_LOG), rt.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
     )
     user = call_brief(
         rt,
         f"Mode: {args.mode}\n\nTask: {args.task}",
         args.context,
-        f"## Tail of logs/exp_log.md\n{exp_tail}" if exp_tail else "",
+        f"## Tail of {EXP_LOG}\n{exp_tail}" if exp_tail else "",
         facts(rt, ROLE, args=args.model_dump()),
     )
     result = run_loop(rt, ROLE, SYSTEM, user, box, key)
@@ -63,5 +62,5 @@ def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     if not rt.ws.file_bus:  # the orchestrator sees the full output only without the bus
         diff = snapshots.diff_stat(rt.ws.paths, snapshots.BASELINE_TAG, rt.editable_files())
         result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
-    result.artifacts = [*box.artifacts, "logs/impl_log.md"]
+    result.artifacts = [*box.artifacts, IMPL_LOG]
     return result

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiscientist.records.paths import write_atomic
+from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.viewer.load import load_run
 from aiscientist.viewer.render import render
-
-PAGE = "run.html"
 
 
 def write_page(folder: Path | str) -> Path:
     """Write `<run>/run.html` for a run folder or a bench cell's round folder."""
     run = load_run(folder)
-    path = run.root / PAGE
+    path = RunPaths(run.root).page
     write_atomic(path, render(run))
     return path

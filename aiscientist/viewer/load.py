@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.records.accounting import best_step, is_better, successful, totals
+from aiscientist.records.paths import DIFF, RunPaths
 from aiscientist.records.tree import read_tree
 from aiscientist.task import TaskError
 from aiscientist.util.humanize import num
@@ -104,7 +105,7 @@ def _plan_versions(root: Path) -> list[tuple[str, str]]:
     """The plan as each prioritization call handed it back (kept in the replay journal,
     state/journal.jsonl), then the file as it is now when that differs."""
     versions = []
-    for entry in _jsonl(root / "state" / "journal.jsonl"):
+    for entry in _jsonl(RunPaths(root).journal):
         value = entry.get("value")
         if entry.get("kind") == "done" and isinstance(value, dict) and value.get("role") == "prioritization":
             _, found, rest = str(value.get("full_output", "")).partition(PLAN_MARKER)
@@ -137,11 +138,11 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
     nodes = _nodes(root)
     steps: list[StepView] = []
     best = None
-    for path in sorted((root / "experiments").glob("step_*/step.json")):
+    for path in RunPaths(root).step_records():
         raw = _json(path)
         if raw is None:
             continue
-        diff_file = path.parent / "diff.patch"
+        diff_file = path.parent / DIFF
         diff = diff_file.read_text(errors="replace")[:DIFF_CHARS] if diff_file.is_file() else ""
         step = StepView.model_validate({**raw, "diff": diff, **nodes.get(raw["step"], {})})
         step.hypothesis = step.hypothesis or "(no hypothesis recorded)"
@@ -217,15 +218,15 @@ def _verify(root: Path) -> str:
 
 def load_run(folder: Path | str) -> RunView:
     root = run_root(Path(folder))
-    result = _json(root / "result.json")
-    state = _json(root / "state" / "run.json") or {}
+    result = _json(RunPaths(root).result)
+    state = _json(RunPaths(root).run_info) or {}
     task = _json(root / "task" / "task.json") or {}
     metric_spec = task.get("metric") or {}
     base = result or {}
     direction = base.get("direction") or metric_spec.get("direction") or "max"
     baseline = base.get("baseline", task.get("baseline"))
     steps = _steps(root, direction, baseline)
-    events = _jsonl(root / "logs" / "events.jsonl")
+    events = _jsonl(RunPaths(root).events)
     moments = [m for m in map(_moment, events) if m is not None]
     best = best_step(steps, direction)
     counted = totals(steps)

@@ -32,11 +32,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from aiscientist.records.paths import EVENTS_HEAD, EVENTS_LOG
 from aiscientist.util.appendfile import LockedAppendFile
 
 GENESIS = "0" * 64
-EVENTS = "logs/events.jsonl"
-HEAD = "state/events_head.json"
 MIRROR = ".pristine/logs"
 HEAD_PAD = 512
 SESSION_MARK = "=== Session "
@@ -105,8 +104,8 @@ class EventLog:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.path = self.root / EVENTS
-        self.head_path = self.root / HEAD
+        self.path = self.root / EVENTS_LOG
+        self.head_path = self.root / EVENTS_HEAD
         self._sessions: dict[Path, tuple[int, int]] = {}  # log -> (bytes counted, sessions in them)
         self._head: dict[str, Any] = {}  # the head this object last wrote: valid while the log keeps its size
         self._file = LockedAppendFile(self.path)
@@ -209,7 +208,7 @@ class EventLog:
         self._head = {"seq": event["seq"], "hash": event["hash"], "size": size + len(line), "logs": logs}
         self._write_head(self._head)
         if torn:
-            note = {"file": EVENTS, "dropped_bytes": len(torn), "preview": torn[:200].decode(errors="replace")}
+            note = {"file": EVENTS_LOG, "dropped_bytes": len(torn), "preview": torn[:200].decode(errors="replace")}
             self._append_event(fd, "system", "log.repaired", note)
         return event
 
@@ -262,7 +261,7 @@ def _torn_tail(fd: int, size: int) -> bytes:
 
 def read_events(root: Path) -> Iterator[dict[str, Any]]:
     """The events of a run folder that parse (verification lives in verify.py)."""
-    path = Path(root) / EVENTS
+    path = Path(root) / EVENTS_LOG
     if not path.is_file():
         return
     with open(path, "rb") as handle:

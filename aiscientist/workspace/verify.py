@@ -10,8 +10,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from aiscientist.records.paths import EVENTS_HEAD, EVENTS_LOG, STEP_RECORD
 from aiscientist.records.step import folder_hashes
-from aiscientist.workspace.eventlog import EVENTS, FIELDS, GENESIS, HEAD, event_hash, line_hashes
+from aiscientist.workspace.eventlog import FIELDS, GENESIS, event_hash, line_hashes
 
 
 class Problem(BaseModel):
@@ -63,25 +64,25 @@ def _describe(event: dict) -> str:
 
 def _check_chain(root: Path, report: Report) -> list[dict]:
     """The events up to the first bad line; the first problem is reported."""
-    path = root / EVENTS
+    path = root / EVENTS_LOG
     if not path.is_file():
-        report.problems.append(Problem(file=EVENTS, message="missing"))
+        report.problems.append(Problem(file=EVENTS_LOG, message="missing"))
         return []
     events: list[dict] = []
     prev = GENESIS
     *raw_lines, last = path.read_bytes().split(b"\n")
     if last:
         message = "incomplete last line (file truncated or written outside the API)"
-        report.problems.append(Problem(file=EVENTS, line=len(raw_lines) + 1, message=message))
+        report.problems.append(Problem(file=EVENTS_LOG, line=len(raw_lines) + 1, message=message))
     for number, raw in enumerate(raw_lines, 1):
         problem = _bad_event(raw, number, prev)
         if problem:
-            report.problems.insert(0, Problem(file=EVENTS, line=number, message=problem))
+            report.problems.insert(0, Problem(file=EVENTS_LOG, line=number, message=problem))
             break
         events.append(json.loads(raw))
         prev = events[-1]["hash"]
     report.events = len(events)
-    if not any(p.file == EVENTS for p in report.problems):
+    if not any(p.file == EVENTS_LOG for p in report.problems):
         _check_head(root, events, report)
     return events
 
@@ -104,16 +105,16 @@ def _bad_event(raw: bytes, number: int, prev: str) -> str | None:
 
 def _check_head(root: Path, events: list[dict], report: Report) -> None:
     try:
-        head = json.loads((root / HEAD).read_text())
+        head = json.loads((root / EVENTS_HEAD).read_text())
     except (OSError, ValueError):
         if events:
-            report.problems.append(Problem(file=HEAD, message="chain head missing or unreadable"))
+            report.problems.append(Problem(file=EVENTS_HEAD, message="chain head missing or unreadable"))
         return
     last_seq = events[-1]["seq"] if events else 0
     if head.get("seq", 0) > last_seq:
         report.problems.append(
             Problem(
-                file=EVENTS,
+                file=EVENTS_LOG,
                 line=last_seq + 1,
                 message=f"missing: the chain head records seq {head['seq']} but the log ends at seq {last_seq} (truncated)",
             )
@@ -121,7 +122,7 @@ def _check_head(root: Path, events: list[dict], report: Report) -> None:
     elif head.get("seq", 0) < last_seq or (events and head.get("hash") != events[-1]["hash"]):
         report.problems.append(
             Problem(
-                file=EVENTS,
+                file=EVENTS_LOG,
                 line=head.get("seq", 0) + 1,
                 message="lines after the recorded chain head (appended outside the API)",
             )
@@ -139,7 +140,7 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
         if payload["offset"] != ends.get(rel, 0):
             report.problems.append(
                 Problem(
-                    file=EVENTS,
+                    file=EVENTS_LOG,
                     line=event["seq"],
                     message=f"append to {rel} does not continue where the previous one ended",
                 )
@@ -216,7 +217,7 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
     (Steps recorded before end events carried hashes are not checked.)"""
     recorded = {e["payload"]["step"]: e for e in events if e["kind"] == "experiment.end" and "files" in e["payload"]}
     rewritten = {
-        e["payload"]["step"]: {"step.json": e["payload"]["record_sha256"]}
+        e["payload"]["step"]: {STEP_RECORD: e["payload"]["record_sha256"]}
         for e in events
         if e["kind"] == "step.invalidated" and "record_sha256" in e["payload"]
     }
@@ -240,7 +241,7 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
                 )
     if recorded:
         for step in sorted(set(on_disk) - set(recorded)):
-            if (on_disk[step] / "step.json").is_file():
+            if (on_disk[step] / STEP_RECORD).is_file():
                 report.problems.append(
                     Problem(file=f"experiments/step_{step:04d}", message="a step folder with no end event in the chain")
                 )

@@ -27,8 +27,8 @@ import threading
 from typing import Any, Protocol
 
 from aiscientist.experiment.engine import ExperimentEngine
-from aiscientist.records.paths import RunPaths
-from aiscientist.workspace.eventlog import EVENTS, EventLog, line_hashes
+from aiscientist.records.paths import EVENTS_LOG, LLM_CALLS_LOG, MAP_FILE, PAGE, RunPaths
+from aiscientist.workspace.eventlog import EventLog, line_hashes
 from aiscientist.workspace.fswatch import EVERY_WRITE_IN, Change, ObserverProcess, WatchSpec, intact
 from aiscientist.workspace.permissions import PermissionsFile
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 # Written all the time by the system itself (checkpoints, git, the map, the
 # model client's call log, the log mirrors, the run page); not listed as changes.
-IGNORED = ("state/", "WORKSPACE.md", "run.html", "logs/llm_calls.jsonl", ".pristine/logs/")
+IGNORED = ("state/", MAP_FILE, PAGE, LLM_CALLS_LOG, ".pristine/logs/")
 # Not watched at all: every checkpoint, git commit and event-head write lands here.
 UNWATCHED = ("state",)
 MAX_LISTED = 100
@@ -132,7 +132,7 @@ class Watcher:
                 return
             change = change._replace(kind="modified")  # elsewhere a close is how a write shows
         with self._lock:
-            if rel in self._log_files or rel == EVENTS:
+            if rel in self._log_files or rel == EVENTS_LOG:
                 self._dirty_logs.add(rel)
                 return
             entry = self._changes.setdefault(
@@ -228,7 +228,7 @@ class Watcher:
         """Mark a step invalid even when the file was put back before it ended
         (the engine, checking only after the run, would not see it)."""
         for step, files in list(self._pending_invalid.items()):
-            step_json = self.ws.paths.step_dir(step) / "step.json"
+            step_json = self.ws.paths.step_record(step)
             if not step_json.is_file():  # still running
                 continue
             del self._pending_invalid[step]
@@ -250,7 +250,7 @@ class Watcher:
 
     def _handle_log(self, rel: str) -> None:
         with self.ws.events._locked():  # consistent with API appends; no recording inside
-            finding = self._check_events() if rel == EVENTS else self._check_markdown(rel)
+            finding = self._check_events() if rel == EVENTS_LOG else self._check_markdown(rel)
         if finding:
             self.ws.events.record(
                 "system", "log.tampered", {"file": rel, "found": "watcher", "by": self.ws.activity(), **finding}

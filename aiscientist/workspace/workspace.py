@@ -32,7 +32,6 @@ from aiscientist.workspace.wsmap import MapCache, build_map
 TEMPLATE = WORKSPACE_TEMPLATE
 CONFIG = "state/workspace.json"
 PERMISSIONS = "state/permissions.yaml"
-LLM_CALLS = "logs/llm_calls.jsonl"
 
 
 class WorkspaceConfig(BaseModel):
@@ -197,7 +196,7 @@ class Workspace:
     def state(self) -> RunState:
         steps = self.steps()
         best = best_step(self.task, steps)
-        calls = call_usage(read_records(self.paths.root / LLM_CALLS))
+        calls = call_usage(read_records(self.paths.llm_calls))
         tokens, cost = run_usage(calls, steps)
         return RunState(
             steps_done=len(steps),

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from aiscientist.records.paths import RunPaths
+from aiscientist.records.paths import STEP_RECORD, RunPaths
 from aiscientist.task import Task
 from aiscientist.util import untrusted
 from aiscientist.util.text import clean, quoted
@@ -98,19 +98,19 @@ class MapCache:
         self, path: Path, cached: tuple[int, dict[str, Any], Stats] | None
     ) -> tuple[int, dict[str, Any], Stats]:
         try:
-            stamp = os.stat(path / "step.json").st_mtime_ns
+            stamp = os.stat(path / STEP_RECORD).st_mtime_ns
         except OSError:
             return (
                 0,
-                {"step": path.name, "success": False, "error": "no step.json (crashed or running)"},
+                {"step": path.name, "success": False, "error": f"no {STEP_RECORD} (crashed or running)"},
                 _stats(path),
             )
         if cached is not None and cached[0] == stamp:
             return cached
         try:
-            record = json.loads((path / "step.json").read_bytes())
+            record = json.loads((path / STEP_RECORD).read_bytes())
         except (OSError, ValueError):
-            return (0, {"step": path.name, "success": False, "error": "unreadable step.json"}, _stats(path))
+            return (0, {"step": path.name, "success": False, "error": f"unreadable {STEP_RECORD}"}, _stats(path))
         entry = self._steps[path.name] = (stamp, record, _stats(path))
         return entry
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aiscientist.experiment.engine import best_step, load_steps
-from aiscientist.records.paths import RunPaths
+from aiscientist.records.paths import RESULT, RunPaths
 from aiscientist.task import Task, load_task
 from aiscientist.util.console import make_console
 from aiscientist.util.humanize import num, plural
@@ -41,9 +41,9 @@ def cell_status(spec: RunSpec, task: Task, out: Path) -> CellStatus:
     except (ValidationError, ValueError, OSError):
         steps = []  # a step record being written right now
     best = best_step(task, steps) if task.metric else None
-    if (folder / "result.json").is_file():
+    if (folder / RESULT).is_file():
         state: State = "done"
-        note = str(json.loads((folder / "result.json").read_text()).get("error") or "")
+        note = str(json.loads((folder / RESULT).read_text()).get("error") or "")
     elif (folder / "error.txt").is_file():
         state, note = "failed", ((folder / "error.txt").read_text().strip().splitlines() or [""])[-1]
     else:
@@ -80,7 +80,7 @@ class GridProgress:
         self.live = None
         self._done: dict[Path, CellStatus] = {}
         self.reported: dict[Path, State] = {
-            s.folder(out): "done" for s in specs if (s.folder(out) / "result.json").is_file()
+            s.folder(out): "done" for s in specs if (s.folder(out) / RESULT).is_file()
         }  # finished before
 
     def cells(self) -> list[CellStatus]:

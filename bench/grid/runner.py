@@ -26,6 +26,7 @@ from aiscientist.experiment.finish import measure_baseline as measure_baseline_s
 from aiscientist.llm import read_records
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
+from aiscientist.records.paths import RESULT, RUN_INFO, SETUP_DONE, RunPaths
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace
 from bench.agents import get_agent
@@ -60,7 +61,7 @@ def run_specs(config: GridConfig) -> list[RunSpec]:
 
 
 def is_finished(spec: RunSpec, out: Path) -> bool:
-    return (spec.folder(out) / "result.json").is_file()
+    return (spec.folder(out) / RESULT).is_file()
 
 
 def _seed(spec: RunSpec, base: int) -> int:
@@ -77,7 +78,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     agent = get_agent(spec.agent)
     options, seed, ws_dir = config.options.get(spec.agent, {}), _seed(spec, config.seed), folder / "ws"
     own = getattr(agent, "creates_workspace", False)
-    if ws_dir.exists() and not (ws_dir / "state" / ("run.json" if own else "setup.json")).is_file():
+    if ws_dir.exists() and not (ws_dir / (RUN_INFO if own else SETUP_DONE)).is_file():
         shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
     if own:
         stop = _guard(
@@ -91,7 +92,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = summarise_cell(spec, config, task, ws, out, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
-    (folder / "result.json").write_text(summary.model_dump_json(indent=1))
+    (folder / RESULT).write_text(summary.model_dump_json(indent=1))
     return str(stop)
 
 
@@ -104,7 +105,7 @@ class Timing:
         self.path = folder / "timing.json"
         state = json.loads(self.path.read_text()) if self.path.is_file() else {"wall_time_s": 0.0, "open_since": None}
         if state.get("open_since") is not None:
-            ends = [p.stat().st_mtime for p in folder.glob("ws/experiments/step_*/step.json")]
+            ends = [p.stat().st_mtime for p in RunPaths(folder / "ws").step_records()]
             state["wall_time_s"] += max(0.0, max(ends, default=state["open_since"]) - state["open_since"])
         self.wall, self.started = state["wall_time_s"], time.time()
         self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": self.started}))
@@ -151,7 +152,7 @@ def summarise_cell(
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
     usage = summarise_steps(steps, direction)
-    usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.logs / "llm_calls.jsonl")), steps)
+    usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.llm_calls)), steps)
     return RunSummary(
         task=spec.task,
         agent=spec.agent,
@@ -169,7 +170,7 @@ def summarise_cell(
         diversity=diversity,
         embedder=embedder,
         labels=labels,
-        judge_tokens=call_usage(read_records(folder / "judge" / "logs" / "llm_calls.jsonl")).tokens,
+        judge_tokens=call_usage(read_records(RunPaths(folder / "judge").llm_calls)).tokens,
         rubric_score=_rubric(task, ws, folder, config),
         score_range=range_of(task.name, direction, task.score_range),
         stop_reason=stop.stop,

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from aiscientist.agent.outcome import StopReason
 from aiscientist.experiment.engine import StepRecord
 from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
+from aiscientist.records.paths import RESULT
 from bench.scoring.fml_metrics import Range, normalized_improvement
 
 Direction = Literal["max", "min"]
@@ -129,8 +130,7 @@ class RunSummary(BaseModel):
 def load_runs(results: Path) -> list[RunSummary]:
     """Every finished run's summary under RESULTS/runs/."""
     return [
-        RunSummary.model_validate_json(p.read_text())
-        for p in sorted((results / "runs").glob("*/*/round_*/result.json"))
+        RunSummary.model_validate_json(p.read_text()) for p in sorted((results / "runs").glob(f"*/*/round_*/{RESULT}"))
     ]
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aiscientist.agent import toolsets
+from aiscientist.records.paths import RunPaths
 from aiscientist.util.humanize import MISSING, num, plural, pm
 from bench.agents import AGENTS, agent_class
 from bench.scoring.metrics import (
@@ -376,7 +377,7 @@ def forgeable_note(results: Path) -> list[str]:
     (`score_isolated: false` in their step records, docs/contracts.md "Scoring")."""
     tasks = set()
     for task_dir in sorted((results / "runs").glob("*")):
-        for record in task_dir.glob("*/round_*/ws/experiments/step_0001/step.json"):
+        for record in (RunPaths(ws).step_record(1) for ws in task_dir.glob("*/round_*/ws")):
             try:
                 isolated = json.loads(record.read_text()).get("score_isolated")
             except (OSError, ValueError, AttributeError):

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiscientist.experiment.finish import summarise
 from aiscientist.llm.budget import BudgetTracker
 from aiscientist.llm.config import BudgetLimits
 from aiscientist.records.accounting import (
@@ -20,7 +21,6 @@ from aiscientist.records.accounting import (
     successful,
     totals,
 )
-from aiscientist.records.result import summarise
 from aiscientist.records.step import StepRecord
 from aiscientist.task import load_task
 from bench.scoring.metrics import summarise_steps

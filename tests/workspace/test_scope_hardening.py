@@ -263,8 +263,10 @@ def test_a_tool_that_raises_returns_a_tool_error_and_is_recorded(ws: Workspace):
 
 def test_a_baselines_toolbox_is_the_kernels_dispatch(ws: Workspace):
     from aiscientist.agent.context import RunContext
+    from bench.agents import agent_class
     from bench.agents.tools import baseline_toolbox
 
+    agent_class("linear")  # as a run does: the agent's module declares its tool set
     box = baseline_toolbox(RunContext(agent="linear", ws=ws, model="offline", steps=1), "linear")
 
     def call(name: str, arguments: dict) -> str:

@@ -20,13 +20,14 @@ import aiscientist.llm.offline.search as search
 from aiscientist.llm import candidates
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.llm.offline.solo import Call, editable, read_call, replay, tries
+from aiscientist.records.paths import EXP_LOG
 
 STEP_BLOCK = re.compile(r"^\[step (\d+)\] .*?(?=^\[step \d+\] |^details: |\Z)", re.M | re.S)
 FOCUS = "targets, metric and baseline, method structure, evaluation protocol"
 GUIDANCE = "every one-step change of a literal, each direction"
 REVISE = "revert the last change unless it set a new best, then apply the next untried change"
 KEPT = "the best validated step is kept."
-PLAN, SUMMARY, EXP_LOG = "plan/prioritized_tasks.md", "paper_analysis/summary.md", "logs/exp_log.md"
+PLAN, SUMMARY = "plan/prioritized_tasks.md", "paper_analysis/summary.md"
 CODE_LINES = r'^\s*(?:def|class) \w+|^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=\s*(?:[-+]?[\d.]|True|False)|^(?:"""|# )'
 LOG_LINES = r"^\[step \d+\] |^success: "
 EVAL_LINES = r"(?i)mse|acc|loss|metric|final_info|split|^\s*(?:def|class) \w+|^(?:\"\"\"|# )"
