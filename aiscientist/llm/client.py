@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aiscientist.llm.backends import Backend, backend_kind
 from aiscientist.llm.budget import BudgetTracker, tracker_for_run
 from aiscientist.llm.config import LLMConfig, load_llm_config
 from aiscientist.llm.messages import assistant_message, normalize_tools, request_hash, to_openai_messages
-from aiscientist.llm.retry import Attempts, send_with_patience
-from aiscientist.llm.toolcalls import outgoing, reply_calls
+from aiscientist.llm.provider.backends import Backend, backend_kind
+from aiscientist.llm.provider.retry import Attempts, send_with_patience
 from aiscientist.llm.store import Recorder, Replayer
 from aiscientist.llm.tokens import DEFAULT_ENCODING, TokenCounter
+from aiscientist.llm.toolcalls import outgoing, reply_calls
 from aiscientist.llm.types import (
     BudgetExhausted,
     Completion,

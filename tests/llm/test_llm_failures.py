@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aiscientist.llm import ContextOverflow, LLMConfig, ModelError, ModelUnavailable, make_client, read_records
-from aiscientist.llm.errors import context_sizes
+from aiscientist.llm.provider.errors import context_sizes
 from aiscientist.llm.window import TRIM_MARK
 from tests.fixtures.llm.fake_openai import FakeOpenAI, error, overflow, reply
 

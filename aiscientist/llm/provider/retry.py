@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiscientist.llm.backends import Backend, Transient
 from aiscientist.llm.config import LLMConfig
+from aiscientist.llm.provider.backends import Backend, Transient
 from aiscientist.llm.types import ModelUnavailable, Reply
 from aiscientist.util import notices
 

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.llm.config import LLMConfig
-from aiscientist.llm.errors import context_sizes, describe, network_failure, provider_message
+from aiscientist.llm.provider.errors import context_sizes, describe, network_failure, provider_message
 from aiscientist.llm.types import (
     ContextOverflow,
     ModelConfigError,
