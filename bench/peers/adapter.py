@@ -37,6 +37,7 @@ class PeerModel(BaseModel):
     api_base: str | None = None
     api_key: str | None = None
     temperature: float | None = 0.0
+    max_tokens: int | None = None  # the models file's cap on one answer
 
 
 class PeerBrief(BaseModel):
@@ -57,14 +58,18 @@ def peer_model(ctx: RunContext) -> PeerModel:
     if not model or model == "offline" or model.startswith("scripted:"):
         raise ValueError(
             f"agent {ctx.agent} runs a peer's own model client: give --model a litellm name, "
-            "a local/... model or an OpenAI-compatible endpoint (option api_base), not {model!r}"
+            f"a local/... model or an OpenAI-compatible endpoint (option api_base), not {model!r}"
         )
     config = load_llm_config(model, ctx.config.models_file)
     api_base = ctx.options.get("api_base") or config.api_base
     if model.startswith("local/"):
         ctx.client("peer")  # starts the llama.cpp server if nothing answers at the entry's api_base
-        return PeerModel(name=f"openai/{model.removeprefix('local/')}", api_base=api_base, api_key="local")
-    return PeerModel(name=model, api_base=api_base, api_key=ctx.options.get("api_key"), temperature=config.temperature)
+        alias = model.removeprefix("local/")
+        return PeerModel(name=f"openai/{alias}", api_base=api_base, api_key="local", max_tokens=config.max_tokens)
+    key = ctx.options.get("api_key")
+    return PeerModel(
+        name=model, api_base=api_base, api_key=key, temperature=config.temperature, max_tokens=config.max_tokens
+    )
 
 
 def brief(ctx: RunContext) -> PeerBrief:

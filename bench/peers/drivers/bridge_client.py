@@ -45,11 +45,7 @@ def task_text(brief: dict[str, Any], how_to_evaluate: str) -> str:
 def model_kwargs(brief: dict[str, Any]) -> dict[str, Any]:
     """litellm keyword arguments for the run's model."""
     model = brief["model"]
-    extra = {
-        "api_base": model.get("api_base"),
-        "api_key": model.get("api_key"),
-        "temperature": model.get("temperature"),
-    }
+    extra = {k: model.get(k) for k in ("api_base", "api_key", "temperature", "max_tokens")}
     return {k: v for k, v in extra.items() if v is not None}
 
 

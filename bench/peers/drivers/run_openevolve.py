@@ -51,6 +51,8 @@ def main(brief_path: str) -> int:
         )
     ]
     config.llm.temperature = model.get("temperature") if model.get("temperature") is not None else 0.7
+    if model.get("max_tokens"):
+        config.llm.max_tokens = int(model["max_tokens"])
     config.prompt.system_message = (
         "You are improving one file of a machine-learning code repository.\n\n"
         + task_text(brief, HOW)
