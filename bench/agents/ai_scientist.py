@@ -170,7 +170,8 @@ class AIScientist:
         )
         tried = "\n".join(f"- {i.title}" for i in progress.ideas) or "(none)"
         user = (
-            f"{ctx.task.summary()}\n\n## Baseline code\n{code}\n\n## Ideas already tried\n{tried}\n\nPropose {IDEAS_PER_CALL} new ideas.\n"
+            f"{ctx.task.summary()}\n\n## Baseline code\n{code}\n\n"
+            f"## Ideas already tried\n{tried}\n\nPropose {IDEAS_PER_CALL} new ideas.\n"
             + facts_line(
                 role=ROLE,
                 want=IDEAS_PER_CALL,

@@ -33,7 +33,8 @@ class External:
         command = ctx.options.get("command")
         if not command:
             raise ValueError(
-                "agent external needs an option command=... (e.g. --option external.command='my-agent --task $AISCI_TASK_FILE')"
+                "agent external needs an option command=... "
+                "(e.g. --option external.command='my-agent --task $AISCI_TASK_FILE')"
             )
         bin_dir = ctx.ws.paths.state / "external_bin"
         bin_dir.mkdir(parents=True, exist_ok=True)

@@ -59,7 +59,10 @@ def test_paperbench_agents_edit_through_sandboxed_bash(tmp_path: Path, agent: st
 
 
 def test_external_agent_steps_are_counted_by_the_wrapper(tmp_path: Path):
-    script = "sed -i 's/EPOCHS = 40/EPOCHS = 80/' config.py; run_experiment more epochs; run_experiment again; run_experiment third; echo exit=$? > ../scratch/third.txt; cat $AISCI_TASK_FILE > ../scratch/task.txt"
+    script = (
+        "sed -i 's/EPOCHS = 40/EPOCHS = 80/' config.py; run_experiment more epochs; run_experiment again; "
+        "run_experiment third; echo exit=$? > ../scratch/third.txt; cat $AISCI_TASK_FILE > ../scratch/task.txt"
+    )
     ws, result = run_agent(tmp_path, "external", steps=2, command=script)
     steps = load_steps(RunPaths(ws))
     assert [s.hypothesis for s in steps] == ["more epochs", "again"]
