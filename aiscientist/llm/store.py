@@ -95,5 +95,8 @@ def _excerpts(a: str, b: str, width: int = 40) -> tuple[str, str]:
     """The two texts around their first differing character."""
     at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     start = max(0, at - width // 2)
-    cut = lambda t: ("..." if start else "") + t[start : at + width] + ("..." if len(t) > at + width else "")
+
+    def cut(text: str) -> str:
+        return ("..." if start else "") + text[start : at + width] + ("..." if len(text) > at + width else "")
+
     return cut(a), cut(b)

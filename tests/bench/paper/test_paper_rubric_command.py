@@ -154,7 +154,7 @@ def test_our_graded_tree_is_paperbench_format_and_rescores_to_its_root() -> None
 
 
 def _rubric(tmp_path: Path) -> str:
-    leaf = lambda i, cat, w=1, **x: {
+    leaf = lambda i, cat, w=1, **x: {  # noqa: E731
         "id": f"l{i}",
         "requirements": "r",
         "weight": w,
