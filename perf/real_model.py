@@ -69,7 +69,11 @@ def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_
             bench.wait(timeout_s)
         except subprocess.TimeoutExpired:  # the grid's workers too; an unfinished run leaves no result.json
             os.killpg(bench.pid, signal.SIGINT)
-            bench.wait(60)
+            try:
+                bench.wait(60)
+            except subprocess.TimeoutExpired:  # a model call in flight outlasts the interrupt
+                os.killpg(bench.pid, signal.SIGKILL)
+                bench.wait()
     wall = time.monotonic() - started
     found = sorted((out / "bench" / "runs").glob(f"*/{agent}/round_*/ws/result.json"))
     return (found[0].parent if found else None), wall
