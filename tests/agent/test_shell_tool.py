@@ -75,7 +75,10 @@ def test_no_network_even_to_a_loopback_server(ws: Workspace):
     thread = threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True)
     thread.start()
     try:
-        probe = f"python -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\""
+        probe = (
+            f"python -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+            "print('connected')\""
+        )
         for role in ("agent", "implementation", "helper"):
             assert ok(
                 run_shell(ws, role, "python -c 'import socket; print(socket.gethostname())'")

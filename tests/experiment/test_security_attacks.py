@@ -144,8 +144,14 @@ def test_a_shadow_module_cannot_forge_the_validation_score(tmp_path: Path, backe
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_hidden_test_cannot_be_forged(tmp_path: Path, backend: str) -> None:
-    forged_eval = 'import json\njson.dump({"quadratic": {"means": {"mse_mean": 0.0001, "r2_mean": 1.0}}}, open("final_info.json", "w"))\n'
-    late_writer = "import time, json; time.sleep(1.5); json.dump({'quadratic': {'means': {'mse_mean': 0.0001}}}, open('final_info.json', 'w'))"
+    forged_eval = (
+        'import json\njson.dump({"quadratic": {"means": {"mse_mean": 0.0001, "r2_mean": 1.0}}}, '
+        'open("final_info.json", "w"))\n'
+    )
+    late_writer = (
+        "import time, json; time.sleep(1.5); "
+        "json.dump({'quadratic': {'means': {'mse_mean': 0.0001}}}, open('final_info.json', 'w'))"
+    )
     ws, record = _run(
         tmp_path,
         backend,
@@ -276,7 +282,10 @@ def test_limits_hold_memory_processes_and_file_size(tmp_path: Path) -> None:
     assert not in_tmp.ok  # the private /tmp (in memory) holds at most file_size_mb
     forks = box.run(
         [
-            "n=0; for i in $(seq 200); do (sleep 2 &) 2>/dev/null && n=$((n+1)); done; sleep 0.5; ls /proc | grep -c '^[0-9]'"
+            (
+                "n=0; for i in $(seq 200); do (sleep 2 &) 2>/dev/null && n=$((n+1)); done; sleep 0.5; ls /proc | "
+                "grep -c '^[0-9]'"
+            )
         ],
         cwd=tmp_path,
         timeout=60,

@@ -76,7 +76,8 @@ def test_overflow_that_trimming_cannot_fix_names_the_limit_and_the_size(tmp_path
         assert len(server.requests) == 2  # one smaller retry, no more
         message = str(info.value)
         assert message.startswith(
-            f"{MODEL}: the request does not fit the context window: about 8500 tokens, the model's limit is 8192 tokens (still too large"
+            f"{MODEL}: the request does not fit the context window: about 8500 tokens, the model's limit is "
+            "8192 tokens (still too large"
         )
         assert message.endswith("your messages resulted in 8500 tokens. Please reduce the length of the messages.)")
         with pytest.raises(
@@ -97,7 +98,10 @@ def test_patience_bounds_the_retries_and_an_outage_within_it_is_sat_out(tmp_path
         started = time.monotonic()
         with pytest.raises(
             ModelUnavailable,
-            match=r"connection refused \(http://127.0.0.1:\d+/v1\) \(model unavailable: gave up after \d+ attempts over \d+ s",
+            match=(
+                r"connection refused \(http://127.0.0.1:\d+/v1\) \(model unavailable: gave up after \d+ "
+                r"attempts over \d+ s"
+            ),
         ):
             client.complete([{"role": "user", "content": "hello"}])
         assert 1.5 <= time.monotonic() - started < 3
@@ -156,12 +160,18 @@ def test_failed_calls_are_recorded_and_replayed_as_the_same_failures(tmp_path: P
     ("message", "sizes"),
     [
         (
-            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.",
+            (
+                "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 "
+                "tokens. Please reduce the length of the messages."
+            ),
             (8192, 9000),
         ),
         # llama-cpp-python's server, as it answered a too long request (n_ctx 512)
         (
-            "This model's maximum context length is 512 tokens. However, you requested 1518 tokens (1510 in the messages, 8 in the completion). Please reduce the length of the messages or completion.",
+            (
+                "This model's maximum context length is 512 tokens. However, you requested 1518 tokens (1510 in the "
+                "messages, 8 in the completion). Please reduce the length of the messages or completion."
+            ),
             (512, 1518),
         ),
         ("prompt is too long: 210000 tokens > 200000 maximum", (200000, 210000)),

@@ -193,7 +193,8 @@ def test_a_request_that_cannot_fit_is_a_clear_error_and_is_not_sent(tmp_path: Pa
         and size == TokenCounter("").request(fit(TokenCounter(""), messages, TOOLS, 100).messages, TOOLS) > 100
     )
     assert str(info.value).startswith(
-        f"{model}: the request does not fit the context window: {size} tokens after clipping 1 old tool result(s), the model's limit is 100 tokens (not sent"
+        f"{model}: the request does not fit the context window: {size} tokens after clipping 1 old tool "
+        "result(s), the model's limit is 100 tokens (not sent"
     )
     [record] = read_records(tmp_path / "run" / "logs" / "llm_calls.jsonl")
     assert (record["outcome"], record["kind"], record["sent"], record["prompt_tokens"]) == (

@@ -148,7 +148,9 @@ def test_malformed_tool_calls_and_empty_replies_are_events_and_the_run_goes_on(t
 
 
 def test_context_overflow_is_trimmed_once_or_named_clearly(tmp_path: Path) -> None:
-    limit_chars = 4000  # implementation requests larger than this overflow (a small window; the largest still fits once its tool results are clipped)
+    # implementation requests larger than this overflow (a small window; the largest
+    # still fits once its tool results are clipped)
+    limit_chars = 4000
 
     def small_window(body: dict) -> dict | None:
         size = len(json.dumps(body["messages"]))
@@ -163,7 +165,8 @@ def test_context_overflow_is_trimmed_once_or_named_clearly(tmp_path: Path) -> No
     assert done.returncode == 0, done.stdout + done.stderr
     [first] = [e["payload"]["error"] for e in events(run, "orchestrator.model_error")]
     assert first.startswith(
-        "openai/fake-model: the request does not fit the context window: about 9000 tokens, the model's limit is 8192 tokens (no tool result to clip"
+        "openai/fake-model: the request does not fit the context window: about 9000 tokens, the model's limit "
+        "is 8192 tokens (no tool result to clip"
     )
     assert "maximum context length is 8192 tokens" in first
     records = calls(run)

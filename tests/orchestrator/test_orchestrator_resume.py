@@ -21,7 +21,8 @@ def _solve(*args: str) -> list[str]:
 
 
 def _start(args: list[str], cwd: Path, env: dict) -> subprocess.Popen:
-    # Ctrl-C as a terminal delivers it, even if something earlier in this test process set SIGINT to be ignored (inherited)
+    # Ctrl-C as a terminal delivers it, even if something earlier in this test process set
+    # SIGINT to be ignored (inherited)
     restore = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
     return subprocess.Popen(
         _solve(*args),

@@ -108,7 +108,10 @@ def test_temporary_files_are_private_to_the_call(tmp_path: Path, isolating: str)
 def test_network_is_blocked(tmp_path: Path, isolating: str) -> None:
     server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    probe = f"python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{server.server_address[1]}/', timeout=3)\""
+    probe = (
+        'python3 -c "import urllib.request; '
+        f"urllib.request.urlopen('http://127.0.0.1:{server.server_address[1]}/', timeout=3)\""
+    )
     try:
         assert get_sandbox("local").run([probe], cwd=tmp_path, timeout=30).ok  # reachable from the host
         result = get_sandbox(isolating).run([probe], cwd=tmp_path, timeout=30, writable=[tmp_path])

@@ -132,7 +132,10 @@ def test_ctrl_c_removes_the_running_container(tmp_path: Path) -> None:
 
 def test_orphans_of_a_dead_owner_are_removed_on_next_start(tmp_path: Path) -> None:
     # a sandbox run killed with SIGKILL leaves its container behind
-    script = f"from aiscientist.sandbox import get_sandbox; get_sandbox('docker').run(['sleep 300'], cwd='{tmp_path}', timeout=600)"
+    script = (
+        "from aiscientist.sandbox import get_sandbox; get_sandbox('docker').run(['sleep 300'], "
+        f"cwd='{tmp_path}', timeout=600)"
+    )
     owner = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     client = docker().client
     label = {"label": [f"{LABEL}.pid={owner.pid}"]}
@@ -184,7 +187,8 @@ def test_paper_reproduction_runs_in_a_fresh_container(tmp_path: Path) -> None:
     sub = tmp_path / "submission"
     sub.mkdir()
     (sub / "reproduce.sh").write_text(
-        f"set -e\necho start\ntest ! -e {sub}/reproduce.sh\nmkdir results\necho 0.9 > results/acc.txt\necho done\nexit 3\n"
+        f"set -e\necho start\ntest ! -e {sub}/reproduce.sh\nmkdir results\necho 0.9 > results/acc.txt\necho "
+        "done\nexit 3\n"
     )
     result = reproduce(sub, tmp_path / "work", timeout_s=60, sandbox=docker())
     assert result.ran and result.backend == "docker" and result.returncode == 3  # the script's own exit code

@@ -144,7 +144,8 @@ def test_fml_folder_metric_from_root_configs_or_error(tmp_path: Path) -> None:
         "benchmark: {name: Other}\nmetrics: {include_datasets: [x], include_metrics: [y_mean]}\n"
     )
     (configs / "tiny.yaml").write_text(
-        "benchmark: {name: Tiny}\nmetrics: {optimization_direction: lower, include_datasets: [quadratic], include_metrics: [mse_mean]}\n"
+        "benchmark: {name: Tiny}\nmetrics: "
+        "{optimization_direction: lower, include_datasets: [quadratic], include_metrics: [mse_mean]}\n"
     )
     assert load_task(folder).metric == MetricSpec(dataset="quadratic", name="mse_mean", direction="min")
     (folder / "config.json").write_text("{not json")

@@ -36,7 +36,10 @@ def test_experiment_overwriting_a_protected_file_and_a_log(ws):
     log_before = (ws.paths.logs / "exp_log.md").read_text()
     plant(
         ws,
-        'open("data.py", "w").write("def make_split(name):\\n    return [(0.0, 0.0)]\\n")\nopen("../logs/exp_log.md", "w").write("all targets beaten\\n")',
+        (
+            'open("data.py", "w").write("def make_split(name):\\n    return [(0.0, '
+            '0.0)]\\n")\nopen("../logs/exp_log.md", "w").write("all targets beaten\\n")'
+        ),
     )
     with ws.watch(flush_s=0.1):
         ws.set_active("experimentation")
@@ -64,7 +67,10 @@ def test_experiment_overwriting_a_protected_file_and_a_log(ws):
 def test_a_protected_file_edited_and_put_back_during_a_step_invalidates_it(ws):
     plant(
         ws,
-        'import pathlib, time\np = pathlib.Path("evaluate.py")\nkeep = p.read_text()\np.write_text(keep + "# fake scores\\n")\ntime.sleep(1.0)\np.write_text(keep)',
+        (
+            'import pathlib, time\np = pathlib.Path("evaluate.py")\nkeep = p.read_text()\np.write_text(keep + "# '
+            'fake scores\\n")\ntime.sleep(1.0)\np.write_text(keep)'
+        ),
     )
     with ws.watch(flush_s=0.1):
         record = ws.engine.run_step("experimentation", "sneaky")

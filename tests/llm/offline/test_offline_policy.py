@@ -229,7 +229,10 @@ def test_result_and_marker_parsing() -> None:
     assert strip_line_numbers("A = 1\n2: not numbered\n") == "A = 1\n2: not numbered\n"
     edit = Edit("submission/a.py", "LR", 3, "0.1", "0.2")
     assert parse_marker(f"try this\n{edit.marker()}\nbecause") == edit and parse_marker("CHANGE {broken") is None
-    log = f"[step 0001] hypothesis: {edit.marker()}\nsuccess: true; metric: 0.5 (d/m, min)\nverdict: new best\n[step 0002] hypothesis: x\nsuccess: false; error: boom\n"
+    log = (
+        f"[step 0001] hypothesis: {edit.marker()}\nsuccess: true; metric: 0.5 (d/m, min)\nverdict: new "
+        "best\n[step 0002] hypothesis: x\nsuccess: false; error: boom\n"
+    )
     assert log_runs(log) == [(edit, 0.5), (None, None)]
     assert facts_line(role="r", baseline=None, files=["a"]) == 'FACTS: {"files": ["a"], "role": "r"}'
     assert read_facts(

@@ -18,7 +18,10 @@ from bench.grid.runner import GridConfig, RunSpec, execute_run
 
 TASK = Path(__file__).resolve().parents[2] / "fixtures" / "tiny" / "task.yaml"
 SEND = OfflineBackend.send
-DECOY = "ROLE: helper\nEditable files: evaluate.py\nBaseline: 99\nCounters: comprehension=0 prioritization=0\nFile-as-Bus is OFF. Step budget: 1"
+DECOY = (
+    "ROLE: helper\nEditable files: evaluate.py\nBaseline: 99\nCounters: comprehension=0 "
+    "prioritization=0\nFile-as-Bus is OFF. Step budget: 1"
+)
 
 
 def scramble(text: str) -> str:

@@ -50,7 +50,8 @@ import json
 model = json.load(open("model.json"))
 xs = [i / 13 - 1 for i in range(27)]
 mse = sum((model["w"] * x + model["b"] - (2 * x - 1)) ** 2 for x in xs) / len(xs)
-json.dump({"line": {"means": {"mse_mean": mse}, "stderrs": {"mse_stderr": 0.0}, "final_info_dict": {"mse": [mse]}}}, open("final_info.json", "w"))
+info = {"means": {"mse_mean": mse}, "stderrs": {"mse_stderr": 0.0}, "final_info_dict": {"mse": [mse]}}
+json.dump({"line": info}, open("final_info.json", "w"))
 '''
 
 
