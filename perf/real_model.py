@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from aiscientist.llm.budget import read_records  # noqa: E402
 from aiscientist.llm.config import load_llm_config  # noqa: E402
 from aiscientist.llm.local.server import ensure_server  # noqa: E402
-from aiscientist.records.paths import RunPaths  # noqa: E402
+from aiscientist.records.paths import RESULT, RunPaths  # noqa: E402
 
 AGENTS = "aiscientist,aiscientist-flat,aide,linear,basic"
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
@@ -75,7 +75,7 @@ def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_
                 os.killpg(bench.pid, signal.SIGKILL)
                 bench.wait()
     wall = time.monotonic() - started
-    found = sorted((out / "bench" / "runs").glob(f"*/{agent}/round_*/ws/result.json"))
+    found = sorted((out / "bench" / "runs").glob(f"*/{agent}/round_*/ws/{RESULT}"))
     return (found[0].parent if found else None), wall
 
 

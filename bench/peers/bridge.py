@@ -21,6 +21,7 @@ from typing import Any
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import describe, run_step_once, step_result
 from aiscientist.agent.shell import sandboxed_shell
+from aiscientist.records.paths import STDERR
 from aiscientist.workspace.errors import ToolError
 from bench.peers.serve import LoopbackServer
 
@@ -75,7 +76,7 @@ class Bridge(LoopbackServer):
             record = run_step_once(self.ctx, "", hypothesis)
         except ToolError as err:
             return {"error": str(err), "steps_left": self.ctx.steps_left()}
-        stderr = self.ctx.ws.paths.step_dir(record.step) / "stderr.txt"
+        stderr = self.ctx.ws.paths.step_dir(record.step) / STDERR
         tail = stderr.read_text(errors="replace")[-2000:] if stderr.is_file() else ""
         return {
             **step_result(record, self.ctx.steps_left()),
