@@ -167,7 +167,8 @@ def _summary(runs: list[Run]) -> str:
 
 def table(rows: list[Row], seeds: list[int]) -> str:
     lines = [
-        f"| task | metric | recorded baseline | baseline mean ± sd (seeds {','.join(map(str, seeds))}) | range | wall s (1 exp) | CPU s | peak MiB | improved (patch) | constraints (improved) | note |",
+        f"| task | metric | recorded baseline | baseline mean ± sd (seeds {','.join(map(str, seeds))}) | range | wall "
+        "s (1 exp) | CPU s | peak MiB | improved (patch) | constraints (improved) | note |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -179,7 +180,8 @@ def table(rows: list[Row], seeds: list[int]) -> str:
         recorded = "-" if row.recorded is None or not math.isfinite(row.recorded) else f"{row.recorded:.4f}"
         constraints = "-" if not row.improved else ("ok" if all(r.constraints_ok for r in row.improved) else "violated")
         lines.append(
-            f"| {row.task} | {row.spec or '-'} | {recorded} | {_summary(row.baseline)} | {spread} | {wall} | {cpu} | {peak} | {_summary(row.improved)} | {constraints} | {row.note} |"
+            f"| {row.task} | {row.spec or '-'} | {recorded} | {_summary(row.baseline)} | {spread} | {wall} | {cpu} | "
+            f"{peak} | {_summary(row.improved)} | {constraints} | {row.note} |"
         )
     return "\n".join(lines)
 

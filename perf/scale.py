@@ -134,7 +134,8 @@ def main() -> None:
         scratch = Path(tmp)
         task = burning_task(scratch / "task", args.burn)
         print(
-            f"grid: hpsearch x {args.rounds} rounds x {args.steps} steps, ~{args.burn:g} CPU-s per experiment, sandbox {args.grid_sandbox}"
+            f"grid: hpsearch x {args.rounds} rounds x {args.steps} steps, ~{args.burn:g} CPU-s per experiment, "
+            f"sandbox {args.grid_sandbox}"
         )
         print(f"{'executor':<10}{'1 worker s':>12}{'2 workers s':>13}{'efficiency':>12}")
         for executor in [e for e in args.executors.split(",") if e]:

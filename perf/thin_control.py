@@ -174,7 +174,9 @@ def main() -> int:
         ok_flat = late_ratio is not None and late_ratio <= 1.3
         verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
         console.print(
-            f"goals (bus on): prompt ratio <= 1.25x {verdict(ok_prompt)} · overhead median <= 20 ms/step {verdict(ok_overhead)} · last {w} median <= 1.3x the run's ({fmt(late_ratio, '{:.2f}x')}) {verdict(ok_flat)}",
+            f"goals (bus on): prompt ratio <= 1.25x {verdict(ok_prompt)} · overhead median <= 20 ms/step "
+            f"{verdict(ok_overhead)} · last {w} median <= 1.3x the run's ({fmt(late_ratio, '{:.2f}x')}) "
+            f"{verdict(ok_flat)}",
             highlight=False,
         )
     if args.json:

@@ -14,7 +14,8 @@ messages and later user messages: where the tokens go.
 
 Goal: <= 15,000 tokens per experiment step on each of the eight FML-lite tasks.
 
-    python perf/tokens_per_step.py [--steps 4] [--task bench/tasks/causality/task.yaml ...] [--parts] [--keep DIR] [--json FILE]
+    python perf/tokens_per_step.py [--steps 4] [--task bench/tasks/causality/task.yaml ...] \
+[--parts] [--keep DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -145,9 +146,8 @@ def main() -> int:
 
 
 def report(console: Console, rows: list[dict], steps: int, parts: bool) -> None:
-    table = Table(
-        title=f"Model tokens per experiment step · offline model · File-as-Bus on · {steps} steps · goal <= {GOAL:,}"
-    )
+    title = f"Model tokens per experiment step · offline model · File-as-Bus on · {steps} steps · goal <= {GOAL:,}"
+    table = Table(title=title)
     for column in ("task", "steps", "calls", "tokens", "tokens/step", "after step 1", *ROLES, "goal"):
         table.add_column(column, justify="right")
     for r in rows:
@@ -175,7 +175,8 @@ def report(console: Console, rows: list[dict], steps: int, parts: bool) -> None:
         console.print(split)
     worst = max((r["per_step"] or float("inf") for r in rows), default=None)
     console.print(
-        f"goal <= {GOAL:,} tokens per step on every task: {'met' if worst is not None and worst <= GOAL else 'NOT met'} (worst {worst:,.0f})",
+        f"goal <= {GOAL:,} tokens per step on every task: "
+        f"{'met' if worst is not None and worst <= GOAL else 'NOT met'} (worst {worst:,.0f})",
         highlight=False,
     )
 

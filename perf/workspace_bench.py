@@ -90,7 +90,10 @@ def step_seconds(base: Path, runs: int, churn: int) -> tuple[list[float], list[f
     ws = Workspace.create(load_task(TINY), base / f"steps-{churn}", sandbox="local")
     if churn:
         scope = ws.scope("implementation")
-        code = f"\nimport pathlib\nout = pathlib.Path('out'); out.mkdir(exist_ok=True)\nfor i in range({churn}):\n    (out / f'ckpt_{{i}}.txt').write_text(str(i) * 100)\n"
+        code = (
+            f"\nimport pathlib\nout = pathlib.Path('out'); out.mkdir(exist_ok=True)\nfor i in range({churn}):\n    "
+            f"(out / f'ckpt_{{i}}.txt').write_text(str(i) * 100)\n"
+        )
         scope.write("submission/train.py", scope.read("submission/train.py") + code)
     ws.engine.run_step("bench", "warm-up")
     off, on, cpu_off, cpu_on = [], [], [], []
@@ -144,7 +147,8 @@ def main() -> None:
     print(f"markdown log appends/s (scope.append)     {figures['markdown_appends_per_s']:10.0f}")
     for count in (10, 1000):
         print(
-            f"WORKSPACE.md regeneration, {count:4d} steps    {figures[f'map_s_{count}_steps'] * 1000:8.1f} ms  ({figures[f'map_chars_{count}_steps']:.0f} chars)"
+            f"WORKSPACE.md regeneration, {count:4d} steps    {figures[f'map_s_{count}_steps'] * 1000:8.1f} ms  "
+            f"({figures[f'map_chars_{count}_steps']:.0f} chars)"
         )
         print(
             f"watcher start, {count:4d} steps                {figures[f'watcher_start_s_{count}_steps'] * 1000:8.1f} ms"
@@ -152,10 +156,13 @@ def main() -> None:
     for churn in (0, args.churn):
         label = "tiny step" if not churn else f"step writing {churn} files"
         print(
-            f"{label:28s} wall: off {figures[f'step_s_watcher_off_churn{churn}']:.3f} s · on {figures[f'step_s_watcher_on_churn{churn}']:.3f} s · ratio {figures[f'step_watcher_ratio_churn{churn}']:.3f}"
+            f"{label:28s} wall: off {figures[f'step_s_watcher_off_churn{churn}']:.3f} s · on "
+            f"{figures[f'step_s_watcher_on_churn{churn}']:.3f} s · ratio "
+            f"{figures[f'step_watcher_ratio_churn{churn}']:.3f}"
         )
         print(
-            f"{'':28s} in-process CPU: off {figures[f'step_cpu_s_watcher_off_churn{churn}']:.3f} s · on {figures[f'step_cpu_s_watcher_on_churn{churn}']:.3f} s"
+            f"{'':28s} in-process CPU: off {figures[f'step_cpu_s_watcher_off_churn{churn}']:.3f} s · on "
+            f"{figures[f'step_cpu_s_watcher_on_churn{churn}']:.3f} s"
         )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))

@@ -149,7 +149,8 @@ def forget_turns(turns: list[list[dict[str, Any]]], err: ContextOverflow) -> lis
     kept = forget_oldest(turns, err.size, err.limit)
     notices.notify(
         "context",
-        f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are forgotten, {len(kept)} kept",
+        f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are "
+        f"forgotten, {len(kept)} kept",
     )
     return kept
 

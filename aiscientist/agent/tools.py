@@ -169,7 +169,10 @@ def unencodable(arguments: dict[str, Any]) -> str | None:
             found = _SURROGATE.search(text) if isinstance(text, str) else None
             if found:
                 name = ascii(where)[1:-1]
-                return f"{name}: a lone surrogate {ascii(found.group())} at character {found.start()}; send valid Unicode text"
+                return (
+                    f"{name}: a lone surrogate {ascii(found.group())} at character {found.start()}; send valid "
+                    "Unicode text"
+                )
     return None
 
 

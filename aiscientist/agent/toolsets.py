@@ -70,5 +70,6 @@ def markdown() -> str:
     lines = ["| agent | role | tools |", "|---|---|---|"]
     for row in rows():
         tools = row["tools"]
-        lines.append(f"| {row['agent']} | {row['role'] or '–'} | {', '.join(tools) if tools else '(no tool calls)'} |")  # type: ignore[arg-type]
+        shown = ", ".join(tools) if tools else "(no tool calls)"  # type: ignore[arg-type]
+        lines.append(f"| {row['agent']} | {row['role'] or '–'} | {shown} |")
     return "\n".join(lines)

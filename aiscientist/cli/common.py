@@ -26,7 +26,8 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     """Options that adjust a loaded task: its metric and its step timeout."""
     parser.add_argument(
         "--metric",
-        help="override an FML-bench task's metric: DATASET/METRIC[:max|min] (without a direction, the task's configs must give one)",
+        help="override an FML-bench task's metric: DATASET/METRIC[:max|min] (without a direction, the task's configs "
+        "must give one)",
     )
     parser.add_argument(
         "--timeout",

@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--config",
         action="append",
         default=[],
-        help="a RunConfig yaml file or a packaged config's name (flat, no_file_bus; repeatable; later wins; default is always read first)",
+        help="a RunConfig yaml file or a packaged config's name (flat, no_file_bus; repeatable; later wins; default "
+        "is always read first)",
     )
     parser.add_argument(
         "--set",
@@ -47,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-preflight",
         action="store_true",
-        help="skip the checks before the first step (commands' programs and scripts exist, sandbox starts, model answers)",
+        help="skip the checks before the first step (commands' programs and scripts exist, sandbox starts, model "
+        "answers)",
     )
     parser.add_argument("--sandbox", choices=BACKENDS, help="experiment sandbox backend (default: from the config)")
 
@@ -88,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         console.print(
-            f"[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume {run_dir}",
+            "[yellow]interrupted[/yellow]: the run is saved; continue it with  python -m aiscientist solve --resume "
+            f"{run_dir}",
             soft_wrap=True,
             highlight=False,
         )
@@ -96,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(summary_table(result, str(run_dir)))
     if result.stop_reason is not None and result.stop_reason.resumable:
         console.print(
-            f"[yellow]stopped[/yellow]: the model failed ({result.stop_reason.value}: {result.stop_detail}); once it works again, continue with  python -m aiscientist solve --resume {run_dir}",
+            f"[yellow]stopped[/yellow]: the model failed ({result.stop_reason.value}: {result.stop_detail}); once it "
+            f"works again, continue with  python -m aiscientist solve --resume {run_dir}",
             soft_wrap=True,
             highlight=False,
         )

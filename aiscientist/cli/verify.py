@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]recorded:[/yellow] {note}", highlight=False, soft_wrap=True)
     if report.clean:
         console.print(
-            f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, {report.protected_files} protected files intact",
+            f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, "
+            f"{report.protected_files} protected files intact",
             highlight=False,
             soft_wrap=True,
         )

@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 @cache
 def _notice_base_without_conda() -> None:
     log.warning(
-        "the task names conda's 'base' environment and conda is not installed: its commands run in the current environment"
+        "the task names conda's 'base' environment and conda is not installed: its commands run in the current "
+        "environment"
     )
 
 

@@ -20,7 +20,8 @@ from typing import Literal
 # I/O or shapes. A name is skipped when one of its `_`-separated words is in SKIP_WORDS
 # or the whole name is in SKIP_NAMES.
 SKIP_WORDS = frozenset(
-    "seed verbose verbosity debug worker workers port gpu gpus device rank log logging print save checkpoint ckpt version interval every".split()
+    "seed verbose verbosity debug worker workers port gpu gpus device rank log logging print save checkpoint ckpt "
+    "version interval every".split()
 )
 SKIP_NAMES = frozenset(
     "indent figsize dpi fontsize exist_ok parents flush sort_keys ensure_ascii pin_memory non_blocking inplace "
@@ -28,7 +29,8 @@ SKIP_NAMES = frozenset(
 )
 NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 KEY_VALUE = re.compile(
-    rf"^(?P<key>\s*[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*)(?P<value>{NUMBER}|true|false|True|False)(?P<rest>\s*,?\s*(?:#.*)?)$"
+    rf"^(?P<key>\s*[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*)(?P<value>{NUMBER}|true|false|True|False)(?P<rest>"
+    r"\s*,?\s*(?:#.*)?)$"
 )
 
 

@@ -198,7 +198,8 @@ class LLMClient:
         size = err.size or counted
         limit = f"the model's limit is {err.limit} tokens" if err.limit else "the model's limit is not known"
         return ContextOverflow(
-            f"{self.model}: the request does not fit the context window: about {size} tokens, {limit} ({why}; provider: {err})",
+            f"{self.model}: the request does not fit the context window: about {size} tokens, {limit} ({why}; "
+            f"provider: {err})",
             err.limit,
             size,
         )

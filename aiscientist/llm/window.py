@@ -106,7 +106,8 @@ def retry_budget(size: int, err: ContextOverflow) -> int:
 def too_large(model: str, fitted: Fitted, limit: int) -> ContextOverflow:
     how = f"after clipping {fitted.clipped} old tool result(s)" if fitted.clipped else "with no tool result to clip"
     return ContextOverflow(
-        f"{model}: the request does not fit the context window: {fitted.size} tokens {how}, the model's limit is {limit} tokens "
+        f"{model}: the request does not fit the context window: {fitted.size} tokens {how}, the model's limit is "
+        f"{limit} tokens "
         "(not sent; shorten the instructions or raise context_window in the models file)",
         limit,
         fitted.size,

@@ -79,7 +79,8 @@ class LiveProgress:
         if last and not last["eligible"] and last["step"] != self._last_failed:
             self._last_failed = last["step"]
             self.console.print(
-                f"[yellow]step {last['step']} did not count:[/yellow] {escape(failure_line(last['cause'], last['error']))}",
+                f"[yellow]step {last['step']} did not count:[/yellow] "
+                f"{escape(failure_line(last['cause'], last['error']))}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -88,7 +89,8 @@ class LiveProgress:
         elif s["steps_done"] != self._last_steps:
             self._last_steps = s["steps_done"]
             self.console.print(
-                f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · {best_text(s)} · tokens {s['tokens']:,} · ${s['cost']:.4f}",
+                f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · {best_text(s)} "
+                f"· tokens {s['tokens']:,} · ${s['cost']:.4f}",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -79,7 +79,10 @@ def progress_line(rt: RunContext) -> str:
     time_part = ""
     if rt.wall_time_s:
         time_part = f" · time {100 * rt.elapsed_s() / rt.wall_time_s:.0f}% of {rt.wall_time_s:.0f}s"
-    return f"Steps used: {steps_done}/{rt.steps} ({rt.steps - steps_done} left){time_part} · tokens {tokens} · cost ${cost:.4f}"
+    return (
+        f"Steps used: {steps_done}/{rt.steps} ({rt.steps - steps_done} left){time_part} · tokens {tokens} · cost "
+        f"${cost:.4f}"
+    )
 
 
 def best_line(rt: RunContext) -> str:

@@ -52,7 +52,9 @@ def best_step(steps: Sequence[S], direction: Direction) -> S | None:
     """The successful step with the best metric (earliest on ties)."""
     best: S | None = None
     for step in sorted(steps, key=lambda s: s.step):
-        if successful(step) and (best is None or is_better(step.metric, best.metric, direction)):  # type: ignore[arg-type]
+        if successful(step) and (
+            best is None or is_better(step.metric, best.metric, direction)  # type: ignore[arg-type]
+        ):
             best = step
     return best
 

@@ -38,7 +38,8 @@ def get_sandbox(choice: str | SandboxSettings | Sandbox = "auto") -> Sandbox:
     if name == "bwrap":
         if not bwrap_works():
             raise SandboxUnavailable(
-                "bwrap sandbox requested but bubblewrap is missing or cannot create namespaces here (apt-get install bubblewrap)"
+                "bwrap sandbox requested but bubblewrap is missing or cannot create namespaces here (apt-get install "
+                "bubblewrap)"
             )
         return BwrapSandbox(settings)
     if name == "auto":

@@ -115,7 +115,8 @@ class DockerSandbox(Sandbox):
         except ImageNotFound:
             if self.settings.image is not None:
                 raise DockerUnavailable(
-                    f"docker image {self.image!r} is not on the engine (build or load it first; registries are not contacted)"
+                    f"docker image {self.image!r} is not on the engine (build or load it first; registries are not "
+                    "contacted)"
                 ) from None
             image = self.client.images.get(build_image(self.client, self.image))
         self.host_runtime = (image.labels or {}).get(HOST_RUNTIME) == "1"

@@ -179,7 +179,8 @@ def _moment(event: dict[str, Any]) -> Moment | None:
         "orchestrator.submit": lambda p: f"submit: {p.get('reason', '')}",
         "orchestrator.model_error": lambda p: f"model error: {p.get('error', '')}",
         "orchestrator.context_trimmed": lambda p: (
-            f"context window full ({num(p.get('tokens'))} of {num(p.get('limit'))} tokens): forgot the {p.get('forgot_turns')} oldest turns, kept {p.get('kept_turns')}"
+            f"context window full ({num(p.get('tokens'))} of {num(p.get('limit'))} tokens): forgot the "
+            f"{p.get('forgot_turns')} oldest turns, kept {p.get('kept_turns')}"
         ),
         "access.denied": lambda p: f"{p.get('op')} {p.get('path')}: {p.get('reason')}",
         "run.end": lambda p: f"run ended: {p.get('stop_reason', '')}",

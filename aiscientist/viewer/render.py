@@ -17,14 +17,16 @@ body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 table.summary td{padding:2px 10px;vertical-align:top}table.summary td:first-child{font-weight:600;white-space:nowrap}
 .step{border:1px solid #ddd;border-left:5px solid #999;border-radius:4px;margin:.5em 0;padding:.4em .7em}
-.step.ok{border-left-color:#2ca02c}.step.best{border-left-color:#1f77b4;background:#f3f8fd}.step.failed{border-left-color:#d62728}
+.step.ok{border-left-color:#2ca02c}.step.best{border-left-color:#1f77b4;background:#f3f8fd}\
+.step.failed{border-left-color:#d62728}
 .step .head{display:flex;gap:1em;flex-wrap:wrap;font-size:.9em;color:#555}.step .head b{color:#222}
 .hypothesis{margin:.3em 0}.error{color:#b00}
 ul.tree{list-style:none;padding-left:1.4em;border-left:1px dotted #bbb}
 pre.diff{background:#fafafa;border:1px solid #eee;padding:.5em;overflow-x:auto;font-size:12px;line-height:1.35}
 .add{color:#116329;background:#e6ffec}.del{color:#82071e;background:#ffebe9}.hunk{color:#0550ae}.meta{color:#6e7781}
 .timeline td{padding:2px 8px;vertical-align:top;font-size:.9em}.timeline td:first-child{white-space:nowrap;color:#666}
-.role{font-weight:600}.note{color:#666;font-size:.9em}pre.plan{white-space:pre-wrap;background:#fafafa;padding:.6em;font-size:13px}
+.role{font-weight:600}.note{color:#666;font-size:.9em}\
+pre.plan{white-space:pre-wrap;background:#fafafa;padding:.6em;font-size:13px}
 button{margin-right:.5em}
 """
 
@@ -65,10 +67,16 @@ def _step_html(step: StepView, run: RunView) -> str:
         body += f"<div class='error'>failure cause: {escape(': '.join(filter(None, [step.cause, step.error])))}</div>"
     if step.diff.strip():
         changed = sum(1 for t in step.diff.splitlines() if t[:1] in "+-" and not t.startswith(("+++", "---")))
-        body += f"<details class='diff'><summary>diff ({plural(changed, 'changed line')})</summary><pre class='diff'>{_diff_html(step.diff)}</pre></details>"
+        body += (
+            f"<details class='diff'><summary>diff ({plural(changed, 'changed line')})</summary>"
+            f"<pre class='diff'>{_diff_html(step.diff)}</pre></details>"
+        )
     else:
         body += "<div class='note'>no code change</div>"
-    return f"<section class='step {state}' id='step-{step.step}' data-step='{step.step}'><div class='head'>{''.join(head)}</div>{body}</section>"
+    return (
+        f"<section class='step {state}' id='step-{step.step}' data-step='{step.step}'>"
+        f"<div class='head'>{''.join(head)}</div>{body}</section>"
+    )
 
 
 def _steps_html(run: RunView) -> str:
@@ -178,11 +186,13 @@ def render(run: RunView) -> str:
     refresh = f"<meta http-equiv='refresh' content='{REFRESH_S}'>" if run.running else ""
     curve = curve_png(run)
     parts = [
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{refresh}<title>{escape(title)}</title><style>{CSS}</style></head><body>",
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"{refresh}<title>{escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         "<p class='note'>"
         + (
-            "run in progress: this page reloads itself every 10 s; `python -m aiscientist show --watch RUN_DIR` keeps it up to date"
+            "run in progress: this page reloads itself every 10 s; `python -m aiscientist show --watch RUN_DIR` keeps "
+            "it up to date"
             if run.running
             else "run finished"
         )
@@ -192,14 +202,16 @@ def render(run: RunView) -> str:
         + "</table>",
         "<h2>Best so far</h2>"
         + (f"<img alt='best-so-far curve' src='{curve}'>" if curve else "<p class='note'>no metric yet</p>"),
-        f"<h2>Steps ({len(run.steps)})</h2><button id='expand'>expand all diffs</button><button id='collapse'>collapse all diffs</button>",
+        f"<h2>Steps ({len(run.steps)})</h2><button id='expand'>expand all diffs</button>"
+        "<button id='collapse'>collapse all diffs</button>",
         _steps_html(run),
         "<h2>Decisions and specialists</h2>" + _moments(run.timeline, "nothing recorded yet"),
         "<h2>Plan</h2>" + _moments(run.plan_versions, "no plan written"),
     ]
     last = len(run.plan_texts) - 1
     parts += [
-        f"<details class='plan'{' open' if i == last else ''}><summary>{escape(name)}</summary><pre class='plan'>{escape(text)}</pre></details>"
+        f"<details class='plan'{' open' if i == last else ''}><summary>{escape(name)}</summary>"
+        f"<pre class='plan'>{escape(text)}</pre></details>"
         for i, (name, text) in enumerate(run.plan_texts)
     ]
     parts += ["<h2>Permission denials</h2>" + _moments(run.denials, "none"), f"<script>{JS}</script></body></html>"]

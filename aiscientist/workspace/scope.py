@@ -86,7 +86,8 @@ class Scope:
         count = text.count(old)
         if count != 1:
             raise ToolError(
-                f"{rel}: the old text occurs {count} times; it must occur exactly once (add surrounding lines to make it unique)"
+                f"{rel}: the old text occurs {count} times; it must occur exactly once (add surrounding lines to make "
+                "it unique)"
                 if count
                 else f"{rel}: old text not found"
             )
@@ -170,7 +171,8 @@ class Scope:
             data = value.encode()
         except UnicodeEncodeError as err:
             raise ToolError(
-                f"the {what} is not valid Unicode text: a lone surrogate {ascii(value[err.start])} at character {err.start}"
+                f"the {what} is not valid Unicode text: a lone surrogate {ascii(value[err.start])} at character "
+                f"{err.start}"
             ) from None
         if len(data) > limit:
             self._deny(verb, rel, f"the {what} ({len(data)} bytes) exceeds the {limit}-byte {name} limit")

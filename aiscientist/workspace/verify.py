@@ -116,7 +116,8 @@ def _check_head(root: Path, events: list[dict], report: Report) -> None:
             Problem(
                 file=EVENTS_LOG,
                 line=last_seq + 1,
-                message=f"missing: the chain head records seq {head['seq']} but the log ends at seq {last_seq} (truncated)",
+                message=f"missing: the chain head records seq {head['seq']} but the log ends at seq {last_seq} "
+                "(truncated)",
             )
         )
     elif head.get("seq", 0) < last_seq or (events and head.get("hash") != events[-1]["hash"]):

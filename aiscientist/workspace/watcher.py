@@ -237,7 +237,8 @@ class Watcher:
                 record.update(
                     valid=False,
                     success=False,
-                    error=f"tampering: protected file(s) changed during the run (seen by the watcher): {', '.join(sorted(files))}",
+                    error="tampering: protected file(s) changed during the run (seen by the watcher): "
+                    f"{', '.join(sorted(files))}",
                 )
                 text = json.dumps(record, indent=1)
                 step_json.write_text(text)

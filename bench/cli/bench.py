@@ -171,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/red] {err}")
         return 2
     console.print(
-        f"bench: {outcome['runs']} runs, {outcome['ran']} run now, {len(outcome['failed'])} failed, {time.monotonic() - started:.1f}s"
+        f"bench: {outcome['runs']} runs, {outcome['ran']} run now, {len(outcome['failed'])} failed, "
+        f"{time.monotonic() - started:.1f}s"
     )
     for name, error in outcome["failed"].items():
         console.print(f"[red]failed[/red] {name}: {error} (see runs/.../error.txt)")
@@ -242,6 +243,7 @@ def _export(args: argparse.Namespace) -> int:
     written = export_results(args.results, args.out)
     for agent in written:
         console.print(
-            f"exported {agent}; score it with: python -m aiscientist bench score {args.out / agent} --fml-root {args.out}"
+            f"exported {agent}; score it with: python -m aiscientist bench score {args.out / agent} --fml-root "
+            f"{args.out}"
         )
     return 0

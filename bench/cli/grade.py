@@ -88,7 +88,8 @@ def _grade(args: argparse.Namespace, console: Console) -> int:
         state = repro.problem or f"exit {repro.returncode}"
         console.print(f"reproduction: {state}; {repro.duration_s:.1f}s; produced {len(repro.produced)} file(s)")
     console.print(
-        f"[bold]score {result.score:.3f}[/bold] ({'valid' if result.valid else f'{result.leaves_invalid} invalid leaves'}); "
+        f"[bold]score {result.score:.3f}[/bold] "
+        f"({'valid' if result.valid else f'{result.leaves_invalid} invalid leaves'}); "
         f"judge {result.judge_model}: {result.prompt_tokens}+{result.completion_tokens} tokens, ${result.cost:.4f}"
     )
     console.print(f"wrote {result.grade_file} (PaperBench graded tree) and {SUMMARY_FILE} beside it")

@@ -62,7 +62,8 @@ def task_meta(task: Task) -> TaskMeta:
     found = range_of(task.name, task.metric.direction, task.score_range)
     if found is None:
         raise ResultsError(
-            f"{task.name}: no normalisation range; add score_range: {{p_best: ..., p_worst: ... | baseline}} to its task.yaml"
+            f"{task.name}: no normalisation range; add score_range: {{p_best: ..., p_worst: ... | baseline}} to its "
+            "task.yaml"
         )
     return TaskMeta(dataset=task.metric.dataset, metric=task.metric.key, **found.model_dump())
 

@@ -52,7 +52,8 @@ def run_specs(config: GridConfig) -> list[RunSpec]:
             raise TaskError(
                 path,
                 "agents",
-                f"{', '.join(unfit)} cannot work on a paper task (kind reproduce: they edit files of a metric-driven task); paper tasks take {', '.join(PAPER_AGENTS)}",
+                f"{', '.join(unfit)} cannot work on a paper task (kind reproduce: they edit files of a metric-driven "
+                f"task); paper tasks take {', '.join(PAPER_AGENTS)}",
             )
         for agent in config.agents:
             for k in range(1, config.rounds + 1):

@@ -5,7 +5,8 @@ created or changed (a submission cannot pass by shipping a results file). Paths 
 submission root; a JSON `path` is dot-separated, or a list of keys (integers index lists). Examples:
 
     {"type": "json_metric", "file": "results/metrics.json", "path": "ece.smoothed", "value": 0.03, "tolerance": 0.01}
-    {"type": "json_compare", "file": "results/metrics.json", "left": ["results", "0.1", "ece"], "op": ">", "right": ["results", "0", "ece"]}
+    {"type": "json_compare", "file": "results/metrics.json",
+     "left": ["results", "0.1", "ece"], "op": ">", "right": ["results", "0", "ece"]}
     {"type": "file_exists", "file": "results/table.md"}
     {"type": "text_match", "file": "results/table.md", "pattern": "(?i)epsilon"}
 """
@@ -120,7 +121,8 @@ class JsonCompare(_Check):
         passed = _OPS[self.op](a, b)
         return CheckOutcome(
             passed=passed,
-            explanation=f"{_label(self.left)} = {a:g} {self.op} {_label(self.right)} = {b:g}: {'holds' if passed else 'does not hold'}",
+            explanation=f"{_label(self.left)} = {a:g} {self.op} {_label(self.right)} = {b:g}: "
+            f"{'holds' if passed else 'does not hold'}",
         )
 
 

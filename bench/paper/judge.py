@@ -44,7 +44,8 @@ QUESTIONS = {
 
 SYSTEM_PROMPT = """ROLE: judge
 You grade an attempt to reproduce a research paper against one criterion of a grading rubric.
-Read the paper, the criterion and the submission's files shown to you, then answer with one JSON object and nothing else:
+Read the paper, the criterion and the submission's files shown to you, \
+then answer with one JSON object and nothing else:
 {"expectations": "what a correct reproduction would show for this criterion",
  "reality": "what the submission's files actually show, citing file names",
  "score": SCORE,

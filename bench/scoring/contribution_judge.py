@@ -50,7 +50,10 @@ CLASSIFY = tool_schema("classify", "Record the classification of the change.", C
 
 def judge_messages(task: Task, diff: str) -> list[dict[str, str]]:
     shown = diff if len(diff) <= MAX_DIFF else diff[:MAX_DIFF] + "\n[... diff truncated ...]"
-    user = f"Task: {task.name}\n{(task.description or '').strip()[:1500]}\n\nDiff against the baseline:\n```diff\n{shown}\n```"
+    user = (
+        f"Task: {task.name}\n{(task.description or '').strip()[:1500]}\n\nDiff against the "
+        f"baseline:\n```diff\n{shown}\n```"
+    )
     return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": user + "\n" + facts_line(role=ROLE)}]
 
 

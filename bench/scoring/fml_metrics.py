@@ -49,7 +49,13 @@ class TaskMeta(Range):
 
 
 def _meta(dataset: str, metric: str, direction: Side, p_best: float, p_worst: float | str) -> TaskMeta:
-    return TaskMeta(dataset=dataset, metric=metric, direction=direction, p_best=p_best, p_worst=p_worst)  # type: ignore[arg-type]
+    return TaskMeta(
+        dataset=dataset,
+        metric=metric,
+        direction=direction,
+        p_best=p_best,
+        p_worst=p_worst,  # type: ignore[arg-type]
+    )
 
 
 # FML-bench main's 18 tasks (its TASK_META and RANGE_META).

@@ -194,7 +194,11 @@ class TaskInfo(BaseModel):
 def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
     """The round with the best validation metric (earliest on ties); None if none succeeded."""
     scored = [r for r in runs if r.best_val is not None]
-    return min(scored, key=lambda r: (-r.best_val if r.direction == "max" else r.best_val, r.round), default=None)  # type: ignore[operator]
+
+    def rank(r: RunSummary) -> tuple[float, int]:
+        return (-r.best_val if r.direction == "max" else r.best_val, r.round)  # type: ignore[operator]
+
+    return min(scored, key=rank, default=None)
 
 
 def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
@@ -283,12 +287,14 @@ AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it m
     (
         "normalised",
         "normalised improvement",
-        "gain of the score over the baseline divided by the task's fixed range |p_best − p_worst| (FML-bench main's table; else the range of scores), 0 when worse",
+        "gain of the score over the baseline divided by the task's fixed range |p_best − p_worst| (FML-bench main's "
+        "table; else the range of scores), 0 when worse",
     ),
     (
         "auc",
         "AUC (best-so-far)",
-        "mean of the normalised best-so-far validation curve over the completed steps (fixed range) or the assigned steps (0 to 1; rises early = high)",
+        "mean of the normalised best-so-far validation curve over the completed steps (fixed range) or the assigned "
+        "steps (0 to 1; rises early = high)",
     ),
     ("diversity", "diversity", "mean distance of the successful steps' code embeddings to their centroid"),
     (

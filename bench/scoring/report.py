@@ -78,7 +78,8 @@ COLUMNS = {
     "flag": f"{LOST}: validation improved on the baseline but the hidden test ended worse than the baseline's",
     "page": "the run's own page (steps, diffs, decisions), written by `aiscientist show`",
     "role": "the role inside the agent that makes model calls (AiScientist: orchestrator and specialists)",
-    "tools": "the tools that role may call (`python -m aiscientist bench agents`); `bash` is one shared sandboxed shell",
+    "tools": "the tools that role may call (`python -m aiscientist bench agents`); `bash` is one shared sandboxed "
+    "shell",
 } | {label: definition for _, label, definition in AGENT_METRICS}
 
 
@@ -322,7 +323,8 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
     for title, path in images:
         data = base64.b64encode(path.read_bytes()).decode()
         page.append(
-            f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>"
+            f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{html.escape(title)}</figcaption></figure>"
         )
     page.append("</body></html>")
     (out / "index.html").write_text("\n".join(page))
@@ -350,21 +352,26 @@ def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
     rounds = sorted({r.round for r in runs})
     span = f"round {rounds[0]}" if len(rounds) == 1 else f"rounds {rounds[0]}–{rounds[-1]}" if rounds else "no rounds"
     notes = [
-        f"{plural(len(runs), 'finished run')}, {plural(len({r.agent for r in runs}), 'agent')}, {plural(len(infos), 'task')}, {span}.",
-        "Score = hidden-test metric of the best validation step of the best round (validation best when a task has no test). "
-        "Diversity and academic rate are over the best round; rates and costs pool all rounds. Each table lists what its columns mean.",
+        f"{plural(len(runs), 'finished run')}, {plural(len({r.agent for r in runs}), 'agent')}, "
+        f"{plural(len(infos), 'task')}, {span}.",
+        "Score = hidden-test metric of the best validation step of the best round "
+        "(validation best when a task has no test). "
+        "Diversity and academic rate are over the best round; rates and costs pool all rounds. "
+        "Each table lists what its columns mean.",
         f"Diversity embedder: {', '.join(embedders) if embedders else 'none (no successful step)'}.",
     ]
     if len(rounds) < 2:
         notes.append(
-            "One round per agent and task: no paired comparison (run two or more rounds to tell a difference from noise)."
+            "One round per agent and task: no paired comparison (run two or more rounds to tell a difference from "
+            "noise)."
         )
     lost = [r for r in runs if gain_lost_on_test(r)]
     if lost:
         notes.append(
             f"{LOST} in {plural(len(lost), 'run')}: "
             + "; ".join(
-                f"{r.task} · {r.agent} · round {r.round} (val {num(r.best_val)} vs {num(r.baseline)}, test {num(r.test_metric)} vs {num(r.baseline_test)})"
+                f"{r.task} · {r.agent} · round {r.round} (val {num(r.best_val)} vs {num(r.baseline)}, test "
+                f"{num(r.test_metric)} vs {num(r.baseline_test)})"
                 for r in lost
             )
             + "."
@@ -393,4 +400,9 @@ def forgeable_note(results: Path) -> list[str]:
     ]
 
 
-CSS = "td.lost{background:#fff4e5;color:#8a4b00}dt{font-weight:600;margin-top:.3em}dd{margin-left:1.5em;color:#444}details.columns{font-size:13px;margin-bottom:1em}body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}td:first-child{text-align:left}figure{display:inline-block;margin:1em}"
+CSS = (
+    "td.lost{background:#fff4e5;color:#8a4b00}dt{font-weight:600;margin-top:.3em}dd{margin-left:1.5em;color:#444}"
+    "details.columns{font-size:13px;margin-bottom:1em}body{font-family:sans-serif;margin:2em;max-width:1400px}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
+    "text-align:right}th{background:#eee}td:first-child{text-align:left}figure{display:inline-block;margin:1em}"
+)

@@ -53,7 +53,10 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
     if last.name in ("edit_file", "bash") and not last.failed:
         before = replay(ctx, ctx.history[:-1])
         edit = search.identify(before, *_written(last, before)) if _written(last, before) else None
-        hypothesis = f"{edit.marker() if edit else 'an offline change'} {BANNER} {edit.what if edit else ''} (a blind change of one literal)"
+        hypothesis = (
+            f"{edit.marker() if edit else 'an offline change'} {BANNER} {edit.what if edit else ''} (a blind "
+            "change of one literal)"
+        )
         return PolicyReply("Measuring the change.", [("run_experiment", {"hypothesis": hypothesis})])
     done = tries(
         ctx,

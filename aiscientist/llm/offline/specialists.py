@@ -114,7 +114,8 @@ def prioritization(ctx: PolicyContext) -> PolicyReply:
         return reading
     changes = search.options_of(replay(ctx))
     lines = [
-        f"# Prioritized tasks\n_{BANNER}: one-step changes of literals found mechanically, each up and down; gains unknown._\n"
+        f"# Prioritized tasks\n_{BANNER}: one-step changes of literals found mechanically, each up and down; gains "
+        "unknown._\n"
     ]
     for rank, edit in enumerate(changes):
         lines += [

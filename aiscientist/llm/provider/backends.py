@@ -228,7 +228,8 @@ class ScriptedBackend:
             index = self._positions.get(self._key, 0)
             if index >= len(self.replies):
                 raise ScriptExhausted(
-                    f"scripted model {self.path}: the script holds {len(self.replies)} responses and call {index + 1} asked for another"
+                    f"scripted model {self.path}: the script holds {len(self.replies)} responses and call {index + 1} "
+                    "asked for another"
                 )
             self._positions[self._key] = index + 1
         entry = self.replies[index]
