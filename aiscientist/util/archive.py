@@ -4,9 +4,12 @@
 written, and how, is decided here, whatever Python version runs (the extraction
 filters of 3.11.7 predate the fix for CVE-2025-4517). Every member is checked before
 anything is written: no absolute path, no `..`, no device, FIFO or other special
-member, no symbolic or hard link that leaves the folder, no name twice; the member
-count, the total size and the expansion over the archive's own size are capped
-(a 299 KB archive that unpacks to 300 MB is refused). Files are then written under a
+member, no symbolic or hard link that leaves the folder, no name twice. A symbolic
+link is resolved the way the file system will, through the archive's other links
+(`L -> ../../..` placed deep, then `x -> a/b/c/L/..`, stays inside lexically but not
+on disk). The member count, path depth and length, the total size (a hard link
+counts its target's bytes again: it is written as a copy) and the expansion over
+the archive's own size are capped (a 299 KB archive that unpacks to 300 MB is refused). Files are then written under a
 fresh folder with O_NOFOLLOW|O_EXCL, each folder on the way opened without following
 links, so no member can write through another.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import posixpath
 import tarfile
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +29,9 @@ from aiscientist.util.text import clean
 
 CHUNK = 1 << 20
 NAME_MAX = 255  # bytes in one path component (Linux)
+PATH_MAX = 4096  # bytes in a member's path or a link's target
+DEPTH_MAX = 128  # folders in a member's path (the depth the tree walker enters)
+LINK_STEPS = 4096  # path components one link's resolution may visit (links through links)
 
 
 class ArchiveError(ValueError):
@@ -50,16 +57,49 @@ def _member_parts(member: tarfile.TarInfo) -> list[str]:
         raise ArchiveError(f"member {clean(name)!r}: a NUL byte in the name")
     if any(len(os.fsencode(part)) > NAME_MAX for part in parts):
         raise ArchiveError(f"member {clean(name, 300)!r}: a name longer than {NAME_MAX} bytes")
+    if len(os.fsencode(name)) > PATH_MAX or len(parts) > DEPTH_MAX:
+        raise ArchiveError(
+            f"member {clean(name, 300)!r}: a path deeper than {DEPTH_MAX} or longer than {PATH_MAX} bytes"
+        )
     return parts
 
 
 def _link_inside(parts: list[str], target: str, hard: bool) -> bool:
     """Whether a link at `parts` to `target` stays inside the folder (lexically)."""
-    if not target or target.startswith("/"):
+    if not target or target.startswith("/") or len(os.fsencode(target)) > PATH_MAX:
         return False
     base = [] if hard else parts[:-1]  # a hard link's target is relative to the archive's root
     resolved = posixpath.normpath(posixpath.join(*base, target) if base else target)
     return resolved != ".." and not resolved.startswith("../")
+
+
+def _resolves_inside(rel: str, links: dict[str, str]) -> bool:
+    """Whether symbolic link `rel` stays inside the folder when resolved as the kernel
+    will, following the archive's other links (`links`: path -> target) on the way;
+    a loop or a resolution longer than LINK_STEPS components counts as leaving."""
+    where = rel.split("/")[:-1]
+    pending = deque(links[rel].split("/"))
+    steps = 0
+    while pending:
+        steps += 1
+        if steps > LINK_STEPS:
+            return False
+        part = pending.popleft()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not where:
+                return False
+            where.pop()
+            continue
+        where.append(part)
+        target = links.get("/".join(where))
+        if target is not None:
+            if target.startswith("/"):
+                return False
+            where.pop()
+            pending.extendleft(reversed(target.split("/")))
+    return True
 
 
 def check(archive: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[tarfile.TarInfo]:
@@ -67,6 +107,8 @@ def check(archive: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[tarfil
     archive_size = max(os.stat(archive).st_size, 1)
     members: list[tarfile.TarInfo] = []
     seen: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    links: dict[str, str] = {}
     total = 0
     try:
         with tarfile.open(archive, "r:*") as tar:
@@ -84,7 +126,11 @@ def check(archive: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[tarfil
                 if rel in seen and not (kind == seen[rel] == "dir"):
                     raise ArchiveError(f"member {clean(rel)!r}: appears twice")
                 seen[rel] = kind
-                total += member.size if kind == "file" else 0
+                if kind == "file":
+                    sizes[rel] = member.size
+                elif kind == "link":
+                    links[rel] = member.linkname
+                total += sizes[rel] if kind == "file" else sizes[_hard_target(member)] if kind == "hardlink" else 0
                 if total > limits.total_bytes:
                     raise ArchiveError(f"unpacks to more than {limits.total_bytes} bytes")
                 if total > limits.ratio_floor and total / archive_size > limits.ratio:
@@ -95,7 +141,16 @@ def check(archive: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[tarfil
                 members.append(member)
     except tarfile.TarError as err:
         raise ArchiveError(f"not a readable tar archive: {clean(err)}") from None
+    for rel, target in links.items():
+        if not _resolves_inside(rel, links):
+            raise ArchiveError(
+                f"member {clean(rel)!r}: a symbolic link that leaves the folder through other links ({clean(target)})"
+            )
     return members
+
+
+def _hard_target(member: tarfile.TarInfo) -> str:
+    return "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
 
 
 def _kind(member: tarfile.TarInfo, parts: list[str], seen: dict[str, str]) -> str:
@@ -109,7 +164,7 @@ def _kind(member: tarfile.TarInfo, parts: list[str], seen: dict[str, str]) -> st
             raise ArchiveError(f"member {name!r}: a symbolic link that leaves the folder ({clean(member.linkname)})")
         return "link"
     if member.islnk():
-        target = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
+        target = _hard_target(member)
         if not _link_inside(parts, member.linkname, hard=True) or seen.get(target) != "file":
             raise ArchiveError(
                 f"member {name!r}: a hard link to {clean(member.linkname)!r}, not an earlier file of the archive"
@@ -150,7 +205,7 @@ def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, parts: lis
             os.symlink(member.linkname, parts[-1], dir_fd=parent)
             return 0
         if member.islnk():  # a copy of the earlier file, never a real hard link
-            target = "/".join(p for p in member.linkname.split("/") if p not in ("", "."))
+            target = _hard_target(member)
             data = untrusted.read_file(dest, target, budget, hard_links=True)
             return _create(parent, parts[-1], [data], member.mode)
         source = tar.extractfile(member)

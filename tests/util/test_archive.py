@@ -69,6 +69,16 @@ HOSTILE = {
     "fifo": ([_special("f", tarfile.FIFOTYPE)], "a device, FIFO"),
     "device": ([_special("c", tarfile.CHRTYPE)], "a device, FIFO"),
     "twice": ([_file("x", b"1"), _file("x", b"2")], "appears twice"),
+    # each link is inside on its own; resolved through `L`, `x` is the folder's parent
+    "symlink out through another link": (
+        [_special("a/b/c/L", tarfile.SYMTYPE, "../../.."), _special("x", tarfile.SYMTYPE, "a/b/c/L/..")],
+        "leaves the folder through other links",
+    ),
+    "symlink loop": (
+        [_special("p", tarfile.SYMTYPE, "q/x"), _special("q", tarfile.SYMTYPE, "p/y")],
+        "leaves the folder through other links",
+    ),
+    "too deep": ([_file("d/" * 200 + "f")], "deeper than 128"),
 }
 
 
@@ -93,6 +103,15 @@ def test_a_tar_bomb_is_refused_by_its_expansion_ratio(tmp_path: Path) -> None:
     with pytest.raises(ArchiveError, match=r"more than 100 times its size \(a tar bomb\?\)"):
         unpack(archive, tmp_path / "out")
     assert not (tmp_path / "out").exists() and time.monotonic() - started < 10
+
+
+def test_hard_links_count_their_bytes_again(tmp_path: Path) -> None:
+    """Each hard link is written as a copy: 1 MB linked 10 times is 11 MB, not 1 MB."""
+    members = [_file("f", b"\0" * (1 << 20))] + [_special(f"h{i}", tarfile.LNKTYPE, "f") for i in range(10)]
+    archive = _tar(tmp_path / "links.tar.gz", members, "w:gz")
+    with pytest.raises(ArchiveError, match="a tar bomb"):
+        unpack(archive, tmp_path / "out", ArchiveLimits(ratio_floor=4 << 20))
+    assert not (tmp_path / "out").exists()
 
 
 def test_member_count_and_total_size_are_capped(tmp_path: Path) -> None:
