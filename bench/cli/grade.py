@@ -8,13 +8,13 @@ from pathlib import Path
 from rich.console import Console
 
 from aiscientist.llm import ModelConfigError
-from aiscientist.sandbox import BACKENDS, SandboxUnavailable, get_sandbox
+from aiscientist.sandbox import BACKENDS, SandboxUnavailable
 from aiscientist.util.console import make_console
 from bench.paper.graded_tree import write_graded
 from bench.paper.grading import SUMMARY_FILE, grade_submission, render_tree
 from bench.paper.judge import OFFLINE
 from bench.paper.judge_eval import JUDGE_EVAL_FILE, render, run_judge_eval
-from bench.paper.reproduce import GRADE_FILE
+from bench.paper.reproduce import GRADE_FILE, isolated
 from bench.paper.rubric import RubricError
 
 
@@ -48,7 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-depth", type=int, help="grade nodes at this depth (root = 0) as whole subtrees")
     parser.add_argument("--concurrency", type=int, default=4, help="leaves graded at once (default 4)")
     parser.add_argument(
-        "--sandbox", choices=BACKENDS, default="auto", help="where reproduce.sh runs (default auto: bwrap if usable)"
+        "--sandbox",
+        choices=BACKENDS,
+        default="auto",
+        help="where reproduce.sh runs (default auto: bwrap, never the host; local runs it unisolated)",
     )
 
 
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace, console: Console) -> int:
     if not args.submission or not args.paper:
         raise UsageError("give a SUBMISSION folder and --paper (or --judge-eval DIR)")
-    sandbox = None if args.code_dev else get_sandbox(args.sandbox)
+    sandbox = None if args.code_dev else isolated(args.sandbox)
     result = grade_submission(
         args.submission,
         args.paper,

@@ -232,7 +232,11 @@ def _rubric(task: Task, ws: Workspace, folder: Path, config: GridConfig) -> floa
     if record.is_file():
         return float(json.loads(record.read_text())["score"])
     return grade_task(
-        task, ws.paths.submission, config.judge_model or config.model or "offline", out=folder / "grade"
+        task,
+        ws.paths.submission,
+        config.judge_model or config.model or "offline",
+        out=folder / "grade",
+        sandbox=config.sandbox,  # the grid's sandbox, never a silent fallback to the host
     ).score
 
 

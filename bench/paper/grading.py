@@ -105,7 +105,7 @@ def grade_submission(
     timeout_s: float | None = None,
     max_depth: int | None = None,
     concurrency: int = 4,
-    sandbox: Sandbox | None = None,
+    sandbox: Sandbox | str | None = None,
     client: Completer | None = None,
 ) -> GradeResult:
     """Reproduce (unless `code_dev`), judge every leaf, score the tree and write

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from aiscientist.sandbox import Sandbox, SandboxUnavailable, get_sandbox
+from aiscientist.sandbox import LocalSandbox, Sandbox, SandboxUnavailable, get_sandbox
 from aiscientist.util import safe_open, untrusted
 
 SCRIPT = "reproduce.sh"
@@ -127,9 +127,24 @@ def _append_note(copy_dir: Path, note: str) -> None:
         return
 
 
-def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandbox | None = None) -> Reproduction:
-    """Copy `submission` to `work_dir/submission` and run `bash reproduce.sh` there,
-    its output going to `reproduce.log` in the copy."""
+def isolated(choice: Sandbox | str = "auto") -> Sandbox:
+    """The sandbox a submission's code runs in. Unlike experiments, `auto` never falls back
+    to the host: only a sandbox chosen by name as `local` runs it without isolation."""
+    if not isinstance(choice, str):
+        return choice  # a ready backend, chosen by the caller
+    sandbox = get_sandbox(choice)
+    if choice != "local" and isinstance(sandbox, LocalSandbox):
+        raise SandboxUnavailable(
+            f"no isolating sandbox for {SCRIPT} (bubblewrap is missing or cannot create namespaces here): it would "
+            "run on the host with your permissions. Use --sandbox docker, or --sandbox local to run it without "
+            "isolation on purpose"
+        )
+    return sandbox
+
+
+def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandbox | str | None = None) -> Reproduction:
+    """Copy `submission` to `work_dir/submission` and run `bash reproduce.sh` there (in
+    `isolated(sandbox)`), its output going to `reproduce.log` in the copy."""
     submission = Path(submission)
     copy_dir = copy_submission(submission, Path(work_dir) / "submission")
     if not (copy_dir / SCRIPT).is_file():
@@ -139,7 +154,7 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
     before = snapshot(copy_dir)
     started = datetime.now(UTC)
     try:
-        sandbox = sandbox or get_sandbox("auto")
+        sandbox = isolated(sandbox or "auto")
         # as PaperBench runs it; with the docker backend, in a new container from the run image
         result = sandbox.run(
             [f"set -o pipefail; bash {SCRIPT} 2>&1 | tee {LOG}"], cwd=copy_dir, timeout=timeout_s, writable=[copy_dir]

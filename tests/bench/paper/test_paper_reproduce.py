@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import datetime
@@ -108,3 +109,33 @@ def test_bwrap_reproduction_cannot_write_outside_its_copy(tmp_path: Path) -> Non
     sub = _submission(tmp_path, f"echo hacked > {outside} || echo blocked\n")
     result = reproduce(sub, tmp_path / "work", timeout_s=30, sandbox=get_sandbox("bwrap"))
     assert result.ran and not outside.exists()  # inside, /tmp is a private tmpfs: the write landed there or failed
+
+
+def test_grade_never_falls_back_to_running_reproduce_sh_on_the_host(tmp_path: Path) -> None:
+    """Where bubblewrap cannot create namespaces, `grade` (sandbox auto) refuses to run the
+    submission's script instead of running it unisolated on the host."""
+    import subprocess
+    import sys
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")  # a bwrap that cannot create namespaces
+    (fake / "bwrap").chmod(0o755)
+    marker = tmp_path / "ran_on_the_host"
+    sub = _submission(tmp_path, f"touch {marker}\n")
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "paper.md").write_text("# p\n")
+    leaf = {"id": "a", "requirements": "runs", "weight": 1, "task_category": "Code Execution", "sub_tasks": []}
+    (paper / "rubric.json").write_text(json.dumps({"id": "r", "requirements": "r", "weight": 1, "sub_tasks": [leaf]}))
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "aiscientist", "grade", str(sub), "--paper", str(paper)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "no isolating sandbox" in done.stderr and "--sandbox local" in done.stderr
+    assert not marker.exists()
