@@ -4,16 +4,19 @@ A peer gets a `PeerBrief` (JSON in `state/peer/brief.json`): the task (goal, met
 direction, editable files, the evaluation command — our `run_experiment`), the budget (one
 counted experiment is one of our steps; the driver maps it to the peer's own iterations)
 and the model (a litellm name and, for OpenAI-compatible servers, `api_base`). The peer's
-driver script runs under the peer's own interpreter (`bench/peers/specs.py`) and reaches
-the run only through the bridge (`bench/peers/bridge.py`).
+driver script runs under the peer's own interpreter (`bench/peers/specs.py`) inside the run's
+sandbox backend, with no network: it reaches the run only through the bridge
+(`bench/peers/bridge.py`) and the model only through the token meter (`bench/peers/meter.py`),
+both Unix sockets in a folder mounted into the sandbox, which `drivers/launch.py` relays
+from loopback ports inside it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
-import subprocess
+import shlex
+import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -21,14 +24,15 @@ from pydantic import BaseModel
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.llm import load_llm_config
+from aiscientist.sandbox import get_sandbox
 from aiscientist.util.console import make_console
 from bench.peers.bridge import Bridge
 from bench.peers.meter import Meter
 from bench.peers.specs import PeerEnvError, ensure, spec
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
-# host variables a peer's own model client may need (the endpoint's key); nothing else of the host
-_MODEL_ENV = re.compile(r"[A-Z0-9_]*_(API_KEY|API_BASE|BASE_URL)|LITELLM_[A-Z_]+")
+OUTPUT = "output.txt"  # the peer's own output, in state/peer/
+OPENAI_BASE = "https://api.openai.com/v1"
 console = make_console(stderr=True, soft_wrap=True)
 
 
@@ -66,9 +70,19 @@ def peer_model(ctx: RunContext) -> PeerModel:
         ctx.client("peer")  # starts the llama.cpp server if nothing answers at the entry's api_base
         alias = model.removeprefix("local/")
         return PeerModel(name=f"openai/{alias}", api_base=api_base, api_key="local", max_tokens=config.max_tokens)
-    key = ctx.options.get("api_key")
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    if api_base is None and provider != "openai":
+        raise ValueError(
+            f"agent {ctx.agent}: a peer's sandbox reaches its model only at an OpenAI-compatible endpoint, and "
+            f"{model!r} has none; give one with --option {ctx.agent}.api_base=URL or in the models file"
+        )
+    key = ctx.options.get("api_key") or os.environ.get(f"{provider.upper()}_API_KEY")
     return PeerModel(
-        name=model, api_base=api_base, api_key=key, temperature=config.temperature, max_tokens=config.max_tokens
+        name=model,
+        api_base=api_base or OPENAI_BASE,
+        api_key=key,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
     )
 
 
@@ -95,40 +109,39 @@ class PeerAgent:
     peer = ""
     needs_model = True
 
+    def driver(self) -> Path:
+        return DRIVERS / f"{spec(self.peer).driver}.py"
+
     def solve(self, ctx: RunContext) -> Outcome:
         python = ensure(self.peer)
         folder = ctx.ws.paths.state / "peer"
-        (folder / "home").mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         told = brief(ctx)
+        upstream, key = told.model.api_base, told.model.api_key
+        told.model.api_base = told.model.api_key = None  # the peer reaches the model through the relay only
         timeout = float(ctx.options.get("timeout_s", ctx.wall_time_s or 3600))
-        with contextlib.ExitStack() as stack:
-            if told.model.api_base:  # the peer's tokens are counted on their way back
-                meter = stack.enter_context(Meter(told.model.api_base, ctx.ws.paths.root, self.name))
-                told.model.api_base = meter.url
+        # a short folder: a Unix socket's path has at most 107 bytes
+        with tempfile.TemporaryDirectory(prefix="aisci-peer-") as tmp, contextlib.ExitStack() as stack:
+            sockets = Path(tmp)
+            if upstream:  # the peer's tokens are counted on their way back
+                stack.enter_context(Meter(upstream, ctx.ws.paths.root, self.name, sockets / "model.sock", key))
+            bridge = stack.enter_context(Bridge(ctx, sockets / "bridge.sock"))
             (folder / "brief.json").write_text(told.model_dump_json(indent=1))
-            bridge = stack.enter_context(Bridge(ctx))
-            env = self.environment(folder, bridge)
-            driver = DRIVERS / f"{spec(self.peer).driver}.py"
-            code = _run([str(python), str(driver), str(folder / "brief.json")], folder, env, timeout)
+            env = self.environment(bridge, sockets)
+            code = run_sandboxed(ctx, python, self.driver(), folder, sockets, env, timeout)
             calls = dict(bridge.calls)
-        return self.outcome(ctx, code, calls, folder / "output.txt", timeout)
+        return self.outcome(ctx, code, calls, folder / OUTPUT, timeout)
 
-    def environment(self, folder: Path, bridge: Bridge) -> dict[str, str]:
-        """The peer process's whole environment: its venv, a home of its own, the bridge and the model's key."""
-        python_bin = str(ensure(self.peer).parent)
-        env = {k: v for k, v in os.environ.items() if _MODEL_ENV.fullmatch(k)}
-        env.update(
-            PATH=f"{python_bin}{os.pathsep}/usr/bin{os.pathsep}/bin",
-            HOME=str(folder / "home"),
-            TMPDIR=str(folder / "home"),
-            LITELLM_LOCAL_MODEL_COST_MAP="True",
-            HF_HUB_OFFLINE="1",
-            PYTHONUNBUFFERED="1",
-            AISCI_BRIDGE=bridge.url,
-            AISCI_BRIDGE_TOKEN=bridge.token,
-            AISCI_PEER_DIR=str(folder),
-        )
-        return env
+    def environment(self, bridge: Bridge, sockets: Path) -> dict[str, str]:
+        """What the peer process gets besides the sandbox's own PATH, HOME and TMPDIR: no host variable, no key."""
+        return {
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "AISCI_BRIDGE_TOKEN": bridge.token,
+            "AISCI_PEER_DIR": str(bridge.ctx.ws.paths.state / "peer"),
+            "AISCI_SOCKETS": str(sockets),
+        }
 
     def outcome(
         self, ctx: RunContext, code: int | None, calls: dict[str, int], output: Path, timeout: float
@@ -145,24 +158,30 @@ class PeerAgent:
             detail, stop = f"peer {self.peer} ended without calling the evaluator", StopReason.AGENT_FAILED
         else:
             return Outcome(stop=StopReason.FINISHED, detail=f"peer {self.peer} ended its own run")
-        console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail} (see ws/state/peer/output.txt)")
+        console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail} (see ws/state/peer/{OUTPUT})")
         return Outcome(stop=stop, detail=detail)
 
 
-def _run(argv: list[str], folder: Path, env: dict[str, str], timeout: float) -> int | None:
-    """The driver's exit code; None when it was killed at `timeout`."""
-    with open(folder / "output.txt", "ab") as output:
-        proc = subprocess.Popen(
-            argv, cwd=folder, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+def run_sandboxed(
+    ctx: RunContext, python: Path, driver: Path, folder: Path, sockets: Path, env: dict[str, str], timeout: float
+) -> int | None:
+    """The driver's exit code (None: killed at `timeout`), run in the run's sandbox backend: its
+    interpreter's venv, the drivers and the socket folder read-only, `folder` writable, nothing else."""
+    venv = python.parent.parent
+    argv = " ".join(shlex.quote(str(a)) for a in (python, DRIVERS / "launch.py", driver, folder / "brief.json"))
+    sandbox = get_sandbox(ctx.ws.engine.sandbox.settings)
+    result = sandbox.run(
+        [f"exec {argv} >> {OUTPUT} 2>&1"],
+        cwd=folder,
+        timeout=timeout,
+        env=env,
+        writable=[folder],
+        readonly=[venv, DRIVERS, driver.parent, sockets],
+        hidden=[*ctx.task.agent_hidden_paths(), ctx.ws.paths.pristine],
+    )
+    if result.timed_out:
         return None
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 9)  # no child of the peer outlives it
-        proc.wait()
+    return result.returncodes[-1] if result.returncodes else -1
 
 
 __all__ = ["PeerAgent", "PeerBrief", "PeerEnvError", "PeerModel", "brief", "peer_model"]

@@ -1,8 +1,9 @@
-"""The host end of a peer run: a loopback HTTP endpoint (one random token per run) through
-which the peer's process asks for the only two things it may do to the run.
+"""The host end of a peer run: an HTTP endpoint on a Unix socket (one random token per run)
+through which the peer's process asks for the only things it may do to the run.
 
 - `shell`: a command, run in `submission/` through the run's sandbox with the `agent`
   role's writable areas (the same path as the baselines' bash tool);
+- `write`: an editable file, through the role-scoped file API;
 - `experiment`: one counted step of our experiment engine on the current code; its answer
   is our step result, and the peer's own number never enters a result.
 
@@ -16,6 +17,7 @@ import json
 import secrets
 import threading
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 from aiscientist.agent.context import RunContext
@@ -32,12 +34,12 @@ OUTPUT_CHARS = 10000
 class Bridge(LoopbackServer):
     """Serves one run's peer; `calls` counts what it was asked (for the stop reason)."""
 
-    def __init__(self, ctx: RunContext):
+    def __init__(self, ctx: RunContext, unix: Path | None = None):
         self.ctx = ctx
         self.token = secrets.token_hex(16)
         self.calls = {"shell": 0, "experiment": 0, "write": 0}
         self._lock = threading.Lock()  # one action at a time: the peer's order is the run's order
-        self.serve(_handler(self))
+        self.serve(_handler(self), unix)
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")

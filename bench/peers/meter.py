@@ -1,6 +1,8 @@
-"""A loopback relay in front of an OpenAI-compatible endpoint: the peer's own client talks
-to it as if it were the endpoint, and every answer's `usage` becomes a record in the run's
-`logs/llm_calls.jsonl`, so a peer's steps are charged with its tokens like any other agent's.
+"""The host's relay in front of an OpenAI-compatible endpoint, on a Unix socket the peer's
+sandbox sees: the peer's own client talks to it as if it were the endpoint, every answer's
+`usage` becomes a record in the run's `logs/llm_calls.jsonl` (a peer's steps are charged
+with its tokens like any other agent's), and the endpoint's key is added here, so no key
+enters the sandbox.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from aiscientist.llm.budget import tracker_for_run
 from bench.peers.serve import LoopbackServer
 
 HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding"}
+KEY_HEADERS = {"authorization", "api-key", "x-api-key"}  # whatever the peer sent is replaced by the run's key
 
 
 class Meter(LoopbackServer):
-    def __init__(self, upstream: str, run_dir: Path, role: str):
-        self.upstream, self.run_dir, self.role = upstream.rstrip("/"), run_dir, role
-        self.serve(_handler(self))
+    def __init__(self, upstream: str, run_dir: Path, role: str, unix: Path, key: str | None = None):
+        self.upstream, self.run_dir, self.role, self.key = upstream.rstrip("/"), run_dir, role, key
+        self.serve(_handler(self), unix)
 
     def note(self, request: bytes, answer: bytes, seconds: float) -> None:
         try:
@@ -49,7 +52,10 @@ def _handler(meter: Meter) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _relay(self) -> None:
             data = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+            dropped = HOP_HEADERS | KEY_HEADERS
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+            if meter.key:
+                headers["Authorization"] = f"Bearer {meter.key}"
             request = urllib.request.Request(meter.upstream + self.path, data=data or None, method=self.command)
             for key, value in headers.items():
                 request.add_header(key, value)

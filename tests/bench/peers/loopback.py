@@ -20,6 +20,7 @@ class ScriptedServer(LoopbackServer):
     def __init__(self, replies: list[Reply], fallback: Reply = "I am done."):
         self.replies, self.fallback = list(replies), fallback
         self.requests: list[dict[str, Any]] = []
+        self.keys: list[str | None] = []  # each request's Authorization header
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self.serve(self._handler())
@@ -40,6 +41,7 @@ class ScriptedServer(LoopbackServer):
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                server.keys.append(self.headers.get("Authorization"))
                 try:
                     status, answer = 200, completion(request.get("model", "scripted"), server.next_reply(request))
                 except Exception as err:  # a script that does not fit the request: the client fails, not retries

@@ -1,0 +1,149 @@
+"""The peers' released code beside our agents with a real local model (issue #30's benchmark;
+not a timed test). Run it alone on the model: `flock /work/scratch/llm.lock python perf/peers.py`.
+
+Serves the model once (llama.cpp; a server already answering at the models-file address is used
+as it is), then runs one bench grid per agent into one results folder,
+`python -m aiscientist bench run --agents A --tasks T1,T2 --rounds R --steps N --workers 1`,
+each stopped after --timeout seconds, writes `bench report` over all of them and prints per
+agent and task, from each round's result.json and step records (means over rounds):
+
+- val / base: best validation metric against the baseline's; test / base: the hidden test on
+  that step against the baseline code's (`*` marks a result better than the baseline);
+- steps: run / successful; valid: steps that may count as best (successful, valid metric, constraints met);
+- tok/step and s/step: model tokens and wall time over steps run (over 1 if none);
+- stops: stop reasons other than the step budget, with their cause.
+
+    python perf/peers.py [--agents aiscientist,aide,peer-aide,...] [--tasks tiny,data_efficiency]
+                         [--steps 2] [--rounds 2] [--model local/qwen2.5-coder-1.5b] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from aiscientist.experiment.engine import load_steps  # noqa: E402
+from aiscientist.llm.config import load_llm_config  # noqa: E402
+from aiscientist.llm.local.server import ensure_server  # noqa: E402
+from aiscientist.records.accounting import is_better  # noqa: E402
+from aiscientist.records.paths import RunPaths  # noqa: E402
+from aiscientist.task import Direction  # noqa: E402
+from aiscientist.util.humanize import num  # noqa: E402
+from bench.scoring.metrics import RunSummary, load_runs  # noqa: E402
+
+AGENTS = "linear,aide,peer-aide,peer-openevolve,peer-mini-swe-agent,aiscientist"
+TASKS = f"{ROOT / 'tests/fixtures/tiny/task.yaml'},data_efficiency"
+
+
+def run_grid(agent: str, args: argparse.Namespace) -> float:
+    """One agent's cells; the wall time. Past --timeout the grid is interrupted (unfinished cells leave no result)."""
+    command = [
+        sys.executable, "-m", "aiscientist", "bench", "run", "--agents", agent, "--tasks", args.tasks,
+        "--rounds", str(args.rounds), "--steps", str(args.steps), "--model", args.model, "--out", str(args.out),
+        "--workers", "1", "--no-progress", "--no-report",
+    ]  # fmt: skip
+    if agent.startswith("peer-"):  # the peer's own limit, a little inside ours
+        command += ["--option", f"{agent}.timeout_s={max(60.0, args.timeout / args.rounds / 2 - 30):g}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    started = time.monotonic()
+    with (args.out / f"{agent}.log").open("w") as log:
+        grid = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            grid.wait(args.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(grid.pid, signal.SIGINT)
+            try:
+                grid.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(grid.pid, signal.SIGKILL)
+                grid.wait()
+    return time.monotonic() - started
+
+
+def versus(value: float | None, base: float | None, direction: Direction) -> str:
+    mark = "*" if value is not None and base is not None and is_better(value, base, direction) else ""
+    return f"{num(value)}{mark} / {num(base)}"
+
+
+def mean(values: list[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return sum(found) / len(found) if found else None
+
+
+def row(agent: str, task: str, runs: list[RunSummary], out: Path) -> list[str]:
+    if not runs:
+        return [agent, task, "no finished round (see the agent's log)", "", "", "", "", "", ""]
+    first = runs[0]
+    steps = [s for r in runs for s in load_steps(RunPaths(r.folder(out) / "ws"))]
+    done = sum(r.completed for r in runs)
+    stops = sorted({f"{r.stop_reason}: {r.stop_detail[:120]}" for r in runs if r.stop_reason != "step_budget"})
+    return [
+        agent,
+        task,
+        versus(mean([r.best_val for r in runs]), first.baseline, first.direction),
+        versus(mean([r.test_metric for r in runs]), first.baseline_test, first.direction),
+        f"{done} / {sum(r.successful for r in runs)}",
+        num(sum(s.eligible for s in steps)),
+        num(sum(r.tokens for r in runs) / max(done, 1)),
+        num(sum(r.wall_time_s for r in runs) / max(done, 1)),
+        "; ".join(stops) or "-",
+    ]
+
+
+def table(out: Path, agents: list[str], args: argparse.Namespace) -> Table:
+    runs = load_runs(out)
+    shown = Table(
+        title=f"peers beside ours: {args.model}, {args.steps} steps, {args.rounds} rounds (means over rounds)",
+        show_lines=True,
+    )
+    for column in ("agent", "task", "val / base", "test / base", "steps run / ok", "valid"):
+        shown.add_column(column)
+    for column in ("tok/step", "s/step", "stops other than the budget"):
+        shown.add_column(column)
+    for task in sorted({r.task for r in runs}):
+        for agent in agents:
+            shown.add_row(*row(agent, task, [r for r in runs if r.task == task and r.agent == agent], out))
+    return shown
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", default=AGENTS)
+    parser.add_argument("--tasks", default=TASKS, help="comma-separated task names or task.yaml paths")
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--model", default="local/qwen2.5-coder-1.5b")
+    parser.add_argument("--timeout", type=float, default=7200, help="seconds one agent's grid may take")
+    parser.add_argument("--out", type=Path, help="results folder (default: a new temporary one)")
+    args = parser.parse_args()
+    args.out = (args.out or Path(tempfile.mkdtemp(prefix="peers-"))).resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    config = load_llm_config(args.model)
+    if args.model.startswith("local/") and config.api_base and config.gguf:
+        ensure_server(config.api_base, config.gguf, args.model.removeprefix("local/"), config.context_window or 8192)
+    console, agents = Console(width=220), args.agents.split(",")
+    for agent in agents:
+        wall = run_grid(agent, args)
+        console.print(f"{agent}: {wall:.0f} s ({args.out / agent}.log)")
+    subprocess.run([sys.executable, "-m", "aiscientist", "bench", "report", str(args.out)], cwd=ROOT, check=False)
+    console.print(table(args.out, agents, args))
+    console.print(f"results and report: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
