@@ -96,7 +96,7 @@ def run_commands(
 
 
 def experiment(task: Task, seed: int, smoke: bool, patch: Path | None = None) -> Run:
-    """One experiment (the validation command list) in a temporary repository copy."""
+    """One experiment (the validation commands, then the score commands) in a temporary repository copy."""
     with tempfile.TemporaryDirectory(prefix="fml-lite-") as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(task.repository, repo, ignore=shutil.ignore_patterns("__pycache__", "final_info*.json"))
@@ -110,8 +110,10 @@ def experiment(task: Task, seed: int, smoke: bool, patch: Path | None = None) ->
         env.pop("FML_LITE_SMOKE", None)
         if smoke:
             env["FML_LITE_SMOKE"] = "1"
+        # the run, then its score (a split task's evaluator writes the metrics file into the working folder
+        # when $SCORE_OUT is unset; the engine runs it in an invocation of its own)
         wall, cpu, peak, error = run_commands(
-            task.setup_commands + task.commands, repo / task.working_dir, env, task.command_timeout_s
+            task.setup_commands + task.commands + task.score, repo / task.working_dir, env, task.command_timeout_s
         )
         if error:
             return Run(None, wall, cpu, peak, False, error)
