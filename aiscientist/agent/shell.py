@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import Tool, Toolbox, clip
 from aiscientist.experiment.integrity import read_regular
-from aiscientist.sandbox import RunResult
+from aiscientist.sandbox import CommandsResult
 from aiscientist.task import expand_globs
 from aiscientist.util.text import quoted_block
 
@@ -53,7 +53,7 @@ def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None]
     return f"[{status}]\n{quoted_block(out[-OUTPUT_CHARS:], 'command output')}" if out else f"[{status}]"
 
 
-def sandboxed_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> RunResult:
+def sandboxed_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> CommandsResult:
     """Run `command` in `submission/` with `role`'s writable areas; record it as a `shell.run` event."""
     task, submission = ws.task, ws.paths.submission
     before = editable_digests(ws)

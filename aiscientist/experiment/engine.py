@@ -38,7 +38,7 @@ from aiscientist.records.step import (
     folder_hashes,
     sha256_file,
 )
-from aiscientist.sandbox import RunResult, Sandbox
+from aiscientist.sandbox import CommandsResult, Sandbox
 from aiscientist.sandbox.base import passed_env
 from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
 
@@ -296,7 +296,7 @@ class ExperimentEngine:
         hide_task: bool = True,
         protect: bool = True,
         timeout: float | None = None,
-    ) -> RunResult:
+    ) -> CommandsResult:
         """Run `commands` in `repo` (default: the submission), the only writable folder.
 
         `hide_task`: the task's own folders (hidden test assets, rubric) are invisible.
@@ -322,7 +322,7 @@ class ExperimentEngine:
         agent: str,
         hypothesis: str,
         started: str,
-        result: RunResult,
+        result: CommandsResult,
         metrics_path: Path,
         tampered: list[str],
         tokens: int,

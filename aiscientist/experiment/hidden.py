@@ -22,7 +22,7 @@ from aiscientist.experiment.scoring import Scorer, score_run, survivors_error
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading, TestResult, sha256_file
-from aiscientist.sandbox import RunResult
+from aiscientist.sandbox import CommandsResult
 from aiscientist.task import Task, expand_globs, glob_match
 
 
@@ -39,7 +39,7 @@ class TestRunner(Scorer, Protocol):
         hide_task: bool = True,
         protect: bool = True,
         timeout: float | None = None,
-    ) -> RunResult: ...
+    ) -> CommandsResult: ...
 
     def protected_manifest(self) -> dict[str, str]: ...
 

@@ -23,7 +23,7 @@ from aiscientist.records.causes import FailureCause
 from aiscientist.records.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading
-from aiscientist.sandbox import RunResult, Sandbox
+from aiscientist.sandbox import CommandsResult, Sandbox
 from aiscientist.task import Task, expand_globs, glob_match
 
 SCORE_OUT = "SCORE_OUT"  # the environment variable naming the score command's output folder
@@ -88,7 +88,7 @@ def _lay_out(engine: Scorer, repo: Path, test: bool) -> None:
 
 def score_run(
     engine: Scorer, run_root: Path, tree: dict[str, integrity.Entry], test: bool = False
-) -> tuple[RunResult, MetricsReading]:
+) -> tuple[CommandsResult, MetricsReading]:
     """Run the task's score (or test_score) commands on the artifacts the run at
     `run_root` left; the result of that invocation and the metrics it wrote."""
     task = engine.task
@@ -100,7 +100,7 @@ def score_run(
         try:
             copy_artifacts(task, tree, run_root, repo)
         except ArtifactError as err:
-            failed = RunResult(commands=commands, returncodes=[], duration_s=0.0, backend=engine.sandbox.name)
+            failed = CommandsResult(commands=commands, returncodes=[], duration_s=0.0, backend=engine.sandbox.name)
             return failed, MetricsReading(error=str(err), cause=FailureCause.INTEGRITY)
         _lay_out(engine, repo, test)
         cwd = repo / task.working_dir
@@ -120,7 +120,7 @@ def score_run(
         return result, engine.read_metrics(out / name)
 
 
-def survivors_error(result: RunResult) -> str | None:
+def survivors_error(result: CommandsResult) -> str | None:
     """Why scoring may not start after `result`: processes of the run still alive."""
     left = result.survivors
     return f"{left} process(es) of the run survived it; not scored" if left else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from aiscientist.sandbox.base import BACKENDS, Mounts, RunResult, Sandbox, SandboxSettings, allowed_env
+from aiscientist.sandbox.base import BACKENDS, CommandsResult, Mounts, Sandbox, SandboxSettings, allowed_env
 from aiscientist.sandbox.bwrap import BwrapSandbox, bwrap_works
 from aiscientist.sandbox.local import LocalSandbox
 
@@ -62,7 +62,7 @@ __all__ = [
     "BACKENDS",
     "Mounts",
     "SandboxSettings",
-    "RunResult",
+    "CommandsResult",
     "Sandbox",
     "get_sandbox",
     "allowed_env",

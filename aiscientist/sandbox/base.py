@@ -44,7 +44,7 @@ class SandboxSettings(BaseModel):
         return {"backend": value} if isinstance(value, str) else value
 
 
-class RunResult(BaseModel):
+class CommandsResult(BaseModel):
     """What a command list did. `returncodes` has one entry per command that ran;
     the list stops at the first failure."""
 
@@ -68,9 +68,9 @@ class RunResult(BaseModel):
             and all(rc == 0 for rc in self.returncodes)
         )
 
-    def then(self, later: RunResult) -> RunResult:
+    def then(self, later: CommandsResult) -> CommandsResult:
         """This run followed by `later` (e.g. a step's commands, then its scoring) as one."""
-        return RunResult(
+        return CommandsResult(
             commands=self.commands + later.commands,
             returncodes=self.returncodes + later.returncodes,
             stdout_tail=(self.stdout_tail + later.stdout_tail)[-TAIL_CHARS:],
@@ -130,7 +130,7 @@ class Sandbox(ABC):
         writable: Sequence[Path] = (),
         readonly: Sequence[Path] = (),
         hidden: Sequence[Path] = (),
-    ) -> RunResult:
+    ) -> CommandsResult:
         """Run `commands` in order through bash in `cwd`, each with `timeout` seconds
         (see `Mounts`; with no `writable`, only `cwd` is writable)."""
         return self.execute(commands, Path(cwd), timeout, env, Mounts(writable or [Path(cwd)], readonly, hidden))
@@ -138,7 +138,7 @@ class Sandbox(ABC):
     @abstractmethod
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
-    ) -> RunResult: ...
+    ) -> CommandsResult: ...
 
 
 def allowed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -185,7 +185,7 @@ def run_each(
     out: OutputRing,
     err: OutputRing,
     backend: str,
-) -> RunResult:
+) -> CommandsResult:
     """Run commands one by one with `run_one` (return code, timed out) until the first
     failure; `out` and `err` are the rings their output went to."""
     start = time.monotonic()
@@ -198,7 +198,7 @@ def run_each(
             err.write(f"\n[sandbox] timed out after {timeout:g}s: {command}\n".encode())
         if timed_out or rc != 0:
             break
-    return RunResult(
+    return CommandsResult(
         commands=list(commands),
         returncodes=returncodes,
         stdout_tail=out.text(),

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from aiscientist.sandbox.base import Mounts, RunResult, Sandbox, allowed_env, resolved, to_cover
+from aiscientist.sandbox.base import CommandsResult, Mounts, Sandbox, allowed_env, resolved, to_cover
 from aiscientist.sandbox.interpreter import launcher_dir, sandbox_path
 from aiscientist.sandbox.local import python_env, run_commands
 
@@ -136,6 +136,6 @@ class BwrapSandbox(Sandbox):
 
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
-    ) -> RunResult:
+    ) -> CommandsResult:
         prefix = self.argv(mounts, cwd)
         return run_commands(lambda c: [*prefix, c], commands, cwd, timeout, allowed_env(env), self.name, self.settings)

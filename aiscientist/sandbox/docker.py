@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from aiscientist.sandbox.base import (
+    CommandsResult,
     Mounts,
     OutputRing,
-    RunResult,
     Sandbox,
     SandboxSettings,
     allowed_env,
@@ -169,7 +169,7 @@ class DockerSandbox(Sandbox):
 
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
-    ) -> RunResult:
+    ) -> CommandsResult:
         call = uuid.uuid4().hex[:12]
         out, err = OutputRing(), OutputRing()  # streamed from the engine into bounded rings
         with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from aiscientist.sandbox.base import (
+    CommandsResult,
     Mounts,
     OutputRing,
-    RunResult,
     Sandbox,
     SandboxSettings,
     allowed_env,
@@ -77,7 +77,7 @@ def run_commands(
     env: dict[str, str],
     backend: str,
     settings: SandboxSettings,
-) -> RunResult:
+) -> CommandsResult:
     """Run each command (as `argv_for(command)`) in a new session with the settings'
     limits and after each command (and on a timeout) kill everything it started."""
     marker = uuid.uuid4().hex
@@ -269,7 +269,7 @@ class LocalSandbox(Sandbox):
 
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
-    ) -> RunResult:
+    ) -> CommandsResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
             extra = {"PATH": sandbox_path(None), "HOME": private_tmp, "TMPDIR": private_tmp, **python_env(private_tmp)}
             return run_commands(

@@ -22,7 +22,7 @@ from aiscientist.llm import read_records
 from aiscientist.records.accounting import call_usage, run_usage
 from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.resources import WORKSPACE_TEMPLATE
-from aiscientist.sandbox import Mounts, RunResult, Sandbox, SandboxSettings, get_sandbox
+from aiscientist.sandbox import CommandsResult, Mounts, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
@@ -266,7 +266,7 @@ class _ObservedSandbox(Sandbox):
 
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
-    ) -> RunResult:
+    ) -> CommandsResult:
         if self.ws.experiment_running is None:  # a shell or setup command may read the map
             self.ws.sync_map()
         self.ws.set_commands(True)
