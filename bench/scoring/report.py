@@ -84,6 +84,16 @@ COLUMNS = {
 } | {label: definition for _, label, definition in AGENT_METRICS}
 
 
+def beside(agent: str) -> tuple[str, bool]:
+    """Sort key: each peer's released code (`peer-aide`) right after our re-implementation (`aide`)."""
+    return agent.removeprefix("peer-"), agent.startswith("peer-")
+
+
+def peers_first(pairings: Sequence[Pairing]) -> list[Pairing]:
+    """Per task, a peer against our re-implementation of it before every other pair."""
+    return sorted(pairings, key=lambda p: (p.task, beside(p.a)[0] != beside(p.b)[0]))
+
+
 def utility_table(
     infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[RunSummary]
 ) -> Table:
@@ -107,7 +117,7 @@ def utility_table(
 def agents_table(cells: Sequence[AgentTask]) -> Table:
     header = ["agent", "tasks"] + [label for _, label, _ in AGENT_METRICS]
     rows = []
-    for agent, metrics in agent_averages(cells).items():
+    for agent, metrics in sorted(agent_averages(cells).items(), key=lambda item: beside(item[0])):
         tasks = sum(c.agent == agent for c in cells)
         rows.append([agent, num(tasks)] + [pm(*metrics[key]) for key, _, _ in AGENT_METRICS])
     return header, rows
@@ -227,11 +237,11 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
     for pattern in OUTPUTS:  # a previous report's files (this one may have fewer tables or tasks)
         for old in out.glob(pattern):
             old.unlink()
-    runs = load_runs(results)
+    runs = sorted(load_runs(results), key=lambda r: (r.task, beside(r.agent), r.round))
     infos, cells = aggregate(runs)
-    agents = sorted({r.agent for r in runs})
+    agents = sorted({r.agent for r in runs}, key=beside)
     improve = [c for c in cells if c.task in {i.name for i in infos if i.kind == "improve"}]
-    pairings = paired_comparisons(runs)
+    pairings = peers_first(paired_comparisons(runs))
     tables = {}
     if improve:
         tables["utility"] = (
@@ -313,6 +323,12 @@ def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
         notes.append(
             "One round per agent and task: no paired comparison (run two or more rounds to tell a difference from "
             "noise)."
+        )
+    peers = sorted({r.agent for r in runs if r.agent.startswith("peer-")})
+    if peers:
+        notes.append(
+            f"{', '.join(peers)}: the peers' released code, each next to our re-implementation of the same name "
+            "without `peer-`; same model, steps, sandbox and scorer."
         )
     lost = [r for r in runs if gain_lost_on_test(r)]
     if lost:

@@ -76,6 +76,23 @@ def test_one_round_report_formats_numbers_and_flags_lost_gains(tmp_path):
     assert "- **normalised improvement**: gain of the score" in md
 
 
+def test_each_peer_stands_next_to_our_reimplementation_with_paired_rounds(tmp_path):
+    agents = {"linear": 0.5, "peer-openevolve": 0.45, "aide": 0.4, "aiscientist": 0.3, "peer-aide": 0.35}
+    runs = [summary(a, k, v, v + 0.01 * k) for a, v in agents.items() for k in (1, 2, 3)]
+    write_report(_results(tmp_path, runs))
+    order = ["aide", "peer-aide", "aiscientist", "linear", "peer-openevolve"]
+    utility = (tmp_path / "report/utility.md").read_text().splitlines()[0]
+    assert utility == "| task | metric | dir | baseline | " + " | ".join(order) + " |"
+    rows = [line.split(" | ")[0].lstrip("| ") for line in (tmp_path / "report/agents.md").read_text().splitlines()[2:]]
+    assert rows == order  # the same metrics, row beside row
+    paired = (tmp_path / "report/paired.md").read_text().splitlines()
+    assert paired[2].startswith("| t | aide vs peer-aide | 3 | -0.05 |")  # the peer against ours comes first
+    assert "peer-aide better" in paired[2]  # lower mse is better: 0.35 beats 0.4 in every round
+    assert "| t | aiscientist vs peer-aide | 3 |" in "\n".join(paired)  # and against every other agent
+    md = (tmp_path / "report/report.md").read_text()
+    assert "peer-aide, peer-openevolve: the peers' released code, each next to our re-implementation" in md
+
+
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("grid2") / "results"
