@@ -16,9 +16,11 @@ links, so no member can write through another.
 
 from __future__ import annotations
 
+import lzma
 import os
 import posixpath
 import tarfile
+import zlib
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -102,45 +104,40 @@ def _resolves_inside(rel: str, links: dict[str, str]) -> bool:
     return True
 
 
-def check(archive: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[tarfile.TarInfo]:
-    """The members of `archive` in order, once every one of them passed the checks."""
-    archive_size = max(os.stat(archive).st_size, 1)
+def check(tar: tarfile.TarFile, archive_size: int, limits: ArchiveLimits = ArchiveLimits()) -> list[tarfile.TarInfo]:
+    """The members of `tar` in order, once every one of them passed the checks."""
+    archive_size = max(archive_size, 1)
     members: list[tarfile.TarInfo] = []
     seen: dict[str, str] = {}
     sizes: dict[str, int] = {}
     links: dict[str, str] = {}
     total = 0
-    try:
-        with tarfile.open(archive, "r:*") as tar:
-            for member in tar:
-                if len(members) >= limits.members:
-                    raise ArchiveError(f"more than {limits.members} members")
-                parts = _member_parts(member)
-                if not parts:
-                    continue  # the archive's own root folder
-                rel = "/".join(parts)
-                for end in range(1, len(parts)):
-                    if seen.get("/".join(parts[:end]), "dir") != "dir":
-                        raise ArchiveError(f"member {clean(rel)!r}: below a member that is not a folder")
-                kind = _kind(member, parts, seen)
-                if rel in seen and not (kind == seen[rel] == "dir"):
-                    raise ArchiveError(f"member {clean(rel)!r}: appears twice")
-                seen[rel] = kind
-                if kind == "file":
-                    sizes[rel] = member.size
-                elif kind == "link":
-                    links[rel] = member.linkname
-                total += sizes[rel] if kind == "file" else sizes[_hard_target(member)] if kind == "hardlink" else 0
-                if total > limits.total_bytes:
-                    raise ArchiveError(f"unpacks to more than {limits.total_bytes} bytes")
-                if total > limits.ratio_floor and total / archive_size > limits.ratio:
-                    raise ArchiveError(
-                        f"unpacks to {total} bytes from {archive_size}, more than {limits.ratio:g} times its size"
-                        " (a tar bomb?)"
-                    )
-                members.append(member)
-    except tarfile.TarError as err:
-        raise ArchiveError(f"not a readable tar archive: {clean(err)}") from None
+    for member in tar:
+        if len(members) >= limits.members:
+            raise ArchiveError(f"more than {limits.members} members")
+        parts = _member_parts(member)
+        if not parts:
+            continue  # the archive's own root folder
+        rel = "/".join(parts)
+        for end in range(1, len(parts)):
+            if seen.get("/".join(parts[:end]), "dir") != "dir":
+                raise ArchiveError(f"member {clean(rel)!r}: below a member that is not a folder")
+        kind = _kind(member, parts, seen)
+        if rel in seen and not (kind == seen[rel] == "dir"):
+            raise ArchiveError(f"member {clean(rel)!r}: appears twice")
+        seen[rel] = kind
+        if kind == "file":
+            sizes[rel] = member.size
+        elif kind == "link":
+            links[rel] = member.linkname
+        total += sizes[rel] if kind == "file" else sizes[_hard_target(member)] if kind == "hardlink" else 0
+        if total > limits.total_bytes:
+            raise ArchiveError(f"unpacks to more than {limits.total_bytes} bytes")
+        if total > limits.ratio_floor and total / archive_size > limits.ratio:
+            raise ArchiveError(
+                f"unpacks to {total} bytes from {archive_size}, more than {limits.ratio:g} times its size (a tar bomb?)"
+            )
+        members.append(member)
     for rel, target in links.items():
         if not _resolves_inside(rel, links):
             raise ArchiveError(
@@ -175,28 +172,43 @@ def _kind(member: tarfile.TarInfo, parts: list[str], seen: dict[str, str]) -> st
 
 def unpack(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[str]:
     """Unpack `archive` into `dest`, a folder made here (it must not exist); returns the
-    relative paths written. Raises ArchiveError before writing anything when a member
-    fails the checks, and when the bytes actually read exceed the declared sizes."""
+    relative paths written. The archive is opened once, without following a link, and
+    must be a regular file with one link; every member is checked before anything is
+    written. Raises ArchiveError naming the cause (a member, a damaged or truncated
+    archive), also when the bytes actually read exceed the declared sizes."""
     archive, dest = Path(archive), Path(dest)
-    members = check(archive, limits)
-    os.mkdir(dest, 0o755)
+    try:
+        fd = untrusted.open_file(archive.parent, archive.name)
+    except untrusted.Unreadable as err:
+        raise ArchiveError(f"{clean(archive.name)}: {err.reason}") from None
     written: list[str] = []
     budget = limits.total_bytes
-    with tarfile.open(archive, "r:*") as tar:
-        for member in members:
-            parts = _member_parts(member)
-            if not parts:
-                continue
-            try:
-                budget -= _write(tar, member, dest, parts, budget)
-            except (safe_open.Link, safe_open.Odd, untrusted.Unreadable, OSError) as err:
-                raise ArchiveError(f"member {clean('/'.join(parts))!r}: cannot be written safely ({err})") from None
-            written.append("/".join(parts))
+    with open(fd, "rb") as handle:
+        try:
+            with tarfile.open(fileobj=handle, mode="r:*") as tar:
+                members = check(tar, os.fstat(fd).st_size, limits)
+                os.mkdir(dest, 0o755)
+                for member in members:
+                    parts = _member_parts(member)
+                    if parts:
+                        budget -= _write(tar, member, dest, parts, budget)
+                        written.append("/".join(parts))
+        except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as err:
+            raise ArchiveError(f"not a readable tar archive: {clean(err)}") from None
+        except OSError as err:  # a damaged compressed stream (gzip, bz2), or `dest` not makeable
+            raise ArchiveError(f"cannot unpack: {clean(err)}") from None
     return written
 
 
 def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, parts: list[str], budget: int) -> int:
     """Write one member; returns the bytes written."""
+    try:
+        return _write_member(tar, member, dest, parts, budget)
+    except (safe_open.Link, safe_open.Odd, untrusted.Unreadable, OSError) as err:
+        raise ArchiveError(f"member {clean('/'.join(parts))!r}: cannot be written safely ({clean(err)})") from None
+
+
+def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, parts: list[str], budget: int) -> int:
     if member.isdir():
         with safe_open.folder(dest, parts, create=True):
             return 0

@@ -5,7 +5,7 @@ folders, the workspace map, the viewer, the graders). It is iterative (no recurs
 so a 1,500-deep tree is no RecursionError), opens every folder relative to its
 parent's descriptor with O_NOFOLLOW and never follows a link, never opens a FIFO,
 device or socket (they are reported as "other"), and stops at limits on depth,
-entries, bytes read and name length. What it did not look at is listed in
+entries, bytes read, name and path length. What it did not look at is listed in
 `Walk.skipped` with the reason, so a caller records it instead of crashing.
 
 Names are `str` as the OS gives them: bytes that are not UTF-8 are kept with
@@ -40,6 +40,7 @@ class Limits:
     entries: int = 250_000  # names listed, folders included
     bytes: int = 8 << 30  # file bytes read (hashed or returned) by the walk's readers
     name_chars: int = 255  # longer names are skipped, not opened
+    path_bytes: int = 2048  # folders whose path is longer are not entered (host paths stay under PATH_MAX)
 
 
 LIMITS = Limits()
@@ -166,6 +167,9 @@ class TreeWalk:
         if depth >= self.limits.depth:
             self.skip(rel, f"depth limit ({self.limits.depth} folders) reached: not entered")
             return False
+        if len(os.fsencode(rel)) > self.limits.path_bytes:
+            self.skip(rel, f"path longer than {self.limits.path_bytes} bytes: not entered")
+            return False
         return True
 
     def _open_dir(self, parent: int, name: str, rel: str) -> int | None:
@@ -273,15 +277,16 @@ def read_head(root: Path, rel: str, max_bytes: int) -> bytes:
         os.close(fd)
 
 
-def write_file(folder: Path, name: str, data: bytes) -> None:
-    """Write `data` to `folder/name`, refusing a link, FIFO or hard-linked file planted there."""
+def write_file(folder: Path, rel: str, data: bytes) -> None:
+    """Write `data` to `folder/rel` (folders on the way made), refusing a link, FIFO or
+    hard-linked file planted there and a link among the folders on the way."""
     try:
-        with safe_open.file(Path(folder), [name], write=True) as fd:
+        with safe_open.file(Path(folder), _parts(rel), write=True) as fd:
             safe_open.replace_content(fd, data)
     except safe_open.Link:
-        raise Unreadable(name, "a symbolic link is in the way (not written through)") from None
+        raise Unreadable(rel, "a symbolic link is in the way (not written through)") from None
     except safe_open.Odd as err:
-        raise Unreadable(name, f"{err.reason} is in the way (not written)") from None
+        raise Unreadable(rel, f"{err.reason} is in the way (not written)") from None
 
 
 def remove_tree(root: Path, rel: str) -> None:

@@ -10,8 +10,9 @@ from rich.console import Console
 from aiscientist.llm import ModelConfigError
 from aiscientist.sandbox import BACKENDS, SandboxUnavailable
 from aiscientist.util.console import make_console
-from bench.paper.graded_tree import write_graded
-from bench.paper.grading import SUMMARY_FILE, grade_submission, render_tree
+from aiscientist.util.text import clean
+from bench.paper.graded_tree import graded_json
+from bench.paper.grading import SUMMARY_FILE, grade_submission, render_tree, write_output
 from bench.paper.judge import OFFLINE
 from bench.paper.judge_eval import JUDGE_EVAL_FILE, render, run_judge_eval
 from bench.paper.reproduce import GRADE_FILE, isolated
@@ -107,13 +108,15 @@ def _judge_eval(args: argparse.Namespace, console: Console) -> int:
         args.judge_model,
         Path(args.papers) if args.papers else None,
         args.concurrency,
-        on_case=lambda case: console.print(f"graded {case.case}: root {case.judge_score:.3f}"),
+        on_case=lambda case: console.print(f"graded {case.case}: root {case.judge_score:.3f}", markup=False),
+        on_skip=lambda case, why: console.print(f"skipped {case}: {clean(why)}", markup=False),
     )
     console.print(render(result))
+    # DIR holds untrusted cases: a planted link at an output name is removed, never written through
     out = Path(args.out or args.judge_eval)
+    out.mkdir(parents=True, exist_ok=True)
     for case in result.cases:  # the judge's graded trees, to compare with the expected ones
-        (out / "graded" / case.case).mkdir(parents=True, exist_ok=True)
-        write_graded(out / "graded" / case.case / GRADE_FILE, case.tree)
-    (out / JUDGE_EVAL_FILE).write_text(result.model_dump_json(indent=2) + "\n")
-    console.print(f"wrote {out / JUDGE_EVAL_FILE} and the judge's graded trees in {out / 'graded'}")
+        write_output(out, f"graded/{case.case}/{GRADE_FILE}", graded_json(case.tree).encode())
+    write_output(out, JUDGE_EVAL_FILE, (result.model_dump_json(indent=2) + "\n").encode())
+    console.print(f"wrote {out / JUDGE_EVAL_FILE} and the judge's graded trees in {out / 'graded'}", markup=False)
     return 0

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from aiscientist.util import untrusted
+from aiscientist.util.text import clean
 from bench.paper.rubric import (
     GradedNode,
     NodePath,
@@ -27,6 +29,7 @@ from bench.paper.rubric import (
 
 AGGREGATED = "Aggregated score from sub-tasks."
 SUBTREE = "Subtree"
+GRADED_BYTES = 64 << 20
 
 
 class PaperBenchNode(Tree, BaseModel):
@@ -78,13 +81,17 @@ def parse_graded(data: Any) -> PaperBenchNode:
 
 
 def load_graded(path: str | Path) -> PaperBenchNode:
+    """A graded tree file, which may come from an untrusted folder (a JudgeEval case): read
+    without following a link, at most GRADED_BYTES, nested at most JSON_DEPTH levels."""
     path = Path(path)
-    if not path.is_file():
-        raise RubricError(f"{path}: graded tree file not found")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise RubricError(f"{path}: invalid JSON: {err}") from None
+        data = untrusted.loads_json(untrusted.read_file(path.parent, path.name, GRADED_BYTES))
+    except untrusted.Unreadable as err:
+        raise RubricError(
+            f"{path}: graded tree file {'not found' if err.reason == 'missing' else err.reason}"
+        ) from None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise RubricError(f"{path}: invalid JSON: {clean(err, 300)}") from None
     try:
         return parse_graded(data)
     except RubricError as err:
@@ -136,7 +143,3 @@ def to_paperbench(node: GradedNode) -> dict[str, Any]:
 def graded_json(node: GradedNode) -> str:
     """Our graded tree as PaperBench writes its own (indent 4)."""
     return json.dumps(to_paperbench(node), indent=4) + "\n"
-
-
-def write_graded(path: Path, node: GradedNode) -> None:
-    Path(path).write_text(graded_json(node))

@@ -17,6 +17,7 @@ from rich.tree import Tree
 from aiscientist.sandbox import Sandbox
 from aiscientist.task import Task, load_task
 from aiscientist.util import untrusted
+from aiscientist.util.text import clean
 from bench.paper import rubric as rubric_mod
 from bench.paper.graded_tree import graded_json
 from bench.paper.judge import OFFLINE, Completer, Evidence, Judge
@@ -139,7 +140,7 @@ def grade_submission(
         if not code_dev:
             reproduction = reproduce(submission, Path(work), timeout_s or files.timeout_s, sandbox)
             if reproduction.ran:
-                untrusted.write_file(out_dir, LOG_COPY, _log_copy(reproduction))
+                write_output(out_dir, LOG_COPY, _log_copy(reproduction))
         evidence = Evidence.collect(submission, reproduction)
         grades = judge.grade_all(root, evidence, max_depth)
     tree = aggregate(root, grades)
@@ -160,9 +161,26 @@ def grade_submission(
         grade_file=out_dir / GRADE_FILE,
     )
     # `out` defaults to the submission folder, where the submission may have planted links
-    untrusted.write_file(out_dir, GRADE_FILE, graded_json(tree).encode())
-    untrusted.write_file(out_dir, SUMMARY_FILE, (result.model_dump_json(indent=2) + "\n").encode())
+    write_output(out_dir, GRADE_FILE, graded_json(tree).encode())
+    write_output(out_dir, SUMMARY_FILE, (result.model_dump_json(indent=2) + "\n").encode())
     return result
+
+
+def write_output(folder: Path, rel: str, data: bytes) -> None:
+    """Write one of the grader's own files into a folder the submission may have planted
+    entries in: whatever is at `rel` (a link, FIFO, hard link or folder) is removed without
+    being followed, and so is anything but a folder on the way; then the file is written
+    without following a link."""
+    parts = rel.split("/")
+    for end in range(1, len(parts)):
+        on_the_way = folder.joinpath(*parts[:end])  # the folders before it were checked already
+        if on_the_way.is_symlink() or (on_the_way.exists() and not on_the_way.is_dir()):
+            untrusted.remove_tree(folder, "/".join(parts[:end]))
+    untrusted.remove_tree(folder, rel)
+    try:
+        untrusted.write_file(folder, rel, data)
+    except untrusted.Unreadable as err:
+        raise RubricError(f"{folder}: cannot write {clean(rel)}: {err.reason}") from None
 
 
 def _log_copy(reproduction: Reproduction) -> bytes:

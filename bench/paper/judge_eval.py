@@ -16,7 +16,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from rich.table import Table
 
+from aiscientist.util import untrusted
 from aiscientist.util.archive import ArchiveError, unpack
+from aiscientist.util.text import name as shown
 from bench.paper import rubric
 from bench.paper.graded_tree import load_graded
 from bench.paper.grading import LFS_POINTER, make_judge_client, paper_files
@@ -25,6 +27,7 @@ from bench.paper.rubric import GradedNode, RubricError, aggregate
 from bench.scoring.metrics import group_by
 
 EXPECTED = Path("grading") / "expected_result.json"
+SUBMISSION, ARCHIVE = "submission", "submission.tar"
 OVERALL = "Overall"
 JUDGE_EVAL_FILE = "judge_eval.json"
 
@@ -59,6 +62,7 @@ class JudgeEvalResult(BaseModel):
     cases: list[CaseResult]
     agreement: dict[str, Agreement]  # pooled over every case's leaves
     mean_abs_score_difference: float
+    skipped: dict[str, str] = {}  # case -> why it could not be graded (its files are untrusted)
 
 
 Leaf = tuple[str, int, int]  # task category, expected and predicted pass (1) or fail (0)
@@ -89,30 +93,37 @@ def agreements(leaves: list[Leaf]) -> dict[str, Agreement]:
 
 
 def find_cases(root: Path) -> list[Path]:
-    """Every case folder under `root` (or `root` itself when it is one)."""
+    """Every case folder under `root` (or `root` itself when it is one). The folder is
+    untrusted: it is walked with the bounded, no-follow walker, so a `grading` folder or
+    an expected file that is a link is no case, and a deep tree is cut, not recursed."""
     root = Path(root)
     if not root.is_dir():
         raise RubricError(f"{root}: judge-eval folder not found")
-    cases = sorted(found.parent.parent for found in root.rglob(str(EXPECTED)))
+    wanted = EXPECTED.as_posix()
+    walked = untrusted.walk(root, enter=lambda rel: rel.rsplit("/", 1)[-1] != SUBMISSION)
+    found = [n.rel[: -len(wanted)] for n in walked.files() if n.rel == wanted or n.rel.endswith("/" + wanted)]
+    cases = sorted(root / rel for rel in found)
     if not cases:
         raise RubricError(f"{root}: no judge-eval case (a folder with {EXPECTED}) found")
     return cases
 
 
 def submission_of(case: Path, work: Path) -> Path:
-    """The case's submission folder, unpacking `submission.tar` into `work` if needed."""
-    folder, archive = case / "submission", case / "submission.tar"
-    if folder.is_dir():
+    """The case's submission folder, unpacking `submission.tar` into `work` if needed;
+    neither is followed when it is a link."""
+    folder, archive = case / SUBMISSION, case / ARCHIVE
+    if folder.is_dir() and not folder.is_symlink():
         return folder
-    if not archive.is_file():
-        raise RubricError(f"{case}: no submission/ folder or submission.tar")
-    with open(archive, "rb") as handle:
-        if handle.read(len(LFS_POINTER)) == LFS_POINTER.encode():
-            raise RubricError(f"{archive}: a Git LFS pointer, not the archive; fetch it first (git lfs pull)")
+    try:
+        head = untrusted.read_head(case, ARCHIVE, len(LFS_POINTER))
+    except untrusted.Unreadable as err:
+        raise RubricError(f"{case}: no {SUBMISSION}/ folder or {ARCHIVE} ({ARCHIVE}: {err.reason})") from None
+    if head == LFS_POINTER.encode():
+        raise RubricError(f"{archive}: a Git LFS pointer, not the archive; fetch it first (git lfs pull)")
     work = work / "unpacked"
     try:  # member by member, each checked first (never tarfile's own extraction)
         unpack(archive, work)
-    except (ArchiveError, OSError) as err:
+    except ArchiveError as err:
         raise RubricError(f"{archive}: cannot unpack: {err}") from None
     inner = [p for p in work.iterdir() if p.is_dir() and not p.is_symlink()]
     return inner[0] if len(inner) == 1 and len(list(work.iterdir())) == 1 else work
@@ -137,7 +148,7 @@ def evaluate_case(
         if grade.valid
     ]
     result = CaseResult(
-        case=f"{case.parent.name}/{case.name}",
+        case=case_name(case),
         expected_score=expected.score,
         judge_score=graded.score,
         score_difference=graded.score - expected.score,
@@ -149,6 +160,11 @@ def evaluate_case(
     return result, leaves
 
 
+def case_name(case: Path) -> str:
+    """`<paper-id>/<k>`, shown escaped (folder names are untrusted) and used as the case's output folder."""
+    return f"{shown(case.parent.name)}/{shown(case.name)}"
+
+
 def run_judge_eval(
     root: Path,
     judge_model: str,
@@ -156,23 +172,37 @@ def run_judge_eval(
     concurrency: int = 4,
     client: Completer | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
 ) -> JudgeEvalResult:
-    """Grade every case under `root` with the judge and measure its agreement with the expected grades."""
+    """Grade every case under `root` with the judge and measure its agreement with the expected
+    grades; a case that cannot be graded (a bad expected file, archive or paper) is skipped with
+    its reason, and the others are still graded."""
     cases = find_cases(root)
     client = client if client is not None else make_judge_client(judge_model)
     pooled: list[Leaf] = []
-    results = []
+    results, skipped = [], {}
     for case in cases:
-        result, leaves = evaluate_case(case, papers or case.parents[2] / "papers", judge_model, client, concurrency)
+        try:
+            result, leaves = evaluate_case(
+                case, papers or case.parent.parent.parent / "papers", judge_model, client, concurrency
+            )
+        except RubricError as err:
+            skipped[case_name(case)] = str(err)
+            if on_skip is not None:
+                on_skip(case_name(case), str(err))
+            continue
         pooled += leaves
         results.append(result)
         if on_case is not None:
             on_case(result)
+    if not results:
+        raise RubricError(f"{root}: no case could be graded; {next(iter(skipped.items()))[1]}")
     return JudgeEvalResult(
         judge_model=judge_model,
         cases=results,
         agreement=agreements(pooled),
         mean_abs_score_difference=sum(abs(r.score_difference) for r in results) / len(results),
+        skipped=skipped,
     )
 
 

@@ -140,3 +140,14 @@ class _Zeros(io.RawIOBase):
         buffer[:n] = bytes(n)
         self.left -= n
         return n
+
+
+def test_a_truncated_or_linked_archive_is_a_clear_error(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "whole.tar.gz", [_file("big.bin", os.urandom(100_000))], "w:gz")
+    whole = archive.read_bytes()
+    (tmp_path / "cut.tar.gz").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ArchiveError, match="not a readable tar archive"):  # was an EOFError from gzip
+        unpack(tmp_path / "cut.tar.gz", tmp_path / "out")
+    (tmp_path / "link.tar.gz").symlink_to(archive)
+    with pytest.raises(ArchiveError, match="a symbolic link"):  # the archive itself is never followed
+        unpack(tmp_path / "link.tar.gz", tmp_path / "out")
