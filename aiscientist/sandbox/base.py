@@ -16,10 +16,19 @@ from aiscientist.records.causes import FailureCause
 
 TAIL_CHARS = 8000
 
-# The only host variables commands get unasked: locale and time zone. The rest of their
-# environment is ours (PATH, HOME, TMPDIR, PYTHON*, what the caller passes) or named by
-# the task (`sandbox.pass_env`): no credential reaches experiment code by default.
-_HOST_ALLOWED = re.compile(r"LANG|LANGUAGE|LC_[A-Z_]+|TZ")
+# The only host variables commands get unasked: locale and time zone, by exact name and
+# only when the value looks like one (a planted `LC_API_TOKEN`, or a secret in `LANGUAGE`,
+# stays out). The rest of their environment is ours (PATH, HOME, TMPDIR, PYTHON*, what the
+# caller passes) or named by the task (`sandbox.pass_env`): no credential reaches experiment
+# code by default.
+_LOCALE = r"(C|POSIX|[a-z]{2,3}(_[A-Z]{2})?)(\.[A-Za-z0-9-]{1,20})?(@[a-z]{1,20})?"
+_LOCALE_NAMES = ("ALL", "CTYPE", "NUMERIC", "TIME", "COLLATE", "MONETARY", "MESSAGES", "PAPER", "NAME", "ADDRESS")
+_HOST_ALLOWED: dict[str, re.Pattern[str]] = {
+    "LANG": re.compile(_LOCALE),
+    "LANGUAGE": re.compile(rf"{_LOCALE}(:{_LOCALE}){{0,7}}"),
+    "TZ": re.compile(r":?/?[A-Za-z0-9_+-]{1,30}(/[A-Za-z0-9_+-]{1,30}){0,3}"),
+    **{f"LC_{n}": re.compile(_LOCALE) for n in (*_LOCALE_NAMES, "TELEPHONE", "MEASUREMENT", "IDENTIFICATION")},
+}
 
 BackendName = Literal["auto", "bwrap", "local", "docker"]
 BACKENDS: tuple[str, ...] = get_args(BackendName)
@@ -143,7 +152,8 @@ class Sandbox(ABC):
 
 def allowed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Locale and time zone from the host, plus `extra` (what we set); nothing else."""
-    return {**{k: v for k, v in os.environ.items() if _HOST_ALLOWED.fullmatch(k)}, **(extra or {})}
+    host = {k: v for k, v in os.environ.items() if k in _HOST_ALLOWED and _HOST_ALLOWED[k].fullmatch(v)}
+    return {**host, **(extra or {})}
 
 
 def passed_env(names: Sequence[str]) -> dict[str, str]:

@@ -11,9 +11,11 @@ limits from the settings.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import site
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -85,13 +87,42 @@ def python_dirs() -> tuple[str, ...]:
     return tuple(sorted({str(p) for p in kept if not any(p != q and p.is_relative_to(q) for q in kept)}))
 
 
+def etc_paths() -> list[str]:
+    return [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")]
+
+
 def runtime_paths() -> list[str]:
     """The host paths every backend shows read-only: system folders (links such as
     /bin -> usr/bin are recreated, not mounted), a few /etc entries, the Python environment
     and the launcher that makes it `python`."""
     system = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    etc = [f"/etc/{e}" for e in ETC_ENTRIES if os.path.exists(f"/etc/{e}")]
-    return system + etc + list(python_dirs()) + [str(launcher_dir())]
+    return system + etc_paths() + list(python_dirs()) + [str(launcher_dir())]
+
+
+@cache
+def private_paths(limit: int = 20_000) -> tuple[str, ...]:
+    """What the /etc entries shown to commands hold that not every user may read (e.g.
+    `/etc/ssl/private`). Commands run as the host's user, root too, and an owner-only
+    file is readable by its owner: each backend covers these instead of showing them."""
+    found: list[str] = []
+    stack, seen = [(path, True) for path in etc_paths()], 0
+    while stack and seen < limit:
+        path, top = stack.pop()
+        seen += 1
+        try:
+            info = os.stat(path) if top else os.lstat(path)  # a shown entry that is a link shows its target
+        except OSError:
+            continue
+        folder = stat.S_ISDIR(info.st_mode)
+        need = 0o005 if folder else 0o004  # others may read it (and enter a folder)
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        if info.st_mode & need != need:
+            found.append(path)
+        elif folder:
+            with contextlib.suppress(OSError):
+                stack += [(os.path.join(path, name), False) for name in os.listdir(path)]
+    return tuple(sorted(found))
 
 
 def _system_args() -> list[str]:
@@ -122,14 +153,14 @@ class BwrapSandbox(Sandbox):
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
                 shown.append(path)
-        shown += [*SYSTEM_DIRS, *python_dirs()]  # e.g. a task shipped inside site-packages
-        for path in to_cover(hidden, shown):
+        shown += runtime_paths()  # e.g. a task shipped inside site-packages
+        for path in to_cover([*hidden, *map(Path, private_paths())], shown):
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", "/dev/null", str(path)]
         path = sandbox_path([*SYSTEM_DIRS, *python_dirs()])  # never a folder commands can write
-        env = {"PATH": path, "HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env(PRIVATE_TMP)}
+        env = {"PATH": path, "HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env()}
         for key, value in env.items():
             args += ["--setenv", key, value]
         return args + ["--remount-ro", "/", "--chdir", str(Path(cwd).resolve()), "--", "bash", "-c"]

@@ -3,8 +3,8 @@
 Only these are visible inside: the system runtime (with the /etc entries bubblewrap
 shows) and the Python environment (read-only; bind-mounted from the host when the
 image is the locally built host-runtime image, otherwise whatever the image holds),
-the `writable` folders (read-write), the `readonly` paths, and a private /tmp shared
-by the commands of one `run` call. Containers carry labels naming their owner process; they are removed when
+the `writable` folders (read-write), the `readonly` paths, and a private /tmp of each
+command's own. Containers carry labels naming their owner process; they are removed when
 the command ends, on Ctrl-C, and, if their owner died, the next time a DockerSandbox
 is created on this host.
 """
@@ -31,7 +31,7 @@ from aiscientist.sandbox.base import (
     run_each,
     to_cover,
 )
-from aiscientist.sandbox.bwrap import SYSTEM_DIRS, python_dirs, runtime_paths
+from aiscientist.sandbox.bwrap import SYSTEM_DIRS, private_paths, python_dirs, runtime_paths
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.interpreter import sandbox_path
 from aiscientist.sandbox.local import python_env
@@ -152,7 +152,7 @@ class DockerSandbox(Sandbox):
         mounts.append(Mount("/tmp", str(private_tmp), type="bind"))
         mounts += [Mount(str(p), str(p), type="bind") for p in resolved(writable)]
         mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in resolved(readonly) if p.exists()]
-        for path in to_cover(hidden, [m["Source"] for m in mounts]):
+        for path in to_cover([*hidden, *map(Path, private_paths())], [m["Source"] for m in mounts]):
             if path.is_dir():
                 mounts.append(Mount(str(path), None, type="tmpfs", read_only=True, tmpfs_size=4096))
             else:
@@ -165,40 +165,43 @@ class DockerSandbox(Sandbox):
         base = allowed_env(env) if self.host_runtime else dict(env or {})
         if self.host_runtime:
             base["PATH"] = sandbox_path([*SYSTEM_DIRS, *python_dirs()])
-        return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env("/tmp")}
+        return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env()}
 
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
     ) -> CommandsResult:
         call = uuid.uuid4().hex[:12]
         out, err = OutputRing(), OutputRing()  # streamed from the engine into bounded rings
-        with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
-            private, empty = Path(tmp, "tmp"), Path(tmp, "empty")
-            private.mkdir()
-            private.chmod(0o1777)
-            empty.touch()
-            options = dict(
-                working_dir=str(Path(cwd).resolve()),
-                environment=self.environment(env),
-                mounts=self.mounts(mounts, private, empty),
-                labels={
-                    f"{LABEL}.host": socket.gethostname(),
-                    f"{LABEL}.pid": str(os.getpid()),
-                    f"{LABEL}.call": call,
-                    f"{LABEL}.cwd": str(cwd),
-                },
-                **self.limits(),
-            )
-            try:
-                result = run_each(
-                    commands, lambda c: self._one(c, timeout, options, out, err), timeout, out, err, self.name
-                )
-                result.survivors = len(self.client.containers.list(filters={"label": [f"{LABEL}.call={call}"]}))
-                return result
-            except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
-                for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={call}"]}):
-                    _remove(container)
-                raise
+        options = dict(
+            working_dir=str(Path(cwd).resolve()),
+            environment=self.environment(env),
+            labels={
+                f"{LABEL}.host": socket.gethostname(),
+                f"{LABEL}.pid": str(os.getpid()),
+                f"{LABEL}.call": call,
+                f"{LABEL}.cwd": str(cwd),
+            },
+            **self.limits(),
+        )
+
+        def one(command: str) -> tuple[int, bool]:
+            """A private /tmp per command, as under bwrap: nothing one command leaves there
+            (a planted module, a cache) reaches the next."""
+            with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
+                private, empty = Path(tmp, "tmp"), Path(tmp, "empty")
+                private.mkdir()
+                private.chmod(0o1777)
+                empty.touch()
+                return self._one(command, timeout, {**options, "mounts": self.mounts(mounts, private, empty)}, out, err)
+
+        try:
+            result = run_each(commands, one, timeout, out, err, self.name)
+            result.survivors = len(self.client.containers.list(filters={"label": [f"{LABEL}.call={call}"]}))
+            return result
+        except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
+            for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={call}"]}):
+                _remove(container)
+            raise
 
     def _one(
         self, command: str, timeout: float, options: dict[str, Any], out: OutputRing, err: OutputRing

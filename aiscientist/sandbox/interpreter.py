@@ -5,8 +5,8 @@ too), pyenv shims in a home folder the sandbox hides, wrappers. None of that is
 visible inside a sandbox, so commands get a PATH rebuilt from what they can see: a
 launcher folder whose `python` and `python3` exec `sys.executable` (the same
 environment, venv included), then that interpreter's own `bin/`, then the host's
-PATH entries the sandbox shows. Entries it cannot show (shims, empty or relative
-entries) are dropped rather than left dangling or pointing into the working folder.
+PATH entries the sandbox shows. Entries it cannot show (shims, empty, relative
+or `..` entries) are dropped rather than left dangling or pointing into the working folder.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def sandbox_path(visible: Sequence[Path | str] | None) -> str:
     shown = None if visible is None else [Path(v) for v in visible]
     entries = [str(launcher_dir()), str(interpreter_bin())]
     for entry in os.environ.get("PATH", "").split(os.pathsep):
-        if not entry or not os.path.isabs(entry) or entry in entries:
-            continue
+        if not entry or not os.path.isabs(entry) or os.path.normpath(entry) != entry.rstrip("/") or entry in entries:
+            continue  # empty, relative or `/usr/../tmp`-style entries could name a folder commands write
         if shown is None or any(Path(entry).is_relative_to(folder) for folder in shown):
             entries.append(entry)
     return os.pathsep.join(entries)

@@ -48,10 +48,16 @@ def kill_marked(marker: str) -> None:
             os.kill(pid, 9)
 
 
-def python_env(private_tmp: str) -> dict[str, str]:
+# Where Python looks for byte code: a path that can never exist (/dev/null is no folder), so
+# no interpreter in a sandbox reads a `.pyc` from anywhere, least of all from a place an
+# earlier command could write (`__pycache__/` beside a protected module, a shared /tmp).
+NO_BYTECODE = "/dev/null/pycache"
+
+
+def python_env() -> dict[str, str]:
     """Python must not read byte code or user site packages a command could plant
-    for the next one; its caches go to the private temporary folder."""
-    return {"PYTHONPYCACHEPREFIX": f"{private_tmp}/.pycache", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    for the next one: imports compile from the source, and write no cache."""
+    return {"PYTHONPYCACHEPREFIX": NO_BYTECODE, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def wait_for(proc: subprocess.Popen, timeout: float) -> int:
@@ -271,7 +277,7 @@ class LocalSandbox(Sandbox):
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
     ) -> CommandsResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
-            extra = {"PATH": sandbox_path(None), "HOME": private_tmp, "TMPDIR": private_tmp, **python_env(private_tmp)}
+            extra = {"PATH": sandbox_path(None), "HOME": private_tmp, "TMPDIR": private_tmp, **python_env()}
             return run_commands(
                 lambda c: ["bash", "-c", c],
                 commands,

@@ -29,6 +29,9 @@ SECRETS = {
     "HF_TOKEN": "hf_planted",
     "ANTHROPIC_API_KEY": "sk-ant-planted",
     "MY_SERVICE_TOKEN": "planted-service-token",
+    "LC_API_TOKEN": "planted-lc-token",  # names a locale pattern (LC_*) let through
+    "LC_PASSWORD": "planted-lc-password",
+    "LANGUAGE": "planted lang:sk-9",  # a locale name, but no locale value
 }
 TINY = Path(__file__).parents[1] / "fixtures" / "tiny" / "task.yaml"
 
