@@ -151,26 +151,20 @@ class ExperimentEngine:
         return json.loads(self._manifest_path.read_text()) if self._manifest_path.is_file() else {}
 
     def tampered_files(self) -> list[str]:
-        """Protected files whose content differs from the pristine hash (or are gone)."""
-        bad = []
-        for rel, digest in self.protected_manifest().items():
-            current = self.paths.submission / rel
-            if not current.is_file() or sha256_file(current) != digest:
-                bad.append(rel)
-        return bad
+        """Protected files whose content differs from the pristine hash (or are gone, or
+        are no regular file reached without a link: nothing is followed out of the tree)."""
+        sub = self.paths.submission
+        return [rel for rel, digest in self.protected_manifest().items() if integrity.file_digest(sub, rel) != digest]
 
     def restore_protected(self) -> list[str]:
-        """Copy pristine protected files back; return those that needed it."""
+        """Copy pristine protected files back; return those that needed it. A link, FIFO or
+        file in the way (a folder on the path swapped for a link too) is removed, never written through."""
         restored = []
         for rel, digest in self.protected_manifest().items():
-            current = self.paths.submission / rel
-            if current.is_file() and not current.is_symlink() and sha256_file(current) == digest:
+            if integrity.file_digest(self.paths.submission, rel) == digest:
                 continue
-            if current.is_symlink() or current.is_dir():
-                shutil.rmtree(current) if current.is_dir() and not current.is_symlink() else current.unlink()
-            current.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(self.paths.pristine / "files" / rel, current)
-            if sha256_file(current) != digest:
+            integrity.put_file(self.paths.submission, rel, self.paths.pristine / "files" / rel)
+            if integrity.file_digest(self.paths.submission, rel) != digest:
                 raise RuntimeError(
                     f"pristine copy of {rel} does not match its recorded hash; the run folder is corrupt"
                 )

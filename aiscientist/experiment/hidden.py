@@ -21,7 +21,7 @@ from aiscientist.experiment.runenv import clean_outputs
 from aiscientist.experiment.scoring import Scorer, score_run, survivors_error
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import RunPaths
-from aiscientist.records.step import MetricsReading, TestResult, sha256_file
+from aiscientist.records.step import MetricsReading, TestResult
 from aiscientist.sandbox import CommandsResult
 from aiscientist.task import Task, expand_globs, glob_match
 
@@ -110,11 +110,7 @@ def _reading(engine: TestRunner, copy: Path) -> MetricsReading:
 
 def _guard(engine: TestRunner, copy: Path, before: dict[str, integrity.Entry]) -> str | None:
     """Why the copy may not be trusted after the test's run, or None."""
-    changed = [
-        rel
-        for rel, digest in engine.protected_manifest().items()
-        if integrity.safe_file(copy, rel) is None or sha256_file(copy / rel) != digest
-    ]
+    changed = [rel for rel, digest in engine.protected_manifest().items() if integrity.file_digest(copy, rel) != digest]
     if changed:
         return f"tampering: protected file(s) changed during the hidden test: {', '.join(changed)}"
     metrics_rel = engine.task.metrics_path(copy, test=True).relative_to(copy).as_posix()

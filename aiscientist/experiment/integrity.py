@@ -10,14 +10,16 @@ put back to baseline + editable files, so nothing one step left can act in the n
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiscientist.task import Task, glob_match
-from aiscientist.util import untrusted
+from aiscientist.util import safe_open, untrusted
 from aiscientist.util.text import name as shown
 
 CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pth", ".so", ".pyd", ".dylib")
@@ -60,14 +62,35 @@ def read_regular(root: Path, rel: str, max_bytes: int = READ_LIMIT) -> bytes | N
         return None
 
 
-def safe_file(root: Path, rel: str) -> Path | None:
-    """`root/rel` when no part of it below `root` is a link and it is a regular
-    file (what the host may read of an untrusted tree); None otherwise."""
+def file_digest(root: Path, rel: str) -> str | None:
+    """sha256 of regular file `root/rel` reached without following any link; None for
+    anything else (a link on the way, a FIFO, a folder, nothing)."""
     fd = open_regular(root, rel)
     if fd is None:
         return None
-    os.close(fd)
-    return root / rel
+    with open(fd, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def put_file(root: Path, rel: str, source: Path) -> None:
+    """Make `root/rel` a fresh regular file with `source`'s bytes and mode: whatever is in
+    the way (a link or file where a folder belongs, anything at `rel`) is removed first,
+    and nothing is written through a link. For protected files after an untrusted run."""
+    parts = rel.split("/")
+    for end in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:end])
+        try:
+            info = os.lstat(root / prefix)  # the folders before it were checked to be folders
+        except FileNotFoundError:
+            break
+        if end == len(parts) or not stat.S_ISDIR(info.st_mode):
+            untrusted.remove_tree(root, prefix)
+            break
+    mode = source.stat()
+    with safe_open.file(root, parts, write=True) as fd:
+        safe_open.replace_content(fd, source.read_bytes())
+        os.fchmod(fd, stat.S_IMODE(mode.st_mode))
+        os.utime(fd, ns=(mode.st_atime_ns, mode.st_mtime_ns))
 
 
 def scan(root: Path, limits: untrusted.Limits = untrusted.LIMITS) -> dict[str, Entry]:

@@ -25,6 +25,8 @@ from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading
 from aiscientist.sandbox import CommandsResult, Sandbox
 from aiscientist.task import Task, expand_globs, glob_match
+from aiscientist.util import untrusted
+from aiscientist.util.text import name as shown
 
 SCORE_OUT = "SCORE_OUT"  # the environment variable naming the score command's output folder
 ARTIFACT_LIMIT = 2 << 30  # bytes of artifacts one score invocation gets
@@ -53,9 +55,12 @@ def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path,
     for rel, entry in sorted(tree.items()):
         if not any(glob_match(rel, pattern) for pattern in task.artifacts):
             continue
-        data = integrity.read_regular(run_root, rel) if entry.kind == "file" else None
-        if data is None:
-            raise ArtifactError(f"artifact {rel!r} is not a regular file the host may read")
+        if entry.kind != "file":
+            raise ArtifactError(f"artifact {shown(rel)!r} is not a regular file the host may read")
+        try:
+            data = untrusted.read_file(run_root, rel, integrity.READ_LIMIT, hard_links=True)
+        except untrusted.Unreadable as err:
+            raise ArtifactError(f"artifact {shown(rel)!r} not read: {err.reason}") from None
         total += len(data)
         if total > ARTIFACT_LIMIT:
             raise ArtifactError(f"the artifacts exceed {ARTIFACT_LIMIT >> 20} MB")

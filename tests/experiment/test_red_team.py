@@ -1,0 +1,95 @@
+"""Second red team (#27), engine side: trees a run leaves that made the host write or read
+outside the run folder, or lose the step. Each runs through the real engine on every
+backend; every test here failed on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aiscientist.task import load_task
+from aiscientist.workspace import Workspace, verify_run
+from tests.sandbox_backends import BACKENDS
+
+METRIC = 'json.dump({"d": {"means": {"m_mean": 1.0}}}, open("final_info.json", "w"))'
+
+
+def _workspace(tmp_path: Path, backend: str, files: dict[str, str], **fields) -> Workspace:
+    repo = tmp_path / "task" / "repo"
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(textwrap.dedent(text))
+    spec = {
+        "name": "red-team",
+        "repository": "repo",
+        "metric": {"dataset": "d", "name": "m", "direction": "max"},
+        "command_timeout_s": 60,
+        "commands": ["python probe.py"],
+        **fields,
+    }
+    (tmp_path / "task" / "task.yaml").write_text(yaml.safe_dump(spec))
+    return Workspace.create(load_task(tmp_path / "task" / "task.yaml"), tmp_path / "run", sandbox=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_protected_files_folder_swapped_for_a_link_is_neither_followed_nor_written_through(
+    tmp_path: Path, backend: str
+) -> None:
+    """The run renames the folder holding a protected file and puts a link to a host folder
+    in its place: checking and restoring the protected file went through the link (the
+    host file was hashed, then overwritten with the pristine copy)."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "evaluate.py").write_text("host file\n")
+    probe = f"""
+        import json, os
+        {METRIC}
+        os.rename("lib", "lib_moved")
+        os.symlink({str(host)!r}, "lib")
+        """
+    ws = _workspace(
+        tmp_path,
+        backend,
+        {"probe.py": probe, "lib/evaluate.py": "print('protected')\n"},
+        editable=["probe.py"],
+        protected=["lib/evaluate.py"],
+    )
+    record = ws.engine.run_step("attacker", "swap the folder")
+    assert not record.valid and "lib/evaluate.py" in (record.error or "")
+    assert (host / "evaluate.py").read_text() == "host file\n" and [p.name for p in host.iterdir()] == ["evaluate.py"]
+    lib = ws.paths.submission / "lib"
+    assert lib.is_dir() and not lib.is_symlink() and (lib / "evaluate.py").read_text() == "print('protected')\n"
+    assert ws.engine.tampered_files() == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_paths_longer_than_the_host_can_name_make_the_step_invalid_not_lost(tmp_path: Path, backend: str) -> None:
+    """24 folders of 243-byte names (under the depth and name limits, over PATH_MAX in all)
+    with an editable-looking file at the bottom: the evidence copy and the next step's reset
+    raised ENAMETOOLONG, so the step's record was lost and every later step crashed."""
+    probe = f"""
+        import json, os
+        {METRIC}
+        fd = os.open(".", os.O_RDONLY)
+        for i in range(24):
+            name = "d%02d" % i + "x" * 240
+            os.mkdir(name, dir_fd=fd)
+            sub = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        out = os.open("deep.py", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        os.write(out, b"x = 1\\n")
+        """
+    ws = _workspace(tmp_path, backend, {"probe.py": probe}, editable=["**/*.py"])
+    first = ws.engine.run_step("attacker", "deep names")
+    assert json.loads(ws.paths.step_record(1).read_text())["step"] == 1
+    assert not first.valid and "path longer than" in (first.error or "")
+    (ws.paths.submission / "probe.py").write_text(f"import json\n{METRIC}\n")
+    honest = ws.engine.run_step("agent", "honest")  # the deep tree was removed before it ran
+    assert honest.valid and honest.success, honest.error
+    assert not [p for p in ws.paths.submission.iterdir() if p.name.startswith("d00")]
+    assert verify_run(ws.paths.root).clean
