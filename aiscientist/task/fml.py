@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from aiscientist.records.metrics_file import MetricsError, read_metric
+from aiscientist.task.chain import split_chain
 from aiscientist.task.checks import check_files, read_json, validate
 from aiscientist.task.model import Direction, MetricChoice, MetricSpec, Task, TaskError, mean_key
 
@@ -247,23 +248,6 @@ def load_fml_main(folder: Path, choice: MetricChoice | None = None) -> Task:
         **MAIN_TIMEOUTS,
     }
     return fml.task("fml-main", metric, fields)
-
-
-_KEEPS_STATE = re.compile(r"^(cd|pushd|popd|export|unset|source|\.|set|alias|[A-Za-z_][A-Za-z0-9_]*=\S*)(\s|$)")
-
-
-def split_chain(line: str) -> list[str]:
-    """An `a && b && c` line as separate commands, so each runs in its own sandbox
-    invocation with the process tree of the one before dead (FML-bench's evaluators import
-    the editable code: a child `a` leaves running could rewrite what `b` writes). Kept whole
-    when a part changes shell state the next needs (`cd`, `export`, an assignment) or the
-    line quotes or groups anything."""
-    if any(ch in line for ch in "'\"`$()|;{}\\") and "&&" in line:
-        return [line]
-    parts = re.split(r"\s*&&\s*", line.strip())
-    if len(parts) < 2 or any(not p or _KEEPS_STATE.match(p) for p in parts):
-        return [line]
-    return parts
 
 
 def split_copies(fml: FmlFolder, line: str) -> tuple[list[str], str]:
