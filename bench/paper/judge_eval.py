@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 from rich.table import Table
+from rich.text import Text
 
 from aiscientist.util import untrusted
 from aiscientist.util.archive import ArchiveError, unpack
@@ -228,7 +229,7 @@ def render(result: JudgeEvalResult) -> Table:
             label = name if key == OVERALL else f"  {key}"
             leaves = f"{figures.leaves}" + (f" (+{invalid} invalid)" if key == OVERALL and invalid else "")
             table.add_row(
-                label,
+                Text(label),  # a case name is untrusted: never read as markup
                 leaves,
                 f"{figures.accuracy:.3f}",
                 f"{figures.precision:.3f}",

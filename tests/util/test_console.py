@@ -72,3 +72,18 @@ def test_a_failing_step_cannot_drive_the_terminal_of_solve(tmp_path):
     shown = done.stdout + done.stderr
     assert "did not count" in shown and "boom" in shown  # the error is shown ...
     assert _raw(shown) == []  # ... with its sequences made visible
+
+
+def test_untrusted_brackets_cannot_make_rich_link_or_crash():
+    """Markup made of untrusted names: `[link=...]` would make rich send OSC 8 itself, and
+    brackets that are not valid markup (`a[` + `/` + `x]`) raised MarkupError (#27)."""
+    buffer = io.StringIO()
+    console = SafeConsole(file=buffer, force_terminal=True, width=200, highlight=False)
+    table = Table()
+    table.add_column("case")
+    table.add_row("[link=mailto:a@evil]click me[/link]")
+    console.print(table)
+    console.print("graded [link=https://evil.example]here[/link]")
+    console.print("graded a[/x]: root 0.000")
+    out = buffer.getvalue()
+    assert _raw(out) == [] and "click me" in out and "a[/x]: root 0.000" in out
