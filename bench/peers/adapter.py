@@ -176,9 +176,12 @@ def run_sandboxed(
         timeout=timeout,
         env=env,
         writable=[folder],
-        readonly=[venv, DRIVERS, driver.parent, sockets],
+        readonly=list(dict.fromkeys([venv, DRIVERS, driver.parent, sockets])),  # docker refuses a mount twice
         hidden=[*ctx.task.agent_hidden_paths(), ctx.ws.paths.pristine],
     )
+    if result.stderr_tail.strip():  # the sandbox's own words (e.g. an engine error), after the peer's output
+        with open(folder / OUTPUT, "a") as output:
+            output.write(result.stderr_tail)
     if result.timed_out:
         return None
     return result.returncodes[-1] if result.returncodes else -1

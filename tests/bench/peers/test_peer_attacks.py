@@ -1,6 +1,7 @@
 """The attack corpus's host-read and network cases, proposed by a peer: as its own shell
-commands and as the code our engine runs. Both go through our sandbox: no host file, no
-socket to the model endpoint (the peer's only network), no write outside its areas."""
+commands and as the code our engine runs, on bwrap and docker. Both go through our sandbox:
+no host file, no socket to the model endpoint (the peer's only network), no write outside
+its areas."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pytest
 from aiscientist.experiment.engine import load_steps
 from aiscientist.records.paths import RunPaths
 from tests.bench.agents.test_bench_agents import TASK
+from tests.bench.peers.hostile import run_cell
 from tests.bench.peers.loopback import ScriptedServer
-from tests.bench.peers.test_peer_mini_swe_agent import bash, installed, run_peer
+from tests.bench.peers.test_peer_mini_swe_agent import bash, installed
+from tests.bench.peers.test_peer_sandbox import BACKENDS
 
 pytestmark = pytest.mark.skipif(not installed("mini-swe-agent"), reason="bench peers install mini-swe-agent")
 SECRET = "TOP-SECRET-peer-7d2a"
@@ -36,7 +39,8 @@ def probe(targets: list[str], port: int) -> str:
     )
 
 
-def test_a_peers_host_reads_and_network_are_held_off(tmp_path: Path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_peers_host_reads_and_network_are_held_off(tmp_path: Path, backend: str):
     secret = tmp_path / "host" / "id_rsa"
     secret.parent.mkdir()
     secret.write_text(SECRET)
@@ -52,7 +56,7 @@ def test_a_peers_host_reads_and_network_are_held_off(tmp_path: Path):
             bash("Measure it.", "run_experiment attack"),
             bash("Done.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
         ]
-        ws, result = run_peer(tmp_path / "out", "peer-mini-swe-agent", server, steps=2)
+        ws, result = run_cell(tmp_path / "out", "peer-mini-swe-agent", server.api_base, backend)
         seen = server.requests[1]["messages"][-1]["content"]  # the observation of the peer's own probe
     assert "no network" in seen and "CONNECTED" not in seen and "READ" not in seen, seen
     steps = load_steps(RunPaths(ws))

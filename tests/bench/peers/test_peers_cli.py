@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,31 @@ def test_bench_run_with_a_peer_writes_the_same_cell(tmp_path: Path):
     assert result["completed"] == 1 and result["test_metric"] is not None
     assert (cell / "ws/experiments/step_0001/step.json").is_file()
     assert list(cell.glob("**/run.html")) and (tmp_path / "results/report").is_dir()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not installed("mini-swe-agent"), reason="bench peers install mini-swe-agent")
+def test_the_grid_goes_on_past_a_peer_that_hangs_and_one_that_never_evaluates(tmp_path: Path):
+    asked = []
+
+    def reply(request: dict) -> str:
+        asked.append(request)
+        if len(asked) == 1:  # round 1's first call never comes back in time
+            time.sleep(100)
+        return bash("Nothing to do.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+
+    with ScriptedServer([], fallback=reply) as server:
+        done = cli(
+            "run", "--agents", "peer-mini-swe-agent", "--tasks", str(TASK), "--rounds", "2", "--steps", "2",
+            "--model", "openai/scripted", "--judge-model", "offline", "--out", str(tmp_path / "results"),
+            "--option", f"peer-mini-swe-agent.api_base={server.api_base}", "--workers", "1",
+            "--option", "peer-mini-swe-agent.timeout_s=60", "--no-progress", "--embedder", "minilm",
+            env={"OPENAI_API_KEY": "sk-loopback"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells = tmp_path / "results/runs/tiny-quadratic/peer-mini-swe-agent"
+    results = [json.loads((cells / f"round_{k}/result.json").read_text()) for k in (1, 2)]
+    assert [r["stop_reason"] for r in results] == ["wall_time", "agent_failed"], results
+    assert "peer mini-swe-agent hung past its time limit (60s)" in done.stderr
+    assert "peer mini-swe-agent ended without calling the evaluator" in done.stderr
+    assert (tmp_path / "results/report/index.html").is_file()
