@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.text import Text
+
 from aiscientist.util.console import make_console
 
 console = make_console()
@@ -21,8 +23,9 @@ def run(args: argparse.Namespace) -> int:
     if not (args.run_dir / "logs").is_dir():
         raise TaskError(args.run_dir, "run_dir", "not a run folder (no logs/)")
     report = verify_run(args.run_dir)
+    # notes and problems quote names from the folder: printed as text, never read as markup
     for note in report.tamper_events:
-        console.print(f"[yellow]recorded:[/yellow] {note}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("recorded:", "yellow"), " ", note), highlight=False, soft_wrap=True)
     if report.clean:
         console.print(
             f"[green]clean[/green]: {report.events} events, {report.log_appends} log appends, "
@@ -32,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     for problem in report.problems:
-        console.print(f"[red]TAMPERED[/red] {problem}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("TAMPERED", "red"), " ", str(problem)), highlight=False, soft_wrap=True)
     return 1

@@ -1,18 +1,32 @@
 """Check a run folder: the event chain, the markdown logs against it, and the
 protected files against their pristine hashes. Reads files only (no Workspace),
-so it also works on a damaged folder."""
+so it also works on a damaged folder.
+
+The folder may be hostile (tampered, or handed over by someone else): every file is
+read with the bounded no-follow reader (`aiscientist.util.untrusted`), JSON is parsed
+with a depth limit, every event is checked for the fields and types verify uses
+before it is used, and paths named inside the folder must stay inside it. What cannot
+be read or does not fit is a Problem in the report, never an exception."""
 
 from __future__ import annotations
 
 import hashlib
-import json
+import os
+import re
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, TypeAdapter, ValidationError
 
 from aiscientist.records.paths import EVENTS_HEAD, EVENTS_LOG, STEP_RECORD
 from aiscientist.records.step import folder_hashes
+from aiscientist.util import untrusted
+from aiscientist.util.text import clean, name
 from aiscientist.workspace.eventlog import FIELDS, GENESIS, event_hash, line_hashes
+
+EVENTS_BYTES = 1 << 30
+FILE_BYTES = 256 << 20  # a markdown log, a manifest or a protected file
+_STEP_DIR = re.compile(r"step_(\d{1,9})")
 
 
 class Problem(BaseModel):
@@ -21,7 +35,64 @@ class Problem(BaseModel):
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}" + (f" line {self.line}" if self.line is not None else "") + f": {self.message}"
+        """One line, escaped: file names and messages may come from the folder itself."""
+        where = name(self.file) + (f" line {self.line}" if self.line is not None else "")
+        return f"{where}: {clean(self.message)}"
+
+
+class _Event(BaseModel):
+    seq: StrictInt
+    ts: StrictStr
+    role: StrictStr
+    kind: StrictStr
+    payload: dict[str, Any]
+    prev_hash: StrictStr
+    hash: StrictStr
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _LogAppend(_Payload):
+    file: StrictStr
+    offset: StrictInt
+    length: StrictInt
+    lines: list[StrictStr]
+
+
+class _Manifest(_Payload):
+    sha256: StrictStr
+
+
+class _StepEnd(_Payload):
+    step: StrictInt
+    files: dict[str, StrictStr] | None = None
+
+
+class _StepInvalidated(_Payload):
+    step: StrictInt
+    record_sha256: StrictStr | None = None
+
+
+# the payload fields verify uses, by event kind: a chain event without them is a problem
+PAYLOADS: dict[str, type[_Payload]] = {
+    "log.append": _LogAppend,
+    "protected.manifest": _Manifest,
+    "experiment.end": _StepEnd,
+    "step.invalidated": _StepInvalidated,
+}
+_MANIFEST = TypeAdapter(dict[str, str])
+
+
+def _read(root: Path, rel: str, limit: int = FILE_BYTES) -> bytes:
+    """`root/rel`, read without following a link, a regular file of at most `limit` bytes."""
+    return untrusted.read_file(root, rel, limit, hard_links=True)
+
+
+def _json(root: Path, rel: str) -> Any:
+    """JSON file `root/rel` (Unreadable or ValueError when it cannot be read or parsed)."""
+    return untrusted.loads_json(_read(root, rel))
 
 
 class Report(BaseModel):
@@ -52,25 +123,28 @@ TAMPER_KINDS = ("protected.tampered", "pristine.tampered", "log.tampered", "step
 
 def _describe(event: dict) -> str:
     p = event["payload"]
-    what = ", ".join(p.get("files") or [p.get("file", "?")])
+    files = p.get("files")
+    what = ", ".join(map(str, files)) if isinstance(files, list) and files else str(p.get("file", "?"))
     extra = p.get("problem") or (f"step {p['step']}" if p.get("step") else "")
-    return (
+    text = (
         f"seq {event['seq']} {event['kind']}: {what} (found: {p.get('found', '?')}"
         + (f", {extra}" if extra else "")
         + (f", restored: {p['restored']}" if "restored" in p else "")
         + ")"
     )
+    return clean(text, 2000)
 
 
 def _check_chain(root: Path, report: Report) -> list[dict]:
     """The events up to the first bad line; the first problem is reported."""
-    path = root / EVENTS_LOG
-    if not path.is_file():
-        report.problems.append(Problem(file=EVENTS_LOG, message="missing"))
+    try:
+        data = _read(root, EVENTS_LOG, EVENTS_BYTES)
+    except untrusted.Unreadable as err:
+        report.problems.append(Problem(file=EVENTS_LOG, message=err.reason))
         return []
     events: list[dict] = []
     prev = GENESIS
-    *raw_lines, last = path.read_bytes().split(b"\n")
+    *raw_lines, last = data.split(b"\n")
     if last:
         message = "incomplete last line (file truncated or written outside the API)"
         report.problems.append(Problem(file=EVENTS_LOG, line=len(raw_lines) + 1, message=message))
@@ -79,7 +153,7 @@ def _check_chain(root: Path, report: Report) -> list[dict]:
         if problem:
             report.problems.insert(0, Problem(file=EVENTS_LOG, line=number, message=problem))
             break
-        events.append(json.loads(raw))
+        events.append(untrusted.loads_json(raw))
         prev = events[-1]["hash"]
     report.events = len(events)
     if not any(p.file == EVENTS_LOG for p in report.problems):
@@ -89,11 +163,18 @@ def _check_chain(root: Path, report: Report) -> list[dict]:
 
 def _bad_event(raw: bytes, number: int, prev: str) -> str | None:
     try:
-        event = json.loads(raw)
+        event = untrusted.loads_json(raw)
     except ValueError:
-        return "not valid JSON (edited or truncated)"
+        return "not valid JSON (edited, truncated or nested too deep)"
     if not isinstance(event, dict) or any(k not in event for k in (*FIELDS, "hash")):
         return "not an event (fields missing)"
+    try:
+        _Event.model_validate(event)
+        if event["kind"] in PAYLOADS:
+            PAYLOADS[event["kind"]].model_validate(event["payload"])
+    except ValidationError as err:
+        first = err.errors()[0]
+        return f"not an event verify can read ({'.'.join(map(str, first['loc']))}: {first['msg']})"
     if event_hash(event) != event["hash"]:
         return f"hash does not match the line's content (seq {event['seq']} edited)"
     if event["seq"] != number:
@@ -105,8 +186,10 @@ def _bad_event(raw: bytes, number: int, prev: str) -> str | None:
 
 def _check_head(root: Path, events: list[dict], report: Report) -> None:
     try:
-        head = json.loads((root / EVENTS_HEAD).read_text())
-    except (OSError, ValueError):
+        head = _json(root, EVENTS_HEAD)
+        if not isinstance(head, dict) or not isinstance(head.get("seq", 0), int):
+            raise ValueError("not a chain head")
+    except (untrusted.Unreadable, ValueError):
         if events:
             report.problems.append(Problem(file=EVENTS_HEAD, message="chain head missing or unreadable"))
         return
@@ -150,12 +233,13 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
         ends[rel] = payload["offset"] + payload["length"]
         expected.setdefault(rel, []).extend((h, event["seq"]) for h in payload["lines"])
         report.log_appends += 1
-    for rel in sorted(set(expected) | {p.relative_to(root).as_posix() for p in (root / "logs").glob("*.md")}):
-        path = root / rel
-        if not path.is_file():
-            report.problems.append(Problem(file=rel, message="missing"))
+    on_disk = {f"logs/{n.rel}" for n in untrusted.walk(root / "logs", untrusted.Limits(depth=0)).nodes}
+    for rel in sorted(set(expected) | {r for r in on_disk if r.endswith(".md")}):
+        try:
+            lines = line_hashes(_read(root, rel))
+        except untrusted.Unreadable as err:
+            report.problems.append(Problem(file=rel, message=err.reason))
             continue
-        lines = line_hashes(path.read_bytes())
         want = expected.get(rel, [])
         for number, (digest, seq) in enumerate(want, 1):
             if number > len(lines):
@@ -186,28 +270,34 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
 
 
 def _check_protected(root: Path, events: list[dict], report: Report) -> None:
-    manifest_path = root / ".pristine" / "manifest.json"
+    manifest_rel = ".pristine/manifest.json"
     recorded = [e["payload"] for e in events if e["kind"] == "protected.manifest"]
-    if not manifest_path.is_file():
-        if recorded:
-            report.problems.append(Problem(file=".pristine/manifest.json", message="missing"))
+    try:
+        data = _read(root, manifest_rel)
+    except untrusted.Unreadable as err:
+        if recorded or err.reason != "missing":
+            report.problems.append(Problem(file=manifest_rel, message=err.reason))
         return
-    data = manifest_path.read_bytes()
     if recorded and hashlib.sha256(data).hexdigest() != recorded[-1]["sha256"]:
         report.problems.append(
-            Problem(file=".pristine/manifest.json", message="differs from the manifest recorded in the event chain")
+            Problem(file=manifest_rel, message="differs from the manifest recorded in the event chain")
         )
         return
-    manifest: dict[str, str] = json.loads(data)
+    try:
+        manifest = _MANIFEST.validate_python(untrusted.loads_json(data))
+    except (ValueError, ValidationError):
+        report.problems.append(Problem(file=manifest_rel, message="not a manifest (a JSON object of path: sha256)"))
+        return
     report.protected_files = len(manifest)
     for rel, digest in sorted(manifest.items()):
-        for where in (root / "submission" / rel, root / ".pristine" / "files" / rel):
-            shown = where.relative_to(root).as_posix()
-            if where.is_symlink() or not where.is_file():
-                report.problems.append(
-                    Problem(file=shown, message="protected file missing or replaced by a link/folder")
-                )
-            elif hashlib.sha256(where.read_bytes()).hexdigest() != digest:
+        for shown in (f"submission/{rel}", f".pristine/files/{rel}"):
+            try:
+                found = hashlib.sha256(_read(root, shown)).hexdigest()
+            except untrusted.Unreadable as err:
+                message = f"protected file missing or replaced by a link/folder ({err.reason})"
+                report.problems.append(Problem(file=shown, message=message))
+                continue
+            if found != digest:
                 report.problems.append(Problem(file=shown, message="differs from its pristine hash"))
 
 
@@ -222,7 +312,7 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
         for e in events
         if e["kind"] == "step.invalidated" and "record_sha256" in e["payload"]
     }
-    on_disk = {int(p.name.removeprefix("step_")): p for p in (root / "experiments").glob("step_[0-9]*") if p.is_dir()}
+    on_disk = _step_folders(root)
     for step, event in sorted(recorded.items()):
         folder = on_disk.get(step)
         shown = f"experiments/step_{step:04d}"
@@ -242,7 +332,17 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
                 )
     if recorded:
         for step in sorted(set(on_disk) - set(recorded)):
-            if (on_disk[step] / STEP_RECORD).is_file():
+            if os.path.lexists(on_disk[step] / STEP_RECORD):
                 report.problems.append(
                     Problem(file=f"experiments/step_{step:04d}", message="a step folder with no end event in the chain")
                 )
+
+
+def _step_folders(root: Path) -> dict[int, Path]:
+    """experiments/step_N folders by N: real folders only (a link there is not followed)."""
+    found = {}
+    for node in untrusted.walk(root / "experiments", untrusted.Limits(depth=0)).nodes:
+        match = _STEP_DIR.fullmatch(node.rel)
+        if match and node.kind == "dir":
+            found[int(match.group(1))] = root / "experiments" / node.rel
+    return found
