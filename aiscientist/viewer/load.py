@@ -3,23 +3,31 @@
 Sources: result.json (absent while running: state/run.json and the steps stand in),
 task/task.json, experiments/step_*/step.json and diff.patch, logs/events.jsonl,
 plan/, the generic search tree (`records.tree`: each step's parent node) and `verify_run`.
+
+The folder may be hostile (tampered, or someone else's): every file is read with the
+bounded no-follow reader (`aiscientist.util.untrusted`) and JSON with a depth limit; a
+record field of the wrong type is left out, a record that cannot be placed or an event
+that cannot be shown is skipped, so the page is always written and shows no host file.
 """
 
 from __future__ import annotations
 
-import json
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from aiscientist.records.accounting import best_step, is_better, successful, totals
-from aiscientist.records.paths import DIFF, RunPaths
-from aiscientist.records.tree import read_tree
+from aiscientist.records.paths import DIFF, STEP_RECORD, RunPaths
+from aiscientist.records.tree import Tree
 from aiscientist.task import TaskError
+from aiscientist.util import untrusted
 from aiscientist.util.humanize import num
 
 DIFF_CHARS = 60_000  # a huge diff is cut, not inlined whole
+FILE_BYTES = 64 << 20  # a record, the tree, a plan file
+LOG_BYTES = 512 << 20  # the event log and the replay journal
 PLAN_MARKER = "\n\n## plan/"  # how prioritization appends the plan to its full output
 
 
@@ -84,39 +92,79 @@ class RunView(BaseModel):
     denials: list[Moment]
 
 
-def _json(path: Path) -> dict[str, Any] | None:
+def _read(root: Path, rel: str, limit: int = FILE_BYTES) -> bytes | None:
+    """`root/rel` read without following a link (a folder on the way included); None when it
+    is missing, not a plain file with one link, or larger than `limit`."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return untrusted.read_file(root, rel, limit)
+    except untrusted.Unreadable:
         return None
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _json(root: Path, rel: str) -> dict[str, Any] | None:
+    data = _read(root, rel)
+    try:
+        parsed = untrusted.loads_json(data) if data is not None else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _jsonl(root: Path, rel: str) -> list[dict[str, Any]]:
     out = []
-    for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
+    for line in (_read(root, rel, LOG_BYTES) or b"").splitlines():
         try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a line being written while we read (a running run)
+            parsed = untrusted.loads_json(line)
+        except (ValueError, UnicodeDecodeError):
+            continue  # a line being written while we read (a running run), or a damaged one
+        if isinstance(parsed, dict):
+            out.append(parsed)
     return out
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def _lenient(model: type[Model], raw: dict[str, Any]) -> Model:
+    """`model` from `raw`, leaving out each field whose value has the wrong type
+    (ValidationError only when a required field is missing or wrong)."""
+    kept = {}
+    for key in model.model_fields:
+        if key in raw:
+            try:
+                kept[key] = _adapter(model, key).validate_python(raw[key])
+            except ValidationError:
+                continue
+    return model.model_validate(kept)
+
+
+@cache
+def _adapter(model: type[BaseModel], key: str) -> TypeAdapter:
+    return TypeAdapter(model.model_fields[key].annotation)
 
 
 def _plan_versions(root: Path) -> list[tuple[str, str]]:
     """The plan as each prioritization call handed it back (kept in the replay journal,
     state/journal.jsonl), then the file as it is now when that differs."""
     versions = []
-    for entry in _jsonl(RunPaths(root).journal):
+    for entry in _jsonl(root, _rel(root, RunPaths(root).journal)):
         value = entry.get("value")
         if entry.get("kind") == "done" and isinstance(value, dict) and value.get("role") == "prioritization":
             _, found, rest = str(value.get("full_output", "")).partition(PLAN_MARKER)
             name, _, text = rest.partition("\n")
             if found:
                 versions.append((f"plan/{name} · version {len(versions) + 1} (call {entry.get('key')})", text))
-    for path in sorted((root / "plan").rglob("*.md")) if (root / "plan").is_dir() else []:
-        text = path.read_text(errors="replace")
-        if not versions or versions[-1][1].strip() != text.strip():
-            versions.append((f"{path.relative_to(root)} · current", text))
+    plans = untrusted.walk(root / "plan").files() if (root / "plan").is_dir() else []
+    for node in plans:
+        data = _read(root, f"plan/{node.rel}") if node.rel.endswith(".md") else None
+        text = data.decode(errors="replace") if data is not None else None
+        if text is not None and (not versions or versions[-1][1].strip() != text.strip()):
+            versions.append((f"plan/{node.rel} · current", text))
     return versions
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
 
 
 def run_root(folder: Path) -> Path:
@@ -129,8 +177,11 @@ def run_root(folder: Path) -> Path:
 
 def _nodes(root: Path) -> dict[int, dict[str, Any]]:
     """step -> its parent step, operator and group, from the run's search tree (if any)."""
-    tree = read_tree(root)
-    parents = tree.step_parents() if tree is not None else {}
+    raw = _json(root, _rel(root, RunPaths(root).tree))
+    try:
+        parents = Tree.model_validate(raw).step_parents() if raw is not None else {}
+    except (ValidationError, ValueError, TypeError):
+        parents = {}
     return {step: {"parent": p, "operator": n.operator, "group": n.group} for step, (p, n) in parents.items()}
 
 
@@ -139,12 +190,16 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
     steps: list[StepView] = []
     best = None
     for path in RunPaths(root).step_records():
-        raw = _json(path)
-        if raw is None:
-            continue
-        diff_file = path.parent / DIFF
-        diff = diff_file.read_text(errors="replace")[:DIFF_CHARS] if diff_file.is_file() else ""
-        step = StepView.model_validate({**raw, "diff": diff, **nodes.get(raw["step"], {})})
+        folder = _rel(root, path.parent)
+        raw = _json(root, f"{folder}/{STEP_RECORD}")
+        try:
+            step = _lenient(StepView, raw or {})
+        except ValidationError:
+            continue  # no step number: the record cannot be placed
+        diff = _read(root, f"{folder}/{DIFF}", DIFF_CHARS * 4) or b""
+        step = _lenient(
+            StepView, {**raw, "diff": diff.decode(errors="replace")[:DIFF_CHARS], **nodes.get(step.step, {})}
+        )
         step.hypothesis = step.hypothesis or "(no hypothesis recorded)"
         if not step.success:
             step.outcome = "failed"
@@ -162,6 +217,15 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
 
 
 def _moment(event: dict[str, Any]) -> Moment | None:
+    """The event as a line of the timeline; None for kinds the page does not show, and for
+    an event whose fields do not have the types our writers give them."""
+    try:
+        return _shown(event)
+    except (TypeError, ValueError, AttributeError, KeyError, ValidationError):
+        return None
+
+
+def _shown(event: dict[str, Any]) -> Moment | None:
     kind, payload = event.get("kind", ""), event.get("payload", {})
     text = {
         "orchestrator.decision": lambda p: (
@@ -198,10 +262,17 @@ def _plan_writes(events: list[dict[str, Any]]) -> list[Moment]:
     """Each write of a plan file: who, when, size and content hash (the log keeps no text)."""
     out = []
     for event in events:
-        payload = event.get("payload", {})
-        if event.get("kind") == "file.write" and str(payload.get("path", "")).startswith("plan/"):
-            text = f"{payload['path']}: {num(payload.get('bytes'))} bytes, sha256 {str(payload.get('sha256', ''))[:12]}"
-            out.append(Moment(ts=event.get("ts", ""), role=event.get("role", ""), kind="file.write", text=text))
+        payload = event.get("payload")
+        if event.get("kind") != "file.write" or not isinstance(payload, dict):
+            continue
+        path = str(payload.get("path", ""))
+        if path.startswith("plan/"):
+            size = payload.get("bytes")
+            text = f"{path}: {num(size if isinstance(size, int) else None)} bytes, "
+            text += f"sha256 {str(payload.get('sha256', ''))[:12]}"
+            out.append(
+                Moment(ts=str(event.get("ts", "")), role=str(event.get("role", "")), kind="file.write", text=text)
+            )
     return out
 
 
@@ -217,40 +288,68 @@ def _verify(root: Path) -> str:
     return f"{len(report.problems)} problem(s): " + "; ".join(str(p) for p in report.problems[:3])
 
 
+class _Result(BaseModel):
+    """The fields of result.json (and state/run.json) the page shows, as our writers type them."""
+
+    task: str | None = None
+    agent: str | None = None
+    metric: str | None = None
+    direction: Literal["max", "min"] | None = None
+    baseline: float | None = None
+    best_step: int | None = None
+    best_metric: float | None = None
+    test: dict[str, Any] = {}
+    stop_reason: str | None = None
+    steps_total: int | None = None
+    steps_successful: int | None = None
+    steps: int | None = None
+    config: dict[str, Any] = {}
+    tokens: int | None = None
+    cost: float | None = None
+    wall_time_s: float | None = None
+    name: str | None = None  # task.json
+    metric_spec: dict[str, Any] = {}  # task.json's metric
+
+
 def load_run(folder: Path | str) -> RunView:
     root = run_root(Path(folder))
-    result = _json(RunPaths(root).result)
-    state = _json(RunPaths(root).run_info) or {}
-    task = _json(root / "task" / "task.json") or {}
-    metric_spec = task.get("metric") or {}
-    base = result or {}
-    direction = base.get("direction") or metric_spec.get("direction") or "max"
-    baseline = base.get("baseline", task.get("baseline"))
+    paths = RunPaths(root)
+    result = _json(root, _rel(root, paths.result))
+    base = _lenient(_Result, result or {})
+    state = _lenient(_Result, _json(root, _rel(root, paths.run_info)) or {})
+    task_raw = _json(root, "task/task.json") or {}
+    task = _lenient(_Result, {**task_raw, "metric_spec": task_raw.get("metric")})
+    spec = task.metric_spec
+    direction = base.direction or (spec.get("direction") if spec.get("direction") in ("max", "min") else None) or "max"
+    baseline = base.baseline if "baseline" in base.model_fields_set else task.baseline
     steps = _steps(root, direction, baseline)
-    events = _jsonl(RunPaths(root).events)
+    events = _jsonl(root, _rel(root, paths.events))
     moments = [m for m in map(_moment, events) if m is not None]
     best = best_step(steps, direction)
     counted = totals(steps)
-    test = base.get("test") or {}
+    given = base.model_fields_set
+    test = _lenient(_Test, base.test)
     return RunView(
         root=root,
         running=result is None,
-        task=base.get("task") or task.get("name", root.name),
-        agent=base.get("agent") or "aiscientist",
-        metric=base.get("metric") or (f"{metric_spec['dataset']}/{metric_spec['name']}" if metric_spec else None),
+        task=base.task or task.name or root.name,
+        agent=base.agent or "aiscientist",
+        metric=base.metric or (f"{spec.get('dataset')}/{spec.get('name')}" if spec else None),
         direction=direction,
         baseline=baseline,
-        best_step=base.get("best_step", best.step if best else None),
-        best_metric=base.get("best_metric", best.metric if best else None),
-        test=test.get("metric"),
-        test_error=test.get("error"),
-        stop_reason=base.get("stop_reason") or state.get("stop_reason") or ("running" if result is None else None),
-        steps_total=base.get("steps_total", len(steps)),
-        steps_successful=base.get("steps_successful", sum(s.success for s in steps)),
-        steps_budget=state.get("steps") or (base.get("config") or {}).get("steps"),
-        tokens=base.get("tokens", counted.tokens),
-        cost=base.get("cost", counted.cost),
-        wall_time_s=base.get("wall_time_s"),
+        best_step=base.best_step if "best_step" in given else (best.step if best else None),
+        best_metric=base.best_metric if "best_metric" in given else (best.metric if best else None),
+        test=test.metric,
+        test_error=test.error,
+        stop_reason=base.stop_reason or state.stop_reason or ("running" if result is None else None),
+        steps_total=base.steps_total if base.steps_total is not None else len(steps),
+        steps_successful=(
+            base.steps_successful if base.steps_successful is not None else sum(s.success for s in steps)
+        ),
+        steps_budget=state.steps or _lenient(_Result, base.config).steps,
+        tokens=base.tokens if base.tokens is not None else counted.tokens,
+        cost=base.cost if base.cost is not None else counted.cost,
+        wall_time_s=base.wall_time_s,
         verify=_verify(root),
         steps=steps,
         timeline=[m for m in moments if m.kind != "access.denied"],
@@ -258,3 +357,8 @@ def load_run(folder: Path | str) -> RunView:
         plan_texts=_plan_versions(root),
         denials=[m for m in moments if m.kind == "access.denied"],
     )
+
+
+class _Test(BaseModel):
+    metric: float | None = None
+    error: str | None = None

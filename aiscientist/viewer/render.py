@@ -84,18 +84,48 @@ def _steps_html(run: RunView) -> str:
         return "<p class='note'>no step yet</p>"
     if all(s.parent is None for s in run.steps):
         return "\n".join(_step_html(s, run) for s in run.steps)
-    children: dict[int | None, list[StepView]] = {}
-    for step in run.steps:
-        children.setdefault(step.parent, []).append(step)
-
-    def branch(parent: int | None) -> str:
-        items = "".join(f"<li>{_step_html(s, run)}{branch(s.step)}</li>" for s in children.get(parent, []))
-        return f"<ul class='tree'>{items}</ul>" if items else ""
-
     return (
         "<p class='note'>a tree: each step under the step it started from (roots start from the baseline)</p>"
-        + branch(None)
+        + _tree_html(run)
     )
+
+
+def _tree_html(run: RunView) -> str:
+    """The steps nested under their parents, without recursion (a run may be a chain of
+    thousands of steps); a step whose parent is not in the run, or that sits on a cycle of
+    a damaged tree record, is shown as a root, and every step is shown once."""
+    known = {s.step for s in run.steps}
+    children: dict[int | None, list[StepView]] = {}
+    for step in run.steps:
+        children.setdefault(step.parent if step.parent in known else None, []).append(step)
+    out: list[str] = []
+    shown: set[int] = set()
+    pending = list(children.get(None, []))
+    pending += [s for s in run.steps if s.parent in known]  # reached from a root first, unless on a cycle
+    for root in pending:
+        if root.step in shown:
+            continue
+        shown.add(root.step)
+        out.append(f"<ul class='tree'><li>{_step_html(root, run)}")
+        stack = [iter(children.get(root.step, []))]
+        opened = [False]
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                stack.pop()
+                out.append("</ul></li>" if opened.pop() else "</li>")
+                continue
+            if step.step in shown:
+                continue
+            shown.add(step.step)
+            if not opened[-1]:
+                out.append("<ul class='tree'>")
+                opened[-1] = True
+            out.append(f"<li>{_step_html(step, run)}")
+            stack.append(iter(children.get(step.step, [])))
+            opened.append(False)
+        out.append("</ul>")
+    return "".join(out)
 
 
 def _summary(run: RunView) -> list[tuple[str, str]]:
