@@ -5,7 +5,9 @@ to these commands only) with the step's editable files laid over it. Protected f
 are restored and read-only, and after the run the copy is checked exactly as a
 validation step is (aiscientist/integrity.py); a failed check fails the test. A task
 with a run / score split keeps its hidden files (but `test_inputs`) from the run and
-scores the run's artifacts in an invocation of its own (aiscientist/experiment/scoring.py).
+scores the run's artifacts in an invocation of its own (aiscientist/experiment/scoring.py);
+its `test_prepare` commands, run apart from any editable code, turn the hidden files into
+the inputs the run sees (e.g. test features without the labels they share a seed with).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Protocol
 
 from aiscientist.experiment import integrity
 from aiscientist.experiment.runenv import clean_outputs
-from aiscientist.experiment.scoring import Scorer, score_run, survivors_error
+from aiscientist.experiment.scoring import Scorer, prepare_test_inputs, score_run, survivors_error
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading, TestResult
@@ -67,6 +69,8 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
             if task.setup_commands
             else None
         )
+        if task.test_prepare and (result is None or result.ok):
+            result = prepare_test_inputs(engine, copy)
         for rel, entry in integrity.scan(code).items():
             data = integrity.read_regular(code, rel) if entry.kind == "file" and task.is_editable(rel) else None
             if data is not None:

@@ -29,6 +29,7 @@ from aiscientist.util import untrusted
 from aiscientist.util.text import name as shown
 
 SCORE_OUT = "SCORE_OUT"  # the environment variable naming the score command's output folder
+PREPARE_OUT = "PREPARE_OUT"  # ... and the test_prepare commands' one
 ARTIFACT_LIMIT = 2 << 30  # bytes of artifacts one score invocation gets
 
 
@@ -108,21 +109,50 @@ def score_run(
             failed = CommandsResult(commands=commands, returncodes=[], duration_s=0.0, backend=engine.sandbox.name)
             return failed, MetricsReading(error=str(err), cause=FailureCause.INTEGRITY)
         _lay_out(engine, repo, test)
-        cwd = repo / task.working_dir
-        cwd.mkdir(parents=True, exist_ok=True)
-        result = engine.sandbox.run(
-            in_environment(task, commands),
-            cwd=cwd,
-            timeout=task.timeout("test" if test else "commands"),
-            env={"MPLBACKEND": "Agg", **engine.env, SCORE_OUT: str(out)},
-            writable=[out],
-            readonly=[repo, *readable_outside(task)],
-            hidden=[engine.paths.root, task.repository],
-        )
+        result = _apart(engine, repo, out, commands, SCORE_OUT, task.timeout("test" if test else "commands"))
         if not result.ok:
             return result, MetricsReading(error=result.failure(), cause=result.failure_cause())
         name = Path((task.test_metrics_file or task.metrics_file) if test else task.metrics_file).name
         return result, engine.read_metrics(out / name)
+
+
+def _apart(engine: Scorer, repo: Path, out: Path, commands: list[str], out_name: str, timeout: float) -> CommandsResult:
+    """`commands` in a fresh invocation over `repo` (read-only), writing only to `out`
+    (named by the variable `out_name`); the run folder and the task repository unseen."""
+    task = engine.task
+    cwd = repo / task.working_dir
+    cwd.mkdir(parents=True, exist_ok=True)
+    return engine.sandbox.run(
+        in_environment(task, commands),
+        cwd=cwd,
+        timeout=timeout,
+        env={"MPLBACKEND": "Agg", **engine.env, out_name: str(out)},
+        writable=[out],
+        readonly=[repo, *readable_outside(task)],
+        hidden=[engine.paths.root, task.repository],
+    )
+
+
+def prepare_test_inputs(engine: Scorer, dest: Path) -> CommandsResult:
+    """Run the task's `test_prepare` commands apart from any editable code, over the scorer
+    and hidden files, and lay the files they write into `$PREPARE_OUT` into `dest` (the
+    hidden test's copy): the test run sees those inputs, never the hidden files they came from."""
+    task = engine.task
+    with tempfile.TemporaryDirectory(prefix="aisci-prepare-") as tmp:
+        repo, out = Path(tmp, "repo"), Path(tmp, "out")
+        repo.mkdir()
+        out.mkdir()
+        _lay_out(engine, repo, test=True)
+        result = _apart(engine, repo, out, task.test_prepare, PREPARE_OUT, task.timeout("test"))
+        if not result.ok:
+            return result
+        walker = untrusted.TreeWalk(out)
+        for node, parent in walker:
+            if node.kind == "file":
+                (dest / node.rel).parent.mkdir(parents=True, exist_ok=True)
+                (dest / node.rel).unlink(missing_ok=True)
+                (dest / node.rel).write_bytes(walker.read(parent, node, integrity.READ_LIMIT))
+    return result
 
 
 def survivors_error(result: CommandsResult) -> str | None:
@@ -131,7 +161,15 @@ def survivors_error(result: CommandsResult) -> str | None:
     return f"{left} process(es) of the run survived it; not scored" if left else None
 
 
-__all__ = ["SCORE_OUT", "ArtifactError", "copy_artifacts", "score_run", "survivors_error"]
+__all__ = [
+    "PREPARE_OUT",
+    "SCORE_OUT",
+    "ArtifactError",
+    "copy_artifacts",
+    "prepare_test_inputs",
+    "score_run",
+    "survivors_error",
+]
 
 
 def read_metrics(task: Task, paths: RunPaths, metrics_path: Path) -> MetricsReading:

@@ -126,7 +126,10 @@ class Task(BaseModel):
     leave the `artifacts`; `score` (`test_score` for the hidden test) then runs in a fresh
     sandbox invocation that sees only the `scorer` files and the artifacts (read-only), the
     `hidden` files (hidden test only) and an empty output folder (`$SCORE_OUT`) where it
-    writes the metrics file. `test_inputs`: hidden files the hidden test's run also sees.
+    writes the metrics file. `test_inputs`: hidden files the hidden test's run also sees (only
+    for inputs that do not give the labels away); `test_prepare`: commands run like `score`
+    (scorer and hidden files, no editable code) whose files in `$PREPARE_OUT` the hidden
+    test's run gets instead, e.g. the test features without the seed their labels come from.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -165,6 +168,9 @@ class Task(BaseModel):
     score: list[str] = Field(default_factory=list, description="scores the artifacts; writes $SCORE_OUT/<metrics>")
     test_score: list[str] = Field(default_factory=list, description="the hidden test's score commands")
     test_inputs: list[str] = Field(default_factory=list, description="hidden globs the hidden test's run also sees")
+    test_prepare: list[str] = Field(
+        default_factory=list, description="make the hidden test run's inputs from the hidden files, into $PREPARE_OUT"
+    )
     test_metrics_file: str | None = None
     command_timeout_s: float = Field(600.0, gt=0)
     preprocess_timeout_s: float | None = Field(None, gt=0)
@@ -185,13 +191,13 @@ class Task(BaseModel):
             if self.metric is None:
                 raise ValueError("metric: an improve task must name the metric to optimise")
         names = ("commands", "setup_commands", "preprocess_commands", "postprocess_commands", "test_commands")
-        for name in (*names, "score", "test_score"):
+        for name in (*names, "score", "test_score", "test_prepare"):
             if any(not c.strip() for c in getattr(self, name)):
                 raise ValueError(f"{name}: empty command in the list")
         for number, name in ((self.baseline, "baseline"), (self.target, "target")):
             if number is not None and not math.isfinite(number):
                 raise ValueError(f"{name}: must be a finite number")
-        if self.score or self.test_score:
+        if self.score or self.test_score or self.test_prepare:
             _check_split(self)
         return self
 
@@ -272,7 +278,7 @@ CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so", ".pth", ".sh")
 
 def _check_split(task: Task) -> None:
     if not task.score:
-        raise ValueError("score: test_score needs score too (the validation steps' scorer)")
+        raise ValueError("score: test_score and test_prepare need score too (the validation steps' scorer)")
     if task.test_commands and not task.test_score:
         raise ValueError("test_score: a task with score and test_commands must say how the hidden test is scored")
     if not task.scorer:

@@ -93,3 +93,45 @@ def test_paths_longer_than_the_host_can_name_make_the_step_invalid_not_lost(tmp_
     assert honest.valid and honest.success, honest.error
     assert not [p for p in ws.paths.submission.iterdir() if p.name.startswith("d00")]
     assert verify_run(ws.paths.root).clean
+
+
+FAIRNESS = Path(__file__).parents[2] / "bench" / "tasks" / "fairness" / "task.yaml"
+CHEAT = """
+
+_honest_fit = fit
+
+
+def fit(X, y, s, seed, cfg=DebiasConfig()):
+    import sys
+
+    import data
+
+    if sys.argv[sys.argv.index("--split") + 1] == "test":  # the hidden test run: derive its labels
+        labels = data.load("test").y
+
+        class Oracle:
+            def predict(self, X, s):
+                return labels.astype(int)
+
+        return Oracle()
+    return _honest_fit(X[:500], y[:500], s[:500], seed, cfg)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_hidden_test_run_cannot_derive_the_held_out_labels(
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FML-lite fairness's test labels come from the held-out seed; the hidden test's run saw
+    that seed (`test_inputs: [heldout/**]`), so editable code predicted the labels themselves
+    (accuracy 1.0, odds difference 0.0). Now a prepare step apart from editable code exports
+    the test features only, and the run never sees the seed."""
+    monkeypatch.setenv("FML_LITE_SMOKE", "1")
+    ws = Workspace.create(load_task(FAIRNESS), tmp_path / "run", sandbox=backend)
+    model = ws.paths.submission / "adversarial.py"
+    model.write_text(model.read_text() + CHEAT)
+    record = ws.engine.run_step("attacker", "derive the test labels")
+    assert record.success, record.error
+    test = ws.engine.run_test(record.step)
+    assert not test.success and test.metric is None, test.metrics
+    assert "test split is only available to the hidden test run" in (test.error or "")

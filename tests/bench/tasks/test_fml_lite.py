@@ -37,7 +37,12 @@ SANITY: dict[str, dict[str, tuple[float, float]]] = {
 def run(task: Task, commands: list[str], repo: Path):
     sandbox = get_sandbox("bwrap" if bwrap_works() else "local")
     return sandbox.run(
-        commands, cwd=repo, timeout=task.command_timeout_s, env=ENV, writable=[repo], hidden=[task.repository]
+        commands,
+        cwd=repo,
+        timeout=task.command_timeout_s,
+        env={**ENV, "PREPARE_OUT": str(repo)},  # test_prepare writes straight into the copy
+        writable=[repo],
+        hidden=[task.repository],
     )
 
 
@@ -70,7 +75,7 @@ def test_hidden_test_command_on_a_full_copy(name: str, tmp_path: Path) -> None:
     task = load_task(TASKS / name / "task.yaml")
     repo = tmp_path / "repo"
     shutil.copytree(task.repository, repo, ignore=shutil.ignore_patterns("__pycache__", "final_info*.json"))
-    result = run(task, task.test_commands + task.test_score, repo)
+    result = run(task, task.test_prepare + task.test_commands + task.test_score, repo)
     assert result.ok, result.failure()
     check_metrics(task, task.metrics_path(repo, test=True), name)
 
