@@ -1,7 +1,8 @@
 """Replay journal: effects already done in a decision that a resumed run restarts (a file
 edit, a log entry, a specialist call, an experiment) are answered from the record, keyed
-by their position (decision, call, turn, tool call). One `write` per line (no fsync: that
-guards only against power loss); a torn last line is ignored.
+by their position (decision, call, turn, tool call); `journaled_call` is how every agent on the
+kernel runs a tool call so. One `write` per line (no fsync: that guards only against power
+loss); a torn last line is ignored.
 """
 
 from __future__ import annotations
@@ -9,7 +10,12 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aiscientist.agent.context import RunContext
+    from aiscientist.agent.tools import Toolbox
+    from aiscientist.llm.types import ToolCall
 
 
 class Journal:
@@ -49,3 +55,35 @@ class Journal:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "ab", buffering=0) as handle:  # unbuffered: one write() per line
                 handle.write(line)
+
+
+def journaled_call(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
+    """`call`'s result; an effect already done before a resume is answered from the journal, and
+    one done is journaled at `key` (the call's position: decision, call, turn, tool call)."""
+    if not box.is_effect(call.name):
+        box.current_key = key
+        return box.call(call)[0]
+    recorded = rt.journal.get(key)
+    if recorded is not None and recorded.get("tool") == call.name:
+        for artifact in recorded.get("artifacts") or []:
+            box.note(artifact)
+        return str(recorded["content"])
+    before = set(box.artifacts)
+    if rt.journal.intent(key) is not None and _append_landed(rt, call):
+        content, ok = f"appended to {call.arguments['log']} (before an interruption)", True
+    else:
+        rt.journal.note_intent(key, call.name)
+        box.current_key = key
+        content, ok = box.call(call)
+    added = [a for a in box.artifacts if a not in before]
+    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifacts": added})
+    return content
+
+
+def _append_landed(rt: RunContext, call: ToolCall) -> bool:
+    """An append_log done but not journaled before an interruption (a repeated write or edit is harmless)."""
+    if call.name != "append_log" or call.error:
+        return False
+    path = rt.ws.paths.logs / f"{call.arguments.get('log')}.md"
+    text = str(call.arguments.get("text", "")).strip()
+    return bool(text) and path.is_file() and text in path.read_text(errors="replace")[-len(text) - 200 :]

@@ -10,12 +10,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from aiscientist.agent.memory import forget, trim
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.agent.tools import Toolbox
 from aiscientist.llm import ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import Completion, ToolCall
-from aiscientist.llm.window import forget_oldest
-from aiscientist.util import notices
 
 TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
 ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
@@ -131,35 +130,3 @@ def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:
     except ValidationError:
         return None
     return TERMINAL[call.name]
-
-
-def forget(messages: list[dict[str, Any]], err: ContextOverflow) -> list[dict[str, Any]]:
-    """`messages` without their oldest turns, by the rule of `llm.window.forget_oldest`
-    (a turn starts at an assistant message, so no tool result loses its call)."""
-    turns: list[list[dict[str, Any]]] = []
-    for message in messages:
-        if message.get("role") == "assistant" or not turns:
-            turns.append([])
-        turns[-1].append(message)
-    return [message for turn in forget_turns(turns, err) for message in turn]
-
-
-def forget_turns(turns: list[list[dict[str, Any]]], err: ContextOverflow) -> list[list[dict[str, Any]]]:
-    """`llm.window.forget_oldest`, told to the person watching."""
-    kept = forget_oldest(turns, err.size, err.limit)
-    notices.notify(
-        "context",
-        f"the conversation outgrew the model's context window: the {len(turns) - len(kept)} oldest turns are "
-        f"forgotten, {len(kept)} kept",
-    )
-    return kept
-
-
-def trim(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
-    """The last `keep` messages, starting at an assistant message (no tool result without its call)."""
-    if len(messages) <= keep:
-        return messages
-    cut = len(messages) - keep
-    while cut < len(messages) and messages[cut].get("role") != "assistant":
-        cut += 1
-    return messages[cut:]

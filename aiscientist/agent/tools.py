@@ -107,7 +107,7 @@ class Tool:
 class Toolbox:
     tools: dict[str, Tool] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
-    current_key: str = ""  # journal position of the call being run (see base.run_tool)
+    current_key: str = ""  # journal position of the call being run (see journal.journaled_call)
     record: Callable[[str, dict[str, Any]], Any] | None = None  # (kind, payload) -> event; set by file_tools
 
     def add(self, *tools: Tool) -> Toolbox:

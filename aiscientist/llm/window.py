@@ -1,4 +1,4 @@
-"""The context window: how large it is, and the rules that make a request fit it.
+"""The context window: how large it is, and the rule that makes one request fit it.
 
 The request rule (before sending, and again after a provider's "context window
 exceeded"): clip tool results to their first 200 characters, oldest first, until the
@@ -6,10 +6,8 @@ request fits; everything else stays whole. What still does not fit is refused, u
 with a ContextOverflow. A model litellm does not know has no window here: its requests
 are sent as they are, and only a provider's overflow answer triggers the rule.
 
-The conversation rule (`forget_oldest`), for an agent whose conversation grows: on a
-ContextOverflow it forgets its oldest turns (an assistant message and its tool results)
-down to about FORGET_TO of the window, keeping its instructions, and asks again - as
-PaperBench's Basic and Iterative agents prune their oldest messages and continue.
+What a growing conversation forgets after a ContextOverflow is the agent's conversation
+memory (`aiscientist.agent.memory`), not this module's.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ DEFAULT_CONTEXT_WINDOW = 128_000  # offline and scripted models: a common window
 TRIM_KEEP_CHARS = 200
 TRIM_MARK = "\n[... clipped to fit the model's context window]"
 RETRY_MARGIN = 0.9  # after an overflow, aim 10% below the provider's limit
-FORGET_TO = 0.75  # a conversation that overflowed is cut to this share of the window
 
 
 @dataclass
@@ -66,31 +63,6 @@ def fit(
             size += counter.message(m) - before
             clipped += 1
     return Fitted(out, size, clipped)
-
-
-def forget_oldest(turns: list[list[dict[str, Any]]], size: int | None, limit: int | None) -> list[list[dict[str, Any]]]:
-    """The newest turns within the share of the turns' characters that would bring a
-    request of `size` tokens to FORGET_TO of the window `limit` (half of them when the
-    sizes are not known); at least the oldest turn is forgotten."""
-    share = FORGET_TO * limit / size if size and limit else 0.5
-    kept = newest_within(turns, int(share * sum(map(turn_chars, turns))), keep_newest=False)
-    return kept if len(kept) < len(turns) else turns[1:]
-
-
-def newest_within(turns: list[list[dict[str, Any]]], cap: int, keep_newest: bool = True) -> list[list[dict[str, Any]]]:
-    """The newest turns whose characters add up to at most `cap` (and the newest one
-    even beyond it when `keep_newest`)."""
-    total, kept = 0, []
-    for turn in reversed(turns):
-        total += turn_chars(turn)
-        if total > cap and (kept or not keep_newest):
-            break
-        kept.append(turn)
-    return list(reversed(kept))
-
-
-def turn_chars(turn: list[dict[str, Any]]) -> int:
-    return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in turn)
 
 
 def retry_budget(size: int, err: ContextOverflow) -> int:

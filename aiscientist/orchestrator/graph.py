@@ -19,7 +19,9 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import ValidationError
 
 from aiscientist.agent.context import RunContext
-from aiscientist.agent.loop import forget_turns, terminal
+from aiscientist.agent.journal import journaled_call
+from aiscientist.agent.loop import terminal
+from aiscientist.agent.memory import bound_turns, forget_turns
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip, submit_tool, tool_schema
@@ -28,9 +30,8 @@ from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, Completion, ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
-from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, bound_turns, stage_of, stop
+from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, stage_of, stop
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
-from aiscientist.specialists.base import run_tool
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.util import notices
 
@@ -64,11 +65,16 @@ class Agent:
         """Whether the conversation itself carries results (no thin control)."""
         return self.flat or not self.rt.ws.file_bus
 
+    @property
+    def cap(self) -> int | None:
+        """The characters of recent turns a growing conversation keeps (None: a count of turns)."""
+        return self.rt.config.orchestrator.no_bus_context_chars if self.grows else None
+
     def complete(
         self, view: OrchestratorState, tools: list[dict[str, Any]]
     ) -> tuple[Completion, list[list[dict[str, Any]]]]:
         """The decision and the turns it saw. A growing conversation that no longer fits
-        the model's context window forgets its oldest turns (`llm.window.forget_oldest`) until it does."""
+        the model's context window forgets its oldest turns (`agent.memory.forget_turns`) until it does."""
         turns = view.get("turns", [])
         while True:
             try:
@@ -188,7 +194,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
         ]
         return {
             **tally.update(config),
-            "turns": bound_turns([*state.get("turns", []), turn], config, agent.grows),
+            "turns": bound_turns([*state.get("turns", []), turn], config.orchestrator.recent_turns, agent.cap),
             "pending": None,
             "pending_calls": [],
             "to_act": False,
@@ -203,7 +209,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
                 return result, {}
             tally.count(call, result, decision, config)
             return result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars), {}
-        content = run_tool(rt, agent.box, call, key)
+        content = journaled_call(rt, agent.box, call, key)
         if terminal(agent.box, call) is StopReason.SUBMITTED:
             reason = str(call.arguments.get("reason", ""))
             rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})

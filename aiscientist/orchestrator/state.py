@@ -11,7 +11,6 @@ from typing import Any, TypedDict
 
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
-from aiscientist.llm.window import newest_within
 
 COUNTED = ("comprehension", "prioritization", "implementation", "experimentation", "helper")
 
@@ -68,14 +67,6 @@ def stage_of(calls: dict[str, int], steps_done: int, steps: int) -> str:
     if steps_done >= steps:
         return "submit"
     return "wrap-up" if steps_done >= 0.85 * steps else "research"
-
-
-def bound_turns(turns: list[list[dict[str, Any]]], config: RunConfig, grows: bool) -> list[list[dict[str, Any]]]:
-    """Recent turns: the last `recent_turns` (thin control), or, when the conversation is
-    the only carrier of results (File-as-Bus off, flat agent), as many as fit the cap."""
-    if not grows:
-        return turns[-config.orchestrator.recent_turns :]
-    return newest_within(turns, config.orchestrator.no_bus_context_chars)
 
 
 def bound_summaries(summaries: list[dict[str, Any]], config: RunConfig) -> list[dict[str, Any]]:

@@ -7,23 +7,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.journal import journaled_call
 from aiscientist.agent.loop import LoopSpec
 from aiscientist.agent.loop import run_loop as kernel_loop
+from aiscientist.agent.memory import settled
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import Toolbox, clip
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.llm.types import ToolCall
 from aiscientist.workspace.errors import ToolError
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
-ACTED_KEEP_CHARS = 200
-ACTED_MARK = "\n[... clipped: you have acted since this result; call the tool again if you need it whole]"
 
 
 class SpecialistResult(BaseModel):
@@ -61,7 +59,7 @@ def run_loop(
         box,
         messages,
         spec,
-        lambda call, pos: run_tool(rt, box, call, pos),
+        lambda call, pos: journaled_call(rt, box, call, pos),
     )
     if outcome.stop is StopReason.FINISHED:
         summary = outcome.summary or "(no summary)"
@@ -73,37 +71,6 @@ def run_loop(
     return SpecialistResult(
         role=role, summary=summary, artifacts=box.artifacts, full_output=summary, ok=ok, turns=outcome.turns
     )
-
-
-def run_tool(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
-    """Effects already done before a resume are answered from the journal."""
-    if not box.is_effect(call.name):
-        box.current_key = key
-        return box.call(call)[0]
-    recorded = rt.journal.get(key)
-    if recorded is not None and recorded.get("tool") == call.name:
-        for artifact in recorded.get("artifacts") or []:
-            box.note(artifact)
-        return str(recorded["content"])
-    before = set(box.artifacts)
-    if rt.journal.intent(key) is not None and _append_landed(rt, call):
-        content, ok = f"appended to {call.arguments['log']} (before an interruption)", True
-    else:
-        rt.journal.note_intent(key, call.name)
-        box.current_key = key
-        content, ok = box.call(call)
-    added = [a for a in box.artifacts if a not in before]
-    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifacts": added})
-    return content
-
-
-def _append_landed(rt: RunContext, call: ToolCall) -> bool:
-    """An append_log done but not journaled before an interruption (a repeated write or edit is harmless)."""
-    if call.name != "append_log" or call.error:
-        return False
-    path = rt.ws.paths.logs / f"{call.arguments.get('log')}.md"
-    text = str(call.arguments.get("text", "")).strip()
-    return bool(text) and path.is_file() and text in path.read_text(errors="replace")[-len(text) - 200 :]
 
 
 def read_or_empty(rt: RunContext, role: str, path: str) -> str:
@@ -185,20 +152,3 @@ def steps_used(rt: RunContext) -> str:
 
 def tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "[...]\n" + text[-limit:]
-
-
-def settled(messages: list[dict[str, Any]], is_effect: Callable[[str], bool]) -> list[dict[str, Any]]:
-    """The conversation as sent next: tool results older than the agent's latest effect (write, edit,
-    log, experiment) shrink to their head. It has acted on them; the files hold the current truth."""
-    acted = -1
-    for i, m in enumerate(messages):
-        if any(is_effect(c["function"]["name"]) for c in m.get("tool_calls") or []):
-            acted = i
-    out = []
-    for i, m in enumerate(messages):
-        content = m.get("content")
-        long = isinstance(content, str) and len(content) > ACTED_KEEP_CHARS + len(ACTED_MARK)
-        if i < acted and m.get("role") == "tool" and long:
-            m = {**m, "content": content[:ACTED_KEEP_CHARS] + ACTED_MARK}
-        out.append(m)
-    return out

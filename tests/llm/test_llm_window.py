@@ -16,12 +16,10 @@ from aiscientist.llm import ContextOverflow, LLMConfig, make_client, read_record
 from aiscientist.llm.tokens import TokenCounter
 from aiscientist.llm.window import (
     DEFAULT_CONTEXT_WINDOW,
-    FORGET_TO,
     TRIM_KEEP_CHARS,
     TRIM_MARK,
     context_window,
     fit,
-    forget_oldest,
 )
 
 TOOLS = [
@@ -212,13 +210,3 @@ def test_the_window_comes_from_the_models_file_then_litellm_then_the_offline_def
     assert context_window("offline", None, offline=True) == DEFAULT_CONTEXT_WINDOW
     assert context_window("openai/a-model-litellm-does-not-know", None, offline=False) is None
     assert make_client("offline").window == DEFAULT_CONTEXT_WINDOW
-
-
-@given(sizes=st.lists(st.integers(0, 5000), max_size=30), size=st.integers(1, 300_000), limit=st.integers(1, 300_000))
-def test_forgetting_keeps_a_shorter_suffix_within_the_share(sizes, size, limit):
-    turns = [[{"role": "tool", "content": "x" * n}] for n in sizes]
-    kept = forget_oldest(turns, size, limit)
-    assert kept == turns[len(turns) - len(kept) :]  # the newest turns, in order
-    assert len(kept) < len(turns) or not turns  # at least the oldest is forgotten
-    if len(kept) < len(turns) - 1:  # forgot more than the oldest: what is left fits the share
-        assert sum(len(t[0]["content"]) for t in kept) <= FORGET_TO * limit / size * sum(sizes)

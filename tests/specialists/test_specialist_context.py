@@ -1,5 +1,5 @@
-"""What a specialist's conversation sends again: old tool results shrink once the agent
-has acted on them, and a finish in the turn of a failed call is refused."""
+"""A specialist's turn: a finish in the turn of a failed call is refused (what its conversation
+sends again is tested with the memory rules, tests/agent/test_memory.py)."""
 
 from __future__ import annotations
 
@@ -12,38 +12,9 @@ from aiscientist.agent.loop import NOT_FINISHED
 from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.orchestrator import solve
-from aiscientist.specialists.base import ACTED_KEEP_CHARS, ACTED_MARK, settled
 from aiscientist.task import load_task
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-EFFECTS = {"edit_file", "write_file"}
-
-
-def _turn(i: int, name: str, result: str) -> list[dict]:
-    call = {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
-    return [
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": f"c{i}", "content": result},
-    ]
-
-
-def test_results_before_the_latest_change_shrink_and_the_rest_stay_whole() -> None:
-    plan, code, edited, more = "plan " * 200, "code " * 200, "edited a.py", "more " * 200
-    head = [{"role": "system", "content": "ROLE: implementation"}, {"role": "user", "content": "task " * 200}]
-    reading = head + _turn(0, "read_file", plan) + _turn(1, "read_file", code)
-    assert settled(reading, EFFECTS.__contains__) == reading  # nothing acted on yet
-    acted = reading + _turn(2, "edit_file", edited) + _turn(3, "read_file", more)
-    sent = settled(acted, EFFECTS.__contains__)
-    assert [m.get("content") for m in sent if m["role"] == "tool"] == [
-        plan[:ACTED_KEEP_CHARS] + ACTED_MARK,
-        code[:ACTED_KEEP_CHARS] + ACTED_MARK,
-        edited,
-        more,
-    ]
-    assert [m for m in sent if m["role"] != "tool"] == [
-        m for m in acted if m["role"] != "tool"
-    ]  # instructions and the agent's own messages whole
-    assert acted[3]["content"] == plan  # the loop's own conversation is not changed
 
 
 def test_a_finish_in_the_turn_of_a_failed_call_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
