@@ -13,8 +13,7 @@ from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.journal import journaled_call
-from aiscientist.agent.loop import LoopSpec
-from aiscientist.agent.loop import run_loop as kernel_loop
+from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.memory import settled
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import Toolbox, clip
@@ -42,7 +41,7 @@ class SpecialistResult(BaseModel):
         return f"{head}\n{self.full_output or self.summary}{files}"
 
 
-def run_loop(
+def run_specialist(
     rt: RunContext, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None
 ) -> SpecialistResult:
     """One specialist call (`ok`: it finished; `full_output`: the summary). BudgetExhausted and
@@ -54,7 +53,7 @@ def run_loop(
         key=f"{key}.t",
         finish_after_failure=False,
     )
-    outcome = kernel_loop(
+    outcome = run_loop(
         lambda msgs, tools: rt.complete(role, settled(msgs, box.is_effect), tools),
         box,
         messages,

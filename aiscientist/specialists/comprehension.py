@@ -15,7 +15,7 @@ from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
     facts,
-    run_loop,
+    run_specialist,
     task_brief,
     with_file,
 )
@@ -91,7 +91,7 @@ def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
         f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
         facts(rt, ROLE, args=args.model_dump()),
     )
-    result = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(rt, ROLE, SYSTEM, user, box, key)
     result.artifacts = written + [a for a in box.artifacts if a not in written]
     if failed:
         failures = "; ".join(f"reader '{axis}' failed: {clip(text, 300)}" for axis, text in failed.items())
@@ -104,5 +104,5 @@ def _read_axis(rt: RunContext, key: str, axis: str) -> tuple[str, bool]:
     box = build_toolbox(rt, READER_ROLE, scope_role=ROLE)
     start = "Start with these files: " + ", ".join(reader_files(rt, axis))
     user = "\n\n".join([task_brief(rt), f"Axis: {axis} - {AXES[axis]}", start])
-    result = run_loop(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
+    result = run_specialist(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
     return clip(result.summary, NOTES_CHARS), result.ok

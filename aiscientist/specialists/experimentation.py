@@ -21,7 +21,7 @@ from aiscientist.specialists.base import (
     append_once,
     call_brief,
     facts,
-    run_loop,
+    run_specialist,
     steps_used,
 )
 
@@ -64,7 +64,7 @@ def run(rt: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult
         facts(rt, ROLE, args=args.model_dump()),
         description=False,
     )
-    result = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(rt, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
     for step_dir in outcomes:
         record = StepRecord.model_validate_json((rt.ws.paths.root / step_dir / STEP_RECORD).read_text())

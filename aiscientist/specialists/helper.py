@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
-from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, run_loop, task_brief
+from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, run_specialist, task_brief
 
 ROLE = "helper"
 
@@ -32,4 +32,4 @@ def run(rt: RunContext, key: str, args: HelperArgs) -> SpecialistResult:
             facts(rt, ROLE, args=args.model_dump()),
         ]
     )
-    return run_loop(rt, ROLE, SYSTEM, user, box, key, max_turns=min(6, rt.config.specialists.max_turns))
+    return run_specialist(rt, ROLE, SYSTEM, user, box, key, max_turns=min(6, rt.config.specialists.max_turns))

@@ -19,7 +19,7 @@ from aiscientist.specialists.base import (
     call_brief,
     facts,
     read_or_empty,
-    run_loop,
+    run_specialist,
     tail,
 )
 
@@ -55,7 +55,7 @@ def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
         f"## Tail of {EXP_LOG}\n{exp_tail}" if exp_tail else "",
         facts(rt, ROLE, args=args.model_dump()),
     )
-    result = run_loop(rt, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(rt, ROLE, SYSTEM, user, box, key)
     changed = ", ".join(a for a in box.artifacts if a.startswith("submission/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
     entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"

@@ -10,7 +10,7 @@ from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
     facts,
-    run_loop,
+    run_specialist,
     steps_used,
     with_file,
 )
@@ -39,4 +39,4 @@ def run(rt: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
     user = call_brief(
         rt, f"Guidance: {args.guidance}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump())
     )
-    return with_file(rt, run_loop(rt, ROLE, SYSTEM, user, box, key), PLAN)
+    return with_file(rt, run_specialist(rt, ROLE, SYSTEM, user, box, key), PLAN)
