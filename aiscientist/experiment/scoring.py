@@ -51,7 +51,8 @@ class ArtifactError(Exception):
 def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path, dest: Path) -> list[str]:
     """Copy the artifacts `tree` (a scan of `run_root`) lists into `dest`, each read
     without following links; return their relative paths. A matching entry that is not
-    a regular file, or too many bytes, is an ArtifactError."""
+    a regular file, too many bytes, or one where `dest` already holds a task file (laid
+    out first: an artifact never stands in for a scorer or hidden file) is an ArtifactError."""
     copied, total = [], 0
     for rel, entry in sorted(tree.items()):
         if not any(glob_match(rel, pattern) for pattern in task.artifacts):
@@ -66,7 +67,12 @@ def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path,
         if total > ARTIFACT_LIMIT:
             raise ArtifactError(f"the artifacts exceed {ARTIFACT_LIMIT >> 20} MB")
         target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if target.exists():
+                raise FileExistsError(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # the task's files are laid out first and win
+            raise ArtifactError(f"artifact {shown(rel)!r} would stand in for a scorer or hidden file") from None
         target.write_bytes(data)
         target.chmod(0o444)
         copied.append(rel)
@@ -87,9 +93,8 @@ def _lay_out(engine: Scorer, repo: Path, test: bool) -> None:
         shutil.copyfile(source, repo / rel)
     if test:
         for rel in expand_globs(task.repository, task.hidden):
-            if not (repo / rel).exists():
-                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(task.repository / rel, repo / rel)
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(task.repository / rel, repo / rel)
 
 
 def score_run(
@@ -103,12 +108,12 @@ def score_run(
         repo, out = Path(tmp, "repo"), Path(tmp, "out")
         repo.mkdir()
         out.mkdir()
+        _lay_out(engine, repo, test)
         try:
             copy_artifacts(task, tree, run_root, repo)
         except ArtifactError as err:
             failed = CommandsResult(commands=commands, returncodes=[], duration_s=0.0, backend=engine.sandbox.name)
             return failed, MetricsReading(error=str(err), cause=FailureCause.INTEGRITY)
-        _lay_out(engine, repo, test)
         result = _apart(engine, repo, out, commands, SCORE_OUT, task.timeout("test" if test else "commands"))
         if not result.ok:
             return result, MetricsReading(error=result.failure(), cause=result.failure_cause())

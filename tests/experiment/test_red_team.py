@@ -135,3 +135,39 @@ def test_the_hidden_test_run_cannot_derive_the_held_out_labels(
     test = ws.engine.run_test(record.step)
     assert not test.success and test.metric is None, test.metrics
     assert "test split is only available to the hidden test run" in (test.error or "")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_artifact_never_stands_in_for_the_hidden_labels(tmp_path: Path, backend: str) -> None:
+    """Artifacts `out/*.json` and held-out labels at `out/labels.json`: the run wrote its own
+    `out/labels.json` beside its predictions, and the score invocation of the hidden test kept
+    it in place of the real labels (it laid hidden files out only where nothing was)."""
+    score = """
+        import json, os
+        pred, labels = json.load(open("out/pred.json")), json.load(open("out/labels.json"))
+        acc = sum(p == y for p, y in zip(pred, labels)) / len(labels)
+        out = os.path.join(os.environ["SCORE_OUT"], "final_info.json")
+        json.dump({"d": {"means": {"m_mean": acc}}}, open(out, "w"))
+        """
+    probe = """
+        import json, os
+        os.makedirs("out", exist_ok=True)
+        json.dump([0, 0, 0, 0], open("out/pred.json", "w"))
+        json.dump([0, 0, 0, 0], open("out/labels.json", "w"))  # labels of its own
+        """
+    ws = _workspace(
+        tmp_path,
+        backend,
+        {"probe.py": probe, "score.py": score, "out/labels.json": "[1, 1, 1, 0]"},
+        editable=["probe.py"],
+        protected=["score.py"],
+        hidden=["out/labels.json"],
+        artifacts=["out/*.json"],
+        scorer=["score.py"],
+        score=["python score.py"],
+        test_commands=["python probe.py"],
+        test_score=["python score.py"],
+    )
+    record = ws.engine.run_step("attacker", "labels of its own")
+    test = ws.engine.run_test(record.step)
+    assert test.metric is None and "would stand in for a scorer or hidden file" in (test.error or "")
