@@ -23,6 +23,8 @@ from typing import Protocol
 
 from aiscientist.records.paths import MAP_FILE, RunPaths
 from aiscientist.util import safe_open
+from aiscientist.util.text import clean
+from aiscientist.util.text import name as shown_name
 from aiscientist.workspace.errors import PermissionDenied, ToolError
 from aiscientist.workspace.eventlog import EventLog
 from aiscientist.workspace.permissions import Op, Policy
@@ -107,12 +109,12 @@ class Scope:
             self._deny_if("list", rel, self.policy.dir_refusal(rel))
             found = safe_open.entries(fd)
         entries: list[str] = []
-        for name, kind in found:
+        for name, kind in found:  # names may be made by experiment code: shown escaped, one per line
             child = name if rel == "." else f"{rel}/{name}"
             if kind == "dir" and self.policy.dir_refusal(child) is None:
-                entries.append(child + "/")
+                entries.append(shown_name(child) + "/")
             elif kind == "file" and self.policy.refusal("read", child) is None:
-                entries.append(child)
+                entries.append(shown_name(child))
         if len(entries) > MAX_LIST:
             entries = entries[:MAX_LIST] + [f"[... {len(entries) - MAX_LIST} more entries]"]
         return entries
@@ -294,7 +296,7 @@ def _matches(regex: re.Pattern[str], files: Iterable[tuple[str, int]]) -> list[s
             continue
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
             if regex.search(line):
-                hits.append(f"{file_rel}:{number}: {line[:200]}")
+                hits.append(f"{shown_name(file_rel)}:{number}: {clean(line[:200])}")
                 if len(hits) >= MAX_HITS:
                     return hits + [f"[... stopped at {MAX_HITS} matches]"]
     return hits
