@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -22,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from aiscientist.experiment.integrity import read_regular
+from aiscientist.util import untrusted
 from aiscientist.util.text import clean
 from aiscientist.util.untrusted import loads_json
 
@@ -45,9 +47,7 @@ class _Check(BaseModel):
         relative paths that the reproduction created or changed."""
         if self.file not in produced:
             where = (
-                "exists but was not produced by the reproduction"
-                if (root / self.file).is_file()
-                else "was not produced"
+                "exists but was not produced by the reproduction" if _present(root, self.file) else "was not produced"
             )
             return CheckOutcome(passed=False, explanation=f"{self.file} {where}")
         data = read_regular(root, self.file, CHECK_BYTES)  # untrusted: no link followed, bounded
@@ -127,6 +127,15 @@ class JsonCompare(_Check):
 
 
 Check = Annotated[FileExists | TextMatch | JsonMetric | JsonCompare, Field(discriminator="type")]
+
+
+def _present(root: Path, rel: str) -> bool:
+    """Whether `root/rel` is a regular file reached without following a link (the copy is untrusted)."""
+    try:
+        os.close(untrusted.open_file(root, rel, hard_links=True))
+    except untrusted.Unreadable:
+        return False
+    return True
 
 
 def number_at(data: Any, path: JsonPath) -> float:

@@ -33,6 +33,7 @@ FILE_CHARS = 12_000
 PAPER_CHARS = 40_000
 _SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", ".venv", "venv", "node_modules"}
 _MAX_SCAN_BYTES = 2_000_000
+EVIDENCE_BYTES = 256 << 20  # read in all, per tree
 
 QUESTIONS = {
     "Code Development": "Does the submission's code contain a correct implementation of this requirement? "
@@ -110,13 +111,15 @@ class TextFile:
     binary: bool = False
 
 
-def read_files(root: Path, names: list[str] | None = None) -> list[TextFile]:
+def read_files(root: Path, names: list[str] | None = None, budget: int = EVIDENCE_BYTES) -> list[TextFile]:
     """Files under `root` (or just `names`), text decoded, binaries marked; skips VCS and caches.
-    The tree is untrusted: walked and read without following links, at most _MAX_SCAN_BYTES a file."""
+    The tree is untrusted: walked and read without following links, at most _MAX_SCAN_BYTES a file
+    and `budget` bytes in all (a reproduction that writes 10,000 files of 2 MB cannot fill the
+    host's memory); files past the budget are listed with their size, unread."""
     if names is None:
         walked = untrusted.walk(root, enter=lambda rel: rel.rsplit("/", 1)[-1] not in _SKIP_DIRS)
         names = [n.rel for n in walked.files() if not ("/" not in n.rel and n.rel in (*GRADER_FILES, LOG))]
-    files = []
+    files, total = [], budget
     for name in names:
         if any(part in _SKIP_DIRS for part in name.split("/")):
             continue
@@ -125,11 +128,14 @@ def read_files(root: Path, names: list[str] | None = None) -> list[TextFile]:
         except untrusted.Unreadable:
             continue
         try:
-            size, head = os.fstat(fd).st_size, safe_open.read_all(fd, _MAX_SCAN_BYTES)
+            size, head = os.fstat(fd).st_size, safe_open.read_all(fd, min(_MAX_SCAN_BYTES, budget))
         finally:
             os.close(fd)
+        budget -= len(head)
         binary = b"\x00" in head[:8192]
         text = "" if binary else head.decode("utf-8", errors="replace")
+        if size and not head:
+            text = f"(not read: the grader reads at most {total:,} bytes of a tree's files)"
         files.append(TextFile(clean(name), text, size, binary))
     return files
 
