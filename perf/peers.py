@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiscientist.experiment.engine import load_steps  # noqa: E402
 from aiscientist.llm.config import load_llm_config  # noqa: E402
-from aiscientist.llm.local.server import ensure_server  # noqa: E402
+from aiscientist.llm.local import server as local  # noqa: E402
 from aiscientist.records.accounting import is_better  # noqa: E402
 from aiscientist.records.paths import RunPaths  # noqa: E402
 from aiscientist.task import Direction  # noqa: E402
@@ -54,8 +54,9 @@ def run_grid(agent: str, args: argparse.Namespace) -> float:
         "--rounds", str(args.rounds), "--steps", str(args.steps), "--model", args.model, "--out", str(args.out),
         "--workers", "1", "--no-progress", "--no-report",
     ]  # fmt: skip
-    if agent.startswith("peer-"):  # the peer's own limit, a little inside ours
-        command += ["--option", f"{agent}.timeout_s={max(60.0, args.timeout / args.rounds / 2 - 30):g}"]
+    if agent.startswith("peer-"):  # the peer's own limit per cell, a little inside ours
+        cells = args.rounds * len(args.tasks.split(","))
+        command += ["--option", f"{agent}.timeout_s={max(60.0, args.timeout / cells - 30):g}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()
     with (args.out / f"{agent}.log").open("w") as log:
@@ -72,6 +73,19 @@ def run_grid(agent: str, args: argparse.Namespace) -> float:
                 os.killpg(grid.pid, signal.SIGKILL)
                 grid.wait()
     return time.monotonic() - started
+
+
+def serve(model: str, restart: bool = False) -> None:
+    """The local model's server; with `restart`, a new one when the one there is still busy with
+    the request of an agent that was cut off (llama.cpp answers one request at a time)."""
+    config = load_llm_config(model)
+    if not (model.startswith("local/") and config.api_base and config.gguf):
+        return
+    if restart and not local.answers(config.api_base, timeout_s=10):
+        stale = local._started.pop(config.api_base, None)
+        if stale is not None:
+            stale.stop()
+    local.ensure_server(config.api_base, config.gguf, model.removeprefix("local/"), config.context_window or 8192)
 
 
 def versus(value: float | None, base: float | None, direction: Direction) -> str:
@@ -132,11 +146,9 @@ def main() -> int:
     args = parser.parse_args()
     args.out = (args.out or Path(tempfile.mkdtemp(prefix="peers-"))).resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    config = load_llm_config(args.model)
-    if args.model.startswith("local/") and config.api_base and config.gguf:
-        ensure_server(config.api_base, config.gguf, args.model.removeprefix("local/"), config.context_window or 8192)
     console, agents = Console(width=220), args.agents.split(",")
     for agent in agents:
+        serve(args.model, restart=True)
         wall = run_grid(agent, args)
         console.print(f"{agent}: {wall:.0f} s ({args.out / agent}.log)")
     subprocess.run([sys.executable, "-m", "aiscientist", "bench", "report", str(args.out)], cwd=ROOT, check=False)
