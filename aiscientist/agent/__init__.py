@@ -1,5 +1,88 @@
-"""The agent kernel every agent runs on: tools, the shell tool, the tool-set table, one loop, a typed outcome."""
+"""The agent kernel every agent runs on: tools, the shell tool, the tool-set table, one loop,
+conversation memory, a typed outcome. Its seams are declared here, in one place, as
+mini-swe-agent's package declares its own: a `Model` answers, an `Environment` runs commands,
+a `Tool` is offered to the model and called, an `Agent` spends a run (a `WorkspaceAgent` in a
+workspace of its own). The implementations are looked up by name: model backends
+(`llm.provider.backends.register_backend`), sandboxes (`sandbox.get_sandbox`), agents
+(`bench.agents.AGENTS`); every tool is an `agent.tools.Tool`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 
-__all__ = ["Outcome", "StopReason", "StopRun"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from aiscientist.agent.context import RunContext
+    from aiscientist.llm.types import Completion
+    from aiscientist.sandbox import CommandsResult
+
+
+@runtime_checkable
+class Model(Protocol):
+    """One model call: messages and tool schemas in, a completion out (`llm.LLMClient`)."""
+
+    def complete(
+        self, messages: Iterable[Any], tools: Iterable[dict[str, Any]] | None = None, role: str | None = None
+    ) -> Completion: ...
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """Where commands run (`sandbox.Sandbox`: local, bwrap, docker)."""
+
+    name: str
+
+    def run(
+        self,
+        commands: Sequence[str],
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        writable: Sequence[Path] = (),
+        readonly: Sequence[Path] = (),
+        hidden: Sequence[Path] = (),
+    ) -> CommandsResult: ...
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool the model is offered (its schema) and a handler of its validated arguments."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    effect: bool  # changes the workspace: replayed from the journal on resume
+
+    def schema(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Spends one run's step budget through `ctx.run_step` and says why it stopped."""
+
+    name: str
+    needs_model: bool
+
+    def solve(self, ctx: RunContext) -> Outcome: ...
+
+
+@runtime_checkable
+class WorkspaceAgent(Protocol):
+    """An agent that makes its own workspace in `run_dir` (`aiscientist` and its arms run `solve`)."""
+
+    name: str
+    needs_model: bool
+    creates_workspace: bool
+
+    def solve_run(
+        self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]
+    ) -> Outcome: ...
+
+
+__all__ = ["Agent", "Environment", "Model", "Outcome", "StopReason", "StopRun", "Tool", "WorkspaceAgent"]

@@ -5,10 +5,9 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
+from typing import Any
 
-from aiscientist.agent.context import RunContext
-from aiscientist.agent.outcome import Outcome
+from aiscientist.agent import Agent, WorkspaceAgent  # the kernel's protocols, declared with the other seams
 
 # name -> "module:class", resolved only when the agent is asked for
 AGENTS: dict[str, str] = {
@@ -34,13 +33,6 @@ AGENTS: dict[str, str] = {
 }
 
 
-class Agent(Protocol):
-    name: str
-    needs_model: bool
-
-    def solve(self, ctx: RunContext) -> Outcome: ...
-
-
 class UnknownAgent(ValueError):
     pass
 
@@ -53,7 +45,7 @@ def agent_class(name: str) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
-def get_agent(name: str) -> Agent:
+def get_agent(name: str) -> Agent | WorkspaceAgent:
     return agent_class(name)()
 
 
@@ -71,4 +63,4 @@ def load_all() -> None:
         agent_class(name)
 
 
-__all__ = ["AGENTS", "Agent", "UnknownAgent", "agent_class", "check_options", "get_agent", "load_all"]
+__all__ = ["AGENTS", "Agent", "UnknownAgent", "WorkspaceAgent", "agent_class", "check_options", "get_agent", "load_all"]

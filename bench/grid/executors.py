@@ -1,4 +1,4 @@
-"""Where the grid's runs execute: a local process pool (the default) or Ray.
+"""Where the grid's runs execute, by name (`EXECUTORS`): a local process pool (the default) or Ray.
 
 Pool workers are pinned to their own share of cores (inherited by the experiment processes).
 `RayExecutor` has the pool's `concurrent.futures` shape, so the grid loop is the same; each run
@@ -14,7 +14,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-EXECUTORS = ("pool", "ray")
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TORCH_NUM_THREADS")
 CORES_VAR = "AISCIENTIST_RUN_CORES"  # a Ray task's CPU share (it is not pinned to cores)
 
@@ -54,16 +53,23 @@ def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> t
 
 
 def open_executor(kind: str, address: str | None, slots: list[list[int]]):
-    """The pool or a RayExecutor, shaped alike by `pool_shape`: one run at once per core
-    set in `slots`, each with that many cores."""
-    workers = len(slots)
-    if kind == "ray":
-        return RayExecutor(address, num_cpus=workers * len(slots[0]), cores_per_run=len(slots[0]))
+    """The executor named `kind`, shaped by `pool_shape`: one run at once per core set in
+    `slots`, each with that many cores."""
+    if kind not in EXECUTORS:
+        raise ExecutorUnavailable(f"unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}")
+    return EXECUTORS[kind](address, slots)
+
+
+def _pool(address: str | None, slots: list[list[int]]) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     for slot in slots:
         queue.put(slot)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=pin_worker, initargs=(queue,))
+    return ProcessPoolExecutor(max_workers=len(slots), mp_context=context, initializer=pin_worker, initargs=(queue,))
+
+
+def _ray(address: str | None, slots: list[list[int]]) -> RayExecutor:
+    return RayExecutor(address, num_cpus=len(slots) * len(slots[0]), cores_per_run=len(slots[0]))
 
 
 class RayExecutor:
@@ -118,3 +124,7 @@ def _run_cell(fn: Callable[..., Any], args: tuple, cwd: str, cores: int) -> Any:
     os.chdir(cwd)
     os.environ[CORES_VAR] = str(cores)
     return fn(*args)
+
+
+# name -> (Ray address or None, core sets) -> an executor with `submit` and the context-manager shape
+EXECUTORS: dict[str, Callable[[str | None, list[list[int]]], Any]] = {"pool": _pool, "ray": _ray}
