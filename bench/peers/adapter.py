@@ -170,6 +170,8 @@ def run_sandboxed(
     venv = python.parent.parent
     argv = " ".join(shlex.quote(str(a)) for a in (python, DRIVERS / "launch.py", driver, folder / "brief.json"))
     sandbox = get_sandbox(ctx.ws.engine.sandbox.settings)
+    if sandbox.name == "local":
+        console.print(f"[red]{ctx.agent}: the local sandbox is no boundary: the peer process runs on the host[/red]")
     result = sandbox.run(
         [f"exec {argv} >> {OUTPUT} 2>&1"],
         cwd=folder,

@@ -93,3 +93,12 @@ def test_a_peer_that_crashes_or_writes_outside_ends_its_cell_with_the_cause(
     assert result["stop_reason"] == "agent_failed" and cause in result["stop_detail"], result
     assert cause in capsys.readouterr().err  # the cause on the console
     assert not Path("/etc/peer_was_here").exists()
+
+
+def test_on_the_local_backend_the_console_says_the_peer_runs_on_the_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    with ScriptedServer([], fallback="hi") as server:
+        ws, result = run_cell(tmp_path, NAME, server.api_base, "local", attack={})
+    assert "the local sandbox is no boundary: the peer process runs on the host" in capsys.readouterr().err
+    assert result["completed"] == 1 and seen(ws)["model"] == "hi"  # it still works, through the same sockets
