@@ -21,8 +21,7 @@ from typing import Any
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment.engine import StepRecord, load_steps
-from aiscientist.experiment.finish import finish_run
-from aiscientist.experiment.finish import measure_baseline as measure_baseline_step
+from aiscientist.experiment.finish import finish_run, measure_baseline
 from aiscientist.llm import read_records
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
@@ -148,7 +147,7 @@ def summarise_cell(
         config={"model": config.model, "steps": config.steps, "round": spec.round},
     )
     test = result.test
-    measured = measure_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
+    measured = shared_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
@@ -181,9 +180,10 @@ def summarise_cell(
     )
 
 
-def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
-    """The unchanged code's validation and hidden-test metrics, measured once per
-    task (under a file lock, so parallel workers share one measurement)."""
+def shared_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
+    """The unchanged code's validation and hidden-test metrics, measured (by the one baseline
+    measurement, `experiment.finish.measure_baseline`) once per task of the grid, under a file
+    lock, so parallel workers share it."""
     import fcntl
 
     folder = out / "baselines" / task.name
@@ -194,7 +194,7 @@ def measure_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         if record.is_file():
             return json.loads(record.read_text())
         shutil.rmtree(folder / "ws", ignore_errors=True)
-        step, result = measure_baseline_step(Workspace.create(task, folder / "ws", sandbox=sandbox))
+        step, result = measure_baseline(Workspace.create(task, folder / "ws", sandbox=sandbox))
         test = result.test
         measured = {
             "val": step.metric if step.eligible else None,
@@ -268,7 +268,7 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     if todo:
         # the baselines first, as jobs of their own, so no run waits for one at its end
         baselines = _unmeasured_baselines(todo, out)
-        jobs: list[Job] = [(f"{t.name}/baseline", measure_baseline, (t, out, config.sandbox)) for t in baselines]
+        jobs: list[Job] = [(f"{t.name}/baseline", shared_baseline, (t, out, config.sandbox)) for t in baselines]
         jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
         workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
         with open_executor(config.executor, config.address, slots) as pool:
