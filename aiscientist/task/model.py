@@ -23,6 +23,9 @@ class TaskError(ValueError):
         self.file, self.field, self.reason = str(file), field, reason
         super().__init__(f"{file}: {field}: {reason}")
 
+    def __reduce__(self):  # crosses process pools intact (the default would call __init__ with the message only)
+        return (type(self), (self.file, self.field, self.reason))
+
 
 Direction = Literal["max", "min"]
 

@@ -15,6 +15,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -240,14 +241,28 @@ def _rubric(task: Task, ws: Workspace, folder: Path, config: GridConfig) -> floa
     ).score
 
 
+class CellFailed(RuntimeError):
+    """A job's failure as it crosses back from a worker: one message, so it always unpickles
+    (an exception whose constructor takes other arguments broke the whole process pool)."""
+
+
 def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     try:
         return execute_run(spec, config, out)
-    except BaseException:
+    except BaseException as err:
         folder = spec.folder(out)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "error.txt").write_text(traceback.format_exc())
+        if isinstance(err, Exception):
+            raise CellFailed(f"{type(err).__name__}: {err}") from None
         raise
+
+
+def _baseline_job(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
+    try:
+        return shared_baseline(task, out, sandbox)
+    except Exception as err:
+        raise CellFailed(f"{type(err).__name__}: {err}") from None
 
 
 def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> list[Task]:
@@ -268,32 +283,45 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     if todo:
         # the baselines first, as jobs of their own, so no run waits for one at its end
         baselines = _unmeasured_baselines(todo, out)
-        jobs: list[Job] = [(f"{t.name}/baseline", shared_baseline, (t, out, config.sandbox)) for t in baselines]
+        jobs: list[Job] = [(f"{t.name}/baseline", _baseline_job, (t, out, config.sandbox)) for t in baselines]
         jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
         workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
-        with open_executor(config.executor, config.address, slots) as pool:
-            with GridProgress(specs, config, out, enabled=progress) as live:
-                failures = _drain(pool, jobs, workers, live.refresh)
+        with GridProgress(specs, config, out, enabled=progress) as live:
+            failures = _drain(
+                lambda: open_executor(config.executor, config.address, slots), jobs, workers, live.refresh
+            )
     return {"runs": len(specs), "ran": len(todo), "failed": failures}
 
 
 Job = tuple[str, Callable[..., Any], tuple]
 
 
-def _drain(pool, jobs: list[Job], slots: int, refresh: Callable[[], None]) -> dict[str, str]:
+def _drain(open_pool: Callable[[], Any], jobs: list[Job], slots: int, refresh: Callable[[], None]) -> dict[str, str]:
     """Run the jobs in order, `slots` at a time (a shared Ray cluster may have more CPUs
-    than the grid asked for); return the failures by job name."""
-    queue, running, failures = list(jobs), {}, {}
-    while queue or running:
-        while queue and len(running) < slots:
-            name, fn, args = queue.pop(0)
-            running[pool.submit(fn, *args)] = name
-        done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
-        for future in done:
-            name = running.pop(future)
-            if future.exception() is not None:
-                failures[name] = repr(future.exception())
-        refresh()
+    than the grid asked for); return the failures by job name. A worker that dies (a signal,
+    the kernel's out-of-memory killer) fails the jobs it broke, and the rest go on in a new pool."""
+    queue, failures = list(jobs), {}
+    while queue:
+        with open_pool() as pool:
+            running: dict[Any, str] = {}
+            try:
+                while queue or running:
+                    while queue and len(running) < slots:
+                        name, fn, args = queue.pop(0)
+                        running[pool.submit(fn, *args)] = name
+                    done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        error = future.exception()
+                        if isinstance(error, BrokenProcessPool):
+                            raise error
+                        name = running.pop(future)
+                        if error is not None:
+                            failures[name] = str(error) if isinstance(error, CellFailed) else repr(error)
+                    refresh()
+            except BrokenProcessPool:
+                for name in running.values():
+                    failures[name] = "its worker process died (killed by a signal or out of memory)"
+                    print(f"failed: {name}: {failures[name]}", flush=True)
     return failures
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import pickle
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiscientist.task import load_task
+from aiscientist.task import TaskError, load_task
 from aiscientist.util.humanize import num
 from bench.scoring.contribution_judge import offline_label
 from bench.scoring.embed import code_text, get_embedder
@@ -234,7 +237,37 @@ def test_grid_jobs_run_in_order_with_at_most_the_asked_number_in_flight():
             raise ValueError("cell c broke")
 
     names = list("abcdef")
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        failures = _drain(pool, [(n, job, (n,)) for n in names], slots=2, refresh=lambda: None)
+    failures = _drain(lambda: ThreadPoolExecutor(max_workers=6), [(n, job, (n,)) for n in names], 2, lambda: None)
     assert state["most"] == 2 and state["order"] == names
     assert failures == {"c": "ValueError('cell c broke')"}
+
+
+def _task_error_job(name: str) -> str:
+    if name == "bad":
+        raise TaskError("x/task.yaml", "test_prepare", "unknown field")
+    return name
+
+
+def _killed_job(name: str) -> str:
+    if name == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return name
+
+
+def test_the_grid_goes_on_past_a_job_whose_error_or_death_broke_the_process_pool():
+    """A worker's TaskError (an exception whose constructor takes three arguments) once broke
+    the real spawn pool for every later cell; a worker killed by a signal still must not."""
+    from bench.grid.executors import open_executor
+    from bench.grid.runner import CellFailed, _drain
+
+    def open_pool():
+        return open_executor("pool", None, [[0]])
+
+    assert pickle.loads(pickle.dumps(TaskError("x/task.yaml", "f", "why"))).reason == "why"
+    wrapped = [(n, _task_error_job, (n,)) for n in ("a", "bad", "b")]
+    failures = _drain(open_pool, wrapped, 1, lambda: None)
+    assert failures == {"bad": "TaskError('x/task.yaml: test_prepare: unknown field')"}
+    killed = [(n, _killed_job, (n,)) for n in ("a", "killed", "b")]
+    failures = _drain(open_pool, killed, 1, lambda: None)
+    assert failures == {"killed": "its worker process died (killed by a signal or out of memory)"}
+    assert issubclass(CellFailed, RuntimeError)
