@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiscientist.agent.context import RunContext
-from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search
+from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
 from bench.agents.search.greedy import Chain, log_rows, replay
 from bench.scoring.fml_metrics import range_of
 
@@ -130,14 +128,11 @@ def subrules(
 # ---- the loop --------------------------------------------------------------------------
 
 
-class AdaptiveSearch:
-    name = ROLE
-    options_model = AdaptiveOptions
-    needs_model = True
+class AdaptiveSearch(SearchAgent):
+    name, instructions, options_model = ROLE, INSTRUCTIONS, AdaptiveOptions
 
-    def solve(self, ctx: RunContext) -> Outcome:
-        self.options = options = AdaptiveOptions.of(self.name, ctx.options)
-        self.run = run = Search(ctx, self.name, ROLE, INSTRUCTIONS)
+    def search(self, run: Search, options: AdaptiveOptions) -> None:
+        self.options, self.run, ctx = options, run, run.ctx
         self._vectors: dict[int, np.ndarray] = {}
         data = run.state.data
         while ctx.steps_left() > 0:
@@ -155,7 +150,6 @@ class AdaptiveSearch:
                 run.expand([chain.job(log_rows(phase1, chain, options.log_rows), CHANGE_TEXT, "phase 1")])
             else:
                 run.expand([self._branch_job(data["branches"])])
-        return Outcome(stop=StopReason.STEP_BUDGET)
 
     def _stagnated(self, phase1: list[Node]) -> bool:
         run, task = self.run, self.run.ctx.task

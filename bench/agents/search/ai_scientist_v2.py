@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import random
 
-from aiscientist.agent.context import RunContext
-from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search
+from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
 
 ROLE = "ai-scientist-v2"
 INSTRUCTIONS = """
@@ -113,14 +111,11 @@ def select_batch(run: Search, stage: int, size: int, rng: random.Random, options
     return jobs
 
 
-class AIScientistV2:
-    name = ROLE
-    options_model = V2Options
-    needs_model = True
+class AIScientistV2(SearchAgent):
+    name, instructions, options_model = ROLE, INSTRUCTIONS, V2Options
 
-    def solve(self, ctx: RunContext) -> Outcome:
-        options = V2Options.of(self.name, ctx.options)
-        run = Search(ctx, self.name, ROLE, INSTRUCTIONS)
+    def search(self, run: Search, options: V2Options) -> None:
+        ctx = run.ctx
         while ctx.steps_left() > 0:
             done = ctx.steps_done()
             stage = stage_at(done, ctx.steps, options.stage_shares)
@@ -128,7 +123,6 @@ class AIScientistV2:
             rng = random.Random(f"{ctx.seed or 0}:{self.name}:{len(run.nodes)}")
             size = max(1, min(options.num_parallel, room))
             run.expand(select_batch(run, stage, size, rng, options), width=options.num_parallel)
-        return Outcome(stop=StopReason.STEP_BUDGET)
 
 
 register_toolset(ROLE, {ROLE: ()})  # one answer per node: a plan and edit blocks

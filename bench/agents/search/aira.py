@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import math
 
-from aiscientist.agent.context import RunContext
-from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search
+from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
 
 ROLE = "aira-mcts"
 INSTRUCTIONS = """
@@ -112,14 +110,11 @@ class Tree:
             node = max(choices, key=lambda k: (self.uct(key, k), -k.id))
 
 
-class AiraMcts:
-    name = ROLE
-    options_model = AiraOptions
-    needs_model = True
+class AiraMcts(SearchAgent):
+    name, instructions, options_model = ROLE, INSTRUCTIONS, AiraOptions
 
-    def solve(self, ctx: RunContext) -> Outcome:
-        options = AiraOptions.of(self.name, ctx.options)
-        run = Search(ctx, self.name, ROLE, INSTRUCTIONS)
+    def search(self, run: Search, options: AiraOptions) -> None:
+        ctx = run.ctx
         while ctx.steps_left() > 0:
             tree = Tree(run.nodes, run.sign, options)
             parent = tree.select()
@@ -130,7 +125,6 @@ class AiraMcts:
             memory = run.summary(run.good()[-5:], "Working solutions so far") if operator != "debug" else ""
             job = Job(parent, operator, context=memory, text=OPERATOR_TEXT[operator])
             run.expand([job] * count, width=count)
-        return Outcome(stop=StopReason.STEP_BUDGET)
 
 
 register_toolset(ROLE, {ROLE: ()})  # one answer per node: a plan and edit blocks

@@ -9,12 +9,10 @@ crash.
 
 from __future__ import annotations
 
-from aiscientist.agent.context import RunContext
-from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Options, Search
+from bench.agents.search.common import Options, Search, SearchAgent
 from bench.agents.search.greedy import Chain, log_rows, replay
 
 ROLE = "autoresearch"
@@ -32,19 +30,15 @@ class AutoresearchOptions(Options):
     log_rows: int = 30
 
 
-class Autoresearch:
-    name = ROLE
-    options_model = AutoresearchOptions
-    needs_model = True
+class Autoresearch(SearchAgent):
+    name, instructions, options_model = ROLE, INSTRUCTIONS, AutoresearchOptions
 
-    def solve(self, ctx: RunContext) -> Outcome:
-        options = AutoresearchOptions.of(self.name, ctx.options)
-        run = Search(ctx, self.name, ROLE, INSTRUCTIONS)
+    def search(self, run: Search, options: AutoresearchOptions) -> None:
+        ctx = run.ctx
         while ctx.steps_left() > 0:
             chain = self._label(run, options)
             run.expand([chain.job(log_rows(run.nodes, chain, options.log_rows), CHANGE_TEXT)])
         self._label(run, options)
-        return Outcome(stop=StopReason.STEP_BUDGET)
 
     @staticmethod
     def _label(run: Search, options: AutoresearchOptions) -> Chain:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import stderr_excerpt
+from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import search
 from aiscientist.records.paths import write_atomic
@@ -266,3 +267,22 @@ class Search:
             return ""
         lines = [f"- node {n.id} ({n.operator}): {self._outcome(n)}: {n.plan[:200]}" for n in nodes]
         return f"## {title}\n" + "\n".join(lines)
+
+
+class SearchAgent:
+    """A search agent: its name (also its role), options and instructions. `solve` reads the
+    options (a bad one fails before any work), opens the search, runs the agent's `search`
+    policy, and ends on the spent step budget."""
+
+    name: str
+    instructions: str
+    options_model: type[Options] = Options
+    needs_model = True
+
+    def solve(self, ctx: RunContext) -> Outcome:
+        options = self.options_model.of(self.name, ctx.options)
+        self.search(Search(ctx, self.name, self.name, self.instructions), options)
+        return Outcome(stop=StopReason.STEP_BUDGET)
+
+    def search(self, run: Search, options: Any) -> None:
+        raise NotImplementedError

@@ -16,12 +16,10 @@ from __future__ import annotations
 import difflib
 import random
 
-from aiscientist.agent.context import RunContext
-from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search
+from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
 
 ROLE = "openevolve"
 INSTRUCTIONS = """
@@ -111,14 +109,11 @@ def sample_parent(
     return rng.choices(ranked, weights=range(1, len(ranked) + 1))[0]
 
 
-class OpenEvolve:
-    name = ROLE
-    options_model = EvolveOptions
-    needs_model = True
+class OpenEvolve(SearchAgent):
+    name, instructions, options_model = ROLE, INSTRUCTIONS, EvolveOptions
 
-    def solve(self, ctx: RunContext) -> Outcome:
-        options = EvolveOptions.of(self.name, ctx.options)
-        run = Search(ctx, self.name, ROLE, INSTRUCTIONS)
+    def search(self, run: Search, options: EvolveOptions) -> None:
+        ctx = run.ctx
         while ctx.steps_left() > 0:
             generation = len(run.nodes)
             island = island_of(generation, options.num_islands)
@@ -140,7 +135,6 @@ class OpenEvolve:
                 operator = "mutate"
                 text = "Mutate the parent program." if parent else "Evolve the initial program below."
             run.expand([Job(parent, operator, f"island {island}", context, text)])
-        return Outcome(stop=StopReason.STEP_BUDGET)
 
 
 register_toolset(ROLE, {ROLE: ()})  # one answer per program: a plan and edit blocks
