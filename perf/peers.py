@@ -11,15 +11,17 @@ agent and task, from each round's result.json and step records (means over round
   that step against the baseline code's (`*` marks a result better than the baseline);
 - steps: run / successful; valid: steps that may count as best (successful, valid metric, constraints met);
 - tok/step and s/step: model tokens and wall time over steps run (over 1 if none);
-- stops: stop reasons other than the step budget, with their cause.
+- stops: stop reasons other than the step budget, with their cause; a cell cut off at --timeout
+  (no result.json, no hidden test) is shown from its step and call records.
 
     python perf/peers.py [--agents aiscientist,aide,peer-aide,...] [--tasks tiny,data_efficiency]
-                         [--steps 2] [--rounds 2] [--model local/qwen2.5-coder-1.5b] [--out DIR]
+                         [--steps 2] [--rounds 2] [--model local/qwen2.5-coder-1.5b] [--out DIR] [--table-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -35,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aiscientist.experiment.engine import load_steps  # noqa: E402
+from aiscientist.llm.budget import read_records  # noqa: E402
 from aiscientist.llm.config import load_llm_config  # noqa: E402
 from aiscientist.llm.local import server as local  # noqa: E402
 from aiscientist.records.accounting import is_better  # noqa: E402
@@ -98,9 +101,9 @@ def mean(values: list[float | None]) -> float | None:
     return sum(found) / len(found) if found else None
 
 
-def row(agent: str, task: str, runs: list[RunSummary], out: Path) -> list[str]:
+def row(agent: str, task: str, runs: list[RunSummary], out: Path, timeout: float) -> list[str]:
     if not runs:
-        return [agent, task, "no finished round (see the agent's log)", "", "", "", "", "", ""]
+        return cut_off(agent, task, out, timeout)
     first = runs[0]
     steps = [s for r in runs for s in load_steps(RunPaths(r.folder(out) / "ws"))]
     done = sum(r.completed for r in runs)
@@ -118,6 +121,36 @@ def row(agent: str, task: str, runs: list[RunSummary], out: Path) -> list[str]:
     ]
 
 
+def cut_off(agent: str, task: str, out: Path, timeout: float) -> list[str]:
+    """A cell stopped at --timeout leaves no result.json: what its step and call records say (no hidden test ran)."""
+    folders = sorted((out / "runs" / task / agent).glob("round_*/ws"))
+    if not folders:
+        return [agent, task, "-", "-", "0 / 0", "0", "-", "-", "not started (see the agent's log)"]
+    steps = [s for ws in folders for s in load_steps(RunPaths(ws))]
+    calls = [c for ws in folders if RunPaths(ws).llm_calls.is_file() for c in read_records(RunPaths(ws).llm_calls)]
+    tokens = sum(int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0) for c in calls)
+    good = [s.metric for s in steps if s.eligible and s.metric is not None]
+    base = json.loads((out / "baselines" / task / "baseline.json").read_text())
+    direction = load_task_direction(folders[0])
+    best = (min if direction == "min" else max)(good, default=None)
+    return [
+        agent,
+        task,
+        versus(best, base.get("val"), direction),
+        f"- / {num(base.get('test'))}",
+        f"{len(steps)} / {sum(s.success for s in steps)}",
+        num(len(good)),
+        num(tokens / max(len(steps), 1)),
+        "-",
+        f"cut off at the agent's --timeout ({num(timeout)} s): {len(calls)} model calls answered, no result.json",
+    ]
+
+
+def load_task_direction(ws: Path) -> Direction:
+    task = json.loads((ws / "task" / "task.json").read_text())
+    return (task.get("metric") or {}).get("direction", "max")
+
+
 def table(out: Path, agents: list[str], args: argparse.Namespace) -> Table:
     runs = load_runs(out)
     shown = Table(
@@ -128,9 +161,10 @@ def table(out: Path, agents: list[str], args: argparse.Namespace) -> Table:
         shown.add_column(column)
     for column in ("tok/step", "s/step", "stops other than the budget"):
         shown.add_column(column)
-    for task in sorted({r.task for r in runs}):
+    for task in sorted(p.name for p in (out / "runs").iterdir()) if (out / "runs").is_dir() else []:
         for agent in agents:
-            shown.add_row(*row(agent, task, [r for r in runs if r.task == task and r.agent == agent], out))
+            cells = [r for r in runs if r.task == task and r.agent == agent]
+            shown.add_row(*row(agent, task, cells, out, args.timeout))
     return shown
 
 
@@ -143,14 +177,14 @@ def main() -> int:
     parser.add_argument("--model", default="local/qwen2.5-coder-1.5b")
     parser.add_argument("--timeout", type=float, default=7200, help="seconds one agent's grid may take")
     parser.add_argument("--out", type=Path, help="results folder (default: a new temporary one)")
+    parser.add_argument("--table-only", action="store_true", help="only print the table of --out's runs")
     args = parser.parse_args()
     args.out = (args.out or Path(tempfile.mkdtemp(prefix="peers-"))).resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     console, agents = Console(width=220), args.agents.split(",")
-    for agent in agents:
+    for agent in [] if args.table_only else agents:
         serve(args.model, restart=True)
-        wall = run_grid(agent, args)
-        console.print(f"{agent}: {wall:.0f} s ({args.out / agent}.log)")
+        console.print(f"{agent}: {run_grid(agent, args):.0f} s ({args.out / agent}.log)")
     subprocess.run([sys.executable, "-m", "aiscientist", "bench", "report", str(args.out)], cwd=ROOT, check=False)
     console.print(table(args.out, agents, args))
     console.print(f"results and report: {args.out}")
