@@ -9,18 +9,21 @@ workspace of its own). The implementations are looked up by name: model backends
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
+
+# Where commands run: the sandbox's one interface (`run`; local, bwrap, docker implement `execute`),
+# declared below the kernel so the sandbox imports nothing of it.
+from aiscientist.sandbox import Sandbox as Environment
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from aiscientist.agent.context import RunContext
     from aiscientist.llm.types import Completion
-    from aiscientist.sandbox import CommandsResult
 
 
 @runtime_checkable
@@ -30,24 +33,6 @@ class Model(Protocol):
     def complete(
         self, messages: Iterable[Any], tools: Iterable[dict[str, Any]] | None = None, role: str | None = None
     ) -> Completion: ...
-
-
-@runtime_checkable
-class Environment(Protocol):
-    """Where commands run (`sandbox.Sandbox`: local, bwrap, docker)."""
-
-    name: str
-
-    def run(
-        self,
-        commands: Sequence[str],
-        cwd: Path,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        writable: Sequence[Path] = (),
-        readonly: Sequence[Path] = (),
-        hidden: Sequence[Path] = (),
-    ) -> CommandsResult: ...
 
 
 @runtime_checkable
