@@ -28,6 +28,7 @@ DEFAULT_TIMEOUT_S = 3600.0
 SUMMARY_FILE = "grade_summary.json"
 LFS_POINTER = "version https://git-lfs"
 LOG_BYTES = 64 << 20
+PAPER_BYTES = 64 << 20
 
 
 class GradeResult(BaseModel):
@@ -82,7 +83,12 @@ def paper_files(paper_dir: Path) -> PaperFiles:
 
 
 def _text(path: Path) -> str:
-    text = path.read_text()
+    """A paper or addendum, read without following a link (a JudgeEval folder's papers come with its
+    cases: a paper.md linked to a host file would be sent to the judge's model)."""
+    try:
+        text = untrusted.read_file(path.parent, path.name, PAPER_BYTES).decode(errors="replace")
+    except untrusted.Unreadable as err:
+        raise RubricError(f"{path}: {err.reason}") from None
     if text.startswith(LFS_POINTER):  # PaperBench's repository keeps its papers in Git LFS
         raise RubricError(f"{path}: a Git LFS pointer, not the file; fetch it first (git lfs pull)")
     return text

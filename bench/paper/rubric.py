@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from aiscientist.util.untrusted import loads_json
 from bench.paper.checks import Check
 
 TaskCategory = Literal["Code Development", "Code Execution", "Result Analysis"]
@@ -176,8 +177,8 @@ def loads(text: str, source: str = "<rubric>") -> Rubric:
     if not text.strip():
         raise RubricError(f"{source}: empty rubric file")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
+        data = loads_json(text.encode())  # depth-limited: a rubric may come from a dataset
+    except ValueError as err:
         raise RubricError(f"{source}: invalid JSON: {err}") from None
     if data in ({}, [], None):
         raise RubricError(f"{source}: empty rubric: no root node")

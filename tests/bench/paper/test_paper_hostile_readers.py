@@ -136,3 +136,19 @@ def test_grade_replaces_links_planted_at_its_output_names(
     assert main(["grade", str(sub), "--paper", str(paper), "--code-dev"]) == 0
     assert (host / "victim.txt").read_text() == "original\n"
     assert not (sub / "grade.json").is_symlink() and json.loads((sub / "grade.json").read_text())["id"] == "r"
+
+
+def test_a_linked_paper_or_a_deep_rubric_is_a_clear_error(
+    tmp_path: Path, host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = _case(tmp_path)
+    _clone(cases, "1")
+    paper = tmp_path / "papers" / "toy" / "paper.md"
+    paper.unlink()
+    paper.symlink_to(host / "secret.json")  # the judge's model would be sent a host file
+    code, printed = _grade_eval(cases, capsys)
+    assert code == 2 and "symbolic link" in printed and SECRET not in printed
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"id": "r", "sub_tasks": ' * 5000 + "[]" + "}" * 5000)
+    assert main(["rubric", "check", str(deep)]) == 2
+    assert "nested deeper than" in capsys.readouterr().err
