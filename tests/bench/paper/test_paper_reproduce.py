@@ -12,11 +12,13 @@ import pytest
 
 from aiscientist.sandbox import bwrap_works, get_sandbox
 from bench.paper.reproduce import reproduce, snapshot
+from tests.sandbox_backends import BACKENDS as ALL_BACKENDS
 
 BACKENDS = [
     "local",
     pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="bubblewrap unusable here")),
 ]
+ISOLATED = ALL_BACKENDS[1:]  # bwrap and docker
 
 
 def _submission(tmp_path: Path, script: str) -> Path:
@@ -139,3 +141,20 @@ def test_grade_never_falls_back_to_running_reproduce_sh_on_the_host(tmp_path: Pa
     assert done.returncode == 2, done.stderr
     assert "no isolating sandbox" in done.stderr and "--sandbox local" in done.stderr
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", ISOLATED)
+def test_a_reproduction_leaves_no_process_and_writes_nothing_outside(tmp_path: Path, backend: str) -> None:
+    """Children that reproduce.sh detaches are dead when it returns, so nothing changes the copy
+    between the grader's snapshot and its reading; a write outside the copy never lands (#27)."""
+    outside = tmp_path / "outside"
+    script = (
+        f"(setsid sh -c 'sleep 2; echo late > late.txt; echo x > {outside}' </dev/null >/dev/null 2>&1 &)\n"
+        "nohup sh -c 'sleep 2; echo late > late2.txt' >/dev/null 2>&1 &\n"
+        f"echo now > {outside} 2>/dev/null; echo done\n"
+    )
+    result = reproduce(_submission(tmp_path, script), tmp_path / "work", timeout_s=60, sandbox=get_sandbox(backend))
+    assert result.ran and result.returncode == 0
+    time.sleep(3)
+    assert not (result.copy_dir / "late.txt").exists() and not (result.copy_dir / "late2.txt").exists()
+    assert not outside.exists()
