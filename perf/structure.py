@@ -7,7 +7,8 @@ no folder with more than 12 modules of its own; at most 4 top-level modules in
 under `if TYPE_CHECKING:` is not one at import time) and no import that runs back up
 the layers (`LAYERS`; nothing in `aiscientist` imports `bench`); no file over 400
 lines and no line over 120 characters; run-folder file names spelled only in
-`aiscientist/records/`. Exit 1 when a goal is not met.
+`aiscientist/records/`; no block of REPEAT_LINES lines repeated to the letter (`repeated_blocks`).
+Exit 1 when a goal is not met.
 
     python perf/structure.py [--json FILE]
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("aiscientist", "bench", "perf", "scripts")
 MAX_FILE, MAX_LINE, MAX_MODULES, MAX_TOP = 400, 120, 12, 4
+REPEAT_LINES = 6
 # aiscientist's rooms, lowest first: a module imports only from its own room or lower ones
 LAYERS = (
     "util records task resources sandbox config experiment llm workspace agent specialists orchestrator viewer cli"
@@ -123,6 +125,42 @@ def run_file_names(trees: dict[Path, ast.Module]) -> list[str]:
     return found
 
 
+def _interface_lines(tree: ast.Module) -> set[int]:
+    """Import statements and def signatures: what an interface and its implementation
+    (a Protocol, an ABC, an override) or two modules' imports share by design."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body[0]
+            start = body.lineno if not isinstance(body, ast.Expr) or body.lineno > node.lineno else node.lineno + 1
+            lines.update(range(node.lineno, start))
+    return lines
+
+
+def repeated_blocks(sources: dict[str, str], trees: dict[str, ast.Module] | None = None) -> list[str]:
+    """`a:line ~ b:line` for each run of REPEAT_LINES lines that stands again elsewhere, the
+    same to the letter once stripped (blank, comment-only and punctuation-only lines do not
+    count, nor imports and def signatures); each pair of places is named once."""
+    seen: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+    found: dict[tuple[str, str, int], str] = {}
+    for rel, text in sources.items():
+        skip = _interface_lines(trees[rel] if trees else ast.parse(text))
+        lines = [
+            (n, line.strip())
+            for n, line in enumerate(text.splitlines(), 1)
+            if n not in skip and any(c.isalnum() for c in line) and not line.strip().startswith("#")
+        ]
+        for i in range(len(lines) - REPEAT_LINES + 1):
+            key = tuple(line for _, line in lines[i : i + REPEAT_LINES])
+            here = (rel, lines[i][0])
+            for other in seen.get(key, []):
+                found.setdefault((other[0], rel, here[1] - other[1]), f"{other[0]}:{other[1]} ~ {rel}:{here[1]}")
+            seen.setdefault(key, []).append(here)
+    return list(found.values())
+
+
 def crowded_folders(files: list[Path]) -> dict[str, int]:
     """Folders holding more than MAX_MODULES modules of their own (`__init__` not counted)."""
     count = Counter(p.parent.relative_to(ROOT).as_posix() for p in files if p.name != "__init__.py")
@@ -194,6 +232,10 @@ def measure() -> dict:
         "import_cycles": cycles(graph),
         "upward_imports": upward_imports(graph),
         "run_file_names": run_file_names(trees),
+        "repeated_blocks": repeated_blocks(
+            {p.relative_to(ROOT).as_posix(): text for p, text in sources.items()},
+            {p.relative_to(ROOT).as_posix(): tree for p, tree in trees.items()},
+        ),
     }
 
 
@@ -206,6 +248,7 @@ def goals(figures: dict) -> dict[str, bool]:
         f"no folder over {MAX_MODULES} modules": not figures["crowded_folders"],
         f"<= {MAX_TOP} top-level modules in aiscientist/": len(figures["top_level_modules"]) <= MAX_TOP,
         "run-file names only in records/": not figures["run_file_names"],
+        f"no {REPEAT_LINES}-line block repeated": not figures["repeated_blocks"],
     }
 
 
@@ -218,7 +261,7 @@ def main() -> int:
     print(f"({figures['code_lines']:,} of code)")
     print("by folder: " + ", ".join(f"{name} {count:,}" for name, count in figures["lines_by_package"].items()))
     print("largest: " + ", ".join(f"{rel} ({count})" for rel, count in figures["largest"]))
-    for key in ("import_cycles", "upward_imports", "over_limit", "long_lines", "run_file_names"):
+    for key in ("import_cycles", "upward_imports", "over_limit", "long_lines", "run_file_names", "repeated_blocks"):
         for item in figures[key][:20]:
             print(f"{key.replace('_', ' ')}: {' <-> '.join(item) if key == 'import_cycles' else item}")
     for folder, count in figures["crowded_folders"].items():

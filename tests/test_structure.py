@@ -44,6 +44,18 @@ def test_the_project_meets_every_structure_goal():
     figures = structure.measure()
     unmet = [goal for goal, met in structure.goals(figures).items() if not met]
     shown = {k: figures[k] for k in ("import_cycles", "upward_imports", "over_limit", "crowded_folders")}
-    shown |= {k: figures[k][:10] for k in ("long_lines", "run_file_names")}
+    shown |= {k: figures[k][:10] for k in ("long_lines", "run_file_names", "repeated_blocks")}
     assert unmet == [], shown
     assert figures["files"] > 100 and figures["code_lines"] < figures["lines"]
+
+
+def test_a_repeated_block_is_found_but_shared_imports_and_signatures_are_not():
+    body = "".join(f"    total += step_{i}(x)\n" for i in range(6))
+    a = f"import os\nimport sys\n\n\ndef f(x):\n    total = 0\n{body}    return total\n"
+    b = f'def g(x):\n    """g."""\n    total = 1\n{body}    return -total\n'
+    assert structure.repeated_blocks({"a.py": a, "b.py": b}) == ["a.py:7 ~ b.py:4"]
+    imports = "".join(f"import {name}\n" for name in ("os", "re", "sys", "json", "time", "math"))
+    params = "".join(f"        {name}: int,\n" for name in ("self", "commands", "cwd", "timeout", "env"))
+    protocol = f"{imports}\nclass P:\n    def run(\n{params}    ) -> int: ...\n"
+    implementation = f"{imports}\nclass Q:\n    def run(\n{params}    ) -> int:\n        return 0\n"
+    assert structure.repeated_blocks({"p.py": protocol, "q.py": implementation}) == []
