@@ -71,28 +71,28 @@ class LiveProgress:
             table.add_row("model", f"[yellow]{escape(text[:160])}[/yellow]")
             self.live.update(table)
         else:
-            self.console.print(f"[yellow]{kind}:[/yellow] {escape(text)}", soft_wrap=True, highlight=False)
+            self._line(f"[yellow]{kind}:[/yellow] {escape(text)}")
+
+    def _line(self, text: str) -> None:
+        """One line of markup, wrapped by the terminal, no highlighting."""
+        self.console.print(text, highlight=False, soft_wrap=True)
 
     def __call__(self, s: dict[str, Any]) -> None:
         self._shown = s  # a later model notice redraws it; the next update clears that notice
         last = s.get("last_step")
         if last and not last["eligible"] and last["step"] != self._last_failed:
             self._last_failed = last["step"]
-            self.console.print(
+            self._line(
                 f"[yellow]step {last['step']} did not count:[/yellow] "
-                f"{escape(failure_line(last['cause'], last['error']))}",
-                highlight=False,
-                soft_wrap=True,
+                f"{escape(failure_line(last['cause'], last['error']))}"
             )
         if self.live is not None:
             self.live.update(status_table(s))
         elif s["steps_done"] != self._last_steps:
             self._last_steps = s["steps_done"]
-            self.console.print(
+            self._line(
                 f"{s['stage'] or '-'} · step {s['steps_done']}/{s['steps']} · {best_text(s)} "
-                f"· tokens {s['tokens']:,} · ${s['cost']:.4f}",
-                highlight=False,
-                soft_wrap=True,
+                f"· tokens {s['tokens']:,} · ${s['cost']:.4f}"
             )
 
 
