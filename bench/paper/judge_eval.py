@@ -19,6 +19,7 @@ from rich.text import Text
 
 from aiscientist.util import untrusted
 from aiscientist.util.archive import ArchiveError, unpack
+from aiscientist.util.text import clean
 from aiscientist.util.text import name as shown
 from bench.paper import rubric
 from bench.paper.graded_tree import load_graded
@@ -188,9 +189,10 @@ def run_judge_eval(
                 case, papers or case.parent.parent.parent / "papers", judge_model, client, concurrency
             )
         except RubricError as err:
-            skipped[case_name(case)] = str(err)
+            reason = clean(err, 2000)  # it quotes the case's path, whose names are untrusted
+            skipped[case_name(case)] = reason
             if on_skip is not None:
-                on_skip(case_name(case), str(err))
+                on_skip(case_name(case), reason)
             continue
         pooled += leaves
         results.append(result)

@@ -11,10 +11,11 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
 from aiscientist.sandbox import LocalSandbox, Sandbox, SandboxUnavailable, get_sandbox
 from aiscientist.util import safe_open, untrusted
+from aiscientist.util.text import escape_surrogates
 
 SCRIPT = "reproduce.sh"
 LOG = "reproduce.log"
@@ -39,6 +40,12 @@ class Reproduction(BaseModel):
     backend: str | None = None
     created: list[str] = []
     changed: list[str] = []
+
+    @field_serializer("created", "changed")
+    def _escaped(self, names: list[str]) -> list[str]:
+        """Names are kept as the walker gives them (undecodable bytes as surrogates, so the
+        files can be opened) and stored escaped, as the event log writes them."""
+        return [escape_surrogates(name) for name in names]
 
     @property
     def produced(self) -> set[str]:

@@ -14,6 +14,7 @@ import pytest
 from aiscientist.cli.app import main
 from aiscientist.util.untrusted import remove_tree
 from tests.bench.paper.test_paper_judge_eval import _case
+from tests.sandbox_backends import BACKENDS as ALL_BACKENDS
 
 SECRET = "TOPSECRET-7f3a"
 
@@ -152,3 +153,32 @@ def test_a_linked_paper_or_a_deep_rubric_is_a_clear_error(
     deep.write_text('{"id": "r", "sub_tasks": ' * 5000 + "[]" + "}" * 5000)
     assert main(["rubric", "check", str(deep)]) == 2
     assert "nested deeper than" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS[1:])  # bwrap and docker
+def test_undecodable_names_a_reproduction_makes_are_stored_escaped(tmp_path: Path, backend: str) -> None:
+    """A produced name with a byte that is not UTF-8 made the summary unwritable (#27)."""
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "reproduce.sh").write_text('printf x > "$(printf "evil\\377.txt")"\n')
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "paper.md").write_text("# p\n")
+    leaf = {"id": "a", "requirements": "runs", "weight": 1, "task_category": "Code Execution", "sub_tasks": []}
+    (paper / "rubric.json").write_text(json.dumps({"id": "r", "requirements": "r", "weight": 1, "sub_tasks": [leaf]}))
+    assert main(["grade", str(sub), "--paper", str(paper), "--sandbox", backend]) == 0
+    summary = json.loads((sub / "grade_summary.json").read_text())
+    assert summary["reproduction"]["created"] == ["evil\\udcff.txt"]
+
+
+def test_a_skipped_case_with_an_undecodable_name_is_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = _case(tmp_path)
+    odd = Path(os.fsdecode(os.fsencode(cases / "toy") + b"/\xff"))
+    (odd / "grading").mkdir(parents=True)
+    (odd / "grading" / "expected_result.json").write_text("{}")  # not a graded tree
+    code, printed = _grade_eval(cases, capsys)
+    assert code == 0 and "Traceback" not in printed
+    report = json.loads((cases / "judge_eval.json").read_text())
+    assert "\\xff" in report["skipped"]["toy/\\xff"]
