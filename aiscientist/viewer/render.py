@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from html import escape
+from typing import Any
 
 from aiscientist.records.accounting import is_better, successful
 from aiscientist.util.humanize import duration, money, num, plural
@@ -171,17 +173,32 @@ def _moments(moments: list[Moment], empty: str) -> str:
 
 
 def curve_png(run: RunView) -> str | None:
-    """The best-so-far curve with every step's metric as a PNG `data:` URI (None: no metric yet)."""
-    scored = [s for s in run.steps if s.metric is not None]
+    """The best-so-far curve with every step's metric as a PNG `data:` URI (None: no finite
+    metric yet, or values matplotlib cannot draw: a record may hold Infinity or 1e308)."""
+    scored = [s for s in run.steps if s.metric is not None and math.isfinite(s.metric)]
     if not scored:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7.0, 3.6), dpi=100)
+    try:
+        _draw(run, scored, ax)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+    except (ValueError, OverflowError):
+        return None
+    finally:
+        plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def _draw(run: RunView, scored: list[StepView], ax: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     good = [s for s in scored if successful(s)]
     bad = [s for s in scored if not successful(s)]
     ax.scatter([s.step for s in good], [s.metric for s in good], s=22, color="#1f77b4", label="step metric", zorder=3)
@@ -195,20 +212,15 @@ def curve_png(run: RunView) -> str | None:
             label="not counted (failed / invalid)",
             zorder=3,
         )
-    best = [(s.step, s.best_so_far) for s in run.steps if s.best_so_far is not None]
+    best = [(s.step, s.best_so_far) for s in run.steps if s.best_so_far is not None and math.isfinite(s.best_so_far)]
     if best:
         ax.step([b[0] for b in best], [b[1] for b in best], where="post", color="#2ca02c", label="best so far")
-    if run.baseline is not None:
+    if run.baseline is not None and math.isfinite(run.baseline):
         ax.axhline(run.baseline, color="grey", linestyle="--", linewidth=1, label="baseline")
     ax.set_xlabel("step")
     ax.set_ylabel(f"{run.metric or 'metric'} ({'higher' if run.direction == 'max' else 'lower'} is better)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
 def render(run: RunView) -> str:

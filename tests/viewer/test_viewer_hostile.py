@@ -88,3 +88,13 @@ def test_a_chain_of_thousands_of_steps_and_a_cycle_render_every_step_once(tmp_pa
         assert page.count(f"id='step-{i + 1}'") == 1
     assert page.count("<ul") == page.count("</ul>") and page.count("<li>") == page.count("</li>")
     os.remove(run / "run.html")
+
+
+def test_metrics_matplotlib_cannot_draw_leave_out_the_curve_not_the_page(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    for step, metric in enumerate(["Infinity", "NaN", "1e308", "-1e308"], 1):
+        folder = _step(run, step)
+        (folder / "step.json").write_text(f'{{"step": {step}, "success": true, "metric": {metric}}}')
+    (run / "result.json").write_text('{"baseline": -Infinity, "task": "t"}')
+    page = write_page(run).read_text()
+    assert all(f"id='step-{i}'" in page for i in range(1, 5))
