@@ -7,8 +7,11 @@ import json
 import time
 from pathlib import Path
 
+from rich.text import Text
+
 from aiscientist.sandbox import BACKENDS
 from aiscientist.util.console import make_console
+from aiscientist.util.text import clean
 from bench.agents import AGENTS
 from bench.cli import peers
 from bench.grid.executors import EXECUTORS, ExecutorUnavailable
@@ -175,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
         f"{time.monotonic() - started:.1f}s"
     )
     for name, error in outcome["failed"].items():
-        console.print(f"[red]failed[/red] {name}: {error} (see runs/.../error.txt)")
+        # a run's error may quote what its experiments printed: one escaped line, never markup
+        console.print(Text.assemble(("failed", "red"), f" {clean(name)}: {clean(error, 500)} (see runs/.../error.txt)"))
     if not args.no_report:
         _report(args.out, None)
     return 1 if outcome["failed"] else 0
