@@ -117,6 +117,7 @@ class ExperimentEngine:
         self._manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
         tree = integrity.scan(submission)
         integrity.keep_pristine(self.task, submission, tree, self.paths.pristine / "files")
+        self._folders_path.write_text(json.dumps(integrity.folders(submission)))
         self._tree_path.write_text(json.dumps({rel: e.to_json() for rel, e in tree.items()}, indent=1, sort_keys=True))
         snapshots.take(self.paths, self.BASELINE_TAG, "baseline", tree=tree)
         self.paths.state.mkdir(parents=True, exist_ok=True)
@@ -127,6 +128,14 @@ class ExperimentEngine:
     @property
     def _tree_path(self) -> Path:
         return self.paths.pristine / "tree.json"
+
+    @property
+    def _folders_path(self) -> Path:
+        return self.paths.pristine / "folders.json"
+
+    def baseline_folders(self) -> list[str] | None:
+        """The repository's folders as setup left it (None for run folders made before)."""
+        return json.loads(self._folders_path.read_text()) if self._folders_path.is_file() else None
 
     def baseline_tree(self) -> dict[str, integrity.Entry]:
         """The repository as setup left it (empty for run folders made before it was kept)."""
@@ -230,7 +239,7 @@ class ExperimentEngine:
                         "problem": broken[0],
                     },
                 )
-            over, removed = quota.enforce(self.task, self.paths.submission, allowed, tree)
+            over, removed = quota.enforce(self.task, self.paths.submission, allowed, tree, self.baseline_folders())
             if over:
                 self.on_event("quota.exceeded", {"step": step, "problem": over, "removed": removed[:50]})
             scored = None
@@ -275,7 +284,8 @@ class ExperimentEngine:
         """Back to baseline + editable files; returns the baseline tree."""
         baseline = self.baseline_tree()
         if baseline:
-            touched = integrity.reset_tree(self.task, self.paths.submission, baseline, self.paths.pristine / "files")
+            sub, pristine = self.paths.submission, self.paths.pristine / "files"
+            touched = integrity.reset_tree(self.task, sub, baseline, pristine, self.baseline_folders())
             if touched:
                 self.on_event("tree.reset", {"step": step, "paths": touched[:50], "count": len(touched)})
         return baseline

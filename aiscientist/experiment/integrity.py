@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,9 +185,45 @@ def violations(
     return found
 
 
-def reset_tree(task: Task, root: Path, baseline: dict[str, Entry], pristine: Path) -> list[str]:
-    """Put `root` back to baseline + editable files: remove what is neither and
-    restore changed task files from `pristine`. Returns the paths it touched."""
+def folders(root: Path) -> list[str]:
+    """Every folder below `root`, walked without following links (within the walk's limits)."""
+    return [node.rel for node, _ in untrusted.TreeWalk(root) if node.kind == "dir"]
+
+
+def kept_folders(baseline: dict[str, Entry], own: Iterable[str], entries: Iterable[str]) -> set[str]:
+    """The folders a reset keeps: the baseline's `own` (empty ones too) and every folder
+    holding a baseline entry or one of `entries`."""
+    kept = set(own)
+    for rel in [*baseline, *entries]:
+        parts = rel.split("/")[:-1]
+        kept.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return kept
+
+
+def sweep(
+    root: Path, keep: set[str], keep_folders: set[str], passes: int = 8, limits: untrusted.Limits = untrusted.LIMITS
+) -> list[str]:
+    """Remove every entry below `root` that is neither in `keep` nor a kept folder (a folder
+    goes whole). Walked again while a listing was cut short by the walk's limits, so a
+    folder of more names than one walk lists is emptied too."""
+    removed: list[str] = []
+    for _ in range(passes):
+        walker = untrusted.TreeWalk(root, limits, enter=keep_folders.__contains__)
+        extra = [n.rel for n, _ in walker if n.rel not in (keep_folders if n.kind == "dir" else keep)]
+        for rel in extra:
+            untrusted.remove_tree(root, rel)
+        removed += extra
+        if not walker.skipped or not extra:
+            break
+    return removed
+
+
+def reset_tree(
+    task: Task, root: Path, baseline: dict[str, Entry], pristine: Path, own_folders: Iterable[str] | None = None
+) -> list[str]:
+    """Put `root` back to baseline + editable files: remove what is neither (with
+    `own_folders`, the baseline's folders, every other folder too) and restore changed task
+    files from `pristine`. Returns the paths it touched."""
     touched: list[str] = []
     current = scan(root)
     for rel, entry in current.items():
@@ -202,6 +239,9 @@ def reset_tree(task: Task, root: Path, baseline: dict[str, Entry], pristine: Pat
             continue
         (root / rel).unlink(missing_ok=True)
         touched.append(rel)
+    keep = {rel for rel, e in current.items() if baseline.get(rel) == e or (task.is_editable(rel) and e.kind == "file")}
+    if own_folders is not None:  # (run folders made before setup kept them: folders stay as they are)
+        touched += sweep(root, keep, kept_folders(baseline, own_folders, keep))
     for rel, entry in baseline.items():
         if task.is_editable(rel) or (rel in current and current[rel] == entry and rel not in touched):
             continue

@@ -10,10 +10,11 @@ the rest fits. Sizes come from `lstat` on the host; no file is opened or followe
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiscientist.experiment.integrity import Entry
+from aiscientist.experiment.integrity import Entry, folders, kept_folders
 from aiscientist.task import Task
 
 
@@ -52,10 +53,16 @@ def usage(left: dict[str, int]) -> Usage:
     return Usage(files=len(left), bytes=sum(left.values()))
 
 
-def enforce(task: Task, root: Path, baseline: dict[str, Entry], tree: dict[str, Entry]) -> tuple[str | None, list[str]]:
-    """(why the step is over its quota or None, the paths removed to bring it back)."""
+def enforce(
+    task: Task, root: Path, baseline: dict[str, Entry], tree: dict[str, Entry], own_folders: Iterable[str] | None = None
+) -> tuple[str | None, list[str]]:
+    """(why the step is over its quota or None, the paths removed to bring it back). With
+    `own_folders` (the baseline's folders) each folder the step made counts as a file; the
+    next step's reset removes them."""
     left = left_by_step(root, baseline, tree)
-    reason = usage(left).over(task)
+    kept = kept_folders(baseline, own_folders or (), ())
+    made = [rel for rel in folders(root) if rel not in kept] if own_folders is not None else []
+    reason = Usage(files=len(left) + len(made), bytes=usage(left).bytes).over(task)
     if reason is None:
         return None, []
     removed: list[str] = []

@@ -11,15 +11,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from aiscientist.experiment.integrity import sweep
 from aiscientist.task import load_task
+from aiscientist.util.untrusted import Limits
 from aiscientist.workspace import Workspace, verify_run
 from tests.sandbox_backends import BACKENDS
 
 METRIC = 'json.dump({"d": {"means": {"m_mean": 1.0}}}, open("final_info.json", "w"))'
 
 
-def _workspace(tmp_path: Path, backend: str, files: dict[str, str], **fields) -> Workspace:
+def _workspace(tmp_path: Path, backend: str, files: dict[str, str], empty: str = "", **fields) -> Workspace:
     repo = tmp_path / "task" / "repo"
+    (repo / empty).mkdir(parents=True)
     for rel, text in files.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(textwrap.dedent(text))
@@ -171,3 +174,36 @@ def test_an_artifact_never_stands_in_for_the_hidden_labels(tmp_path: Path, backe
     record = ws.engine.run_step("attacker", "labels of its own")
     test = ws.engine.run_test(record.step)
     assert test.metric is None and "would stand in for a scorer or hidden file" in (test.error or "")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_folders_count_against_the_quota_and_are_removed(tmp_path: Path, backend: str) -> None:
+    """Folders were no entries of the scan: 12,000 empty ones passed `sandbox.max_files`,
+    were never removed, and piled up step after step."""
+    probe = f"""
+        import json, os
+        {METRIC}
+        for i in range(12000):
+            os.makedirs(f"junk/{{i // 100}}/{{i}}")
+        """
+    ws = _workspace(tmp_path, backend, {"probe.py": probe}, empty="results", editable=["probe.py"])
+    first = ws.engine.run_step("attacker", "empty folders")
+    assert not first.valid and first.cause == "disk quota" and "sandbox.max_files" in (first.error or "")
+    (ws.paths.submission / "probe.py").write_text(f"import json\n{METRIC}\n")
+    honest = ws.engine.run_step("agent", "honest")
+    assert honest.valid and honest.success, honest.error
+    assert not (ws.paths.submission / "junk").exists()
+    assert (ws.paths.submission / "results").is_dir()  # the baseline's own empty folder stays
+
+
+def test_a_folder_of_more_names_than_one_walk_lists_is_still_emptied(tmp_path: Path) -> None:
+    """255,000 empty folders at the top of the submission cut the reset's listing short at
+    the walk's entry limit: nothing was removed, and every later step was invalid ("not
+    checked"). The sweep lists again until nothing is left (here with a 50-entry limit)."""
+    (tmp_path / "kept" / "sub").mkdir(parents=True)
+    (tmp_path / "kept" / "sub" / "a.py").write_text("x = 1\n")
+    for i in range(180):
+        (tmp_path / f"junk{i:03d}" / "deeper").mkdir(parents=True)
+    removed = sweep(tmp_path, {"kept/sub/a.py"}, {"kept", "kept/sub"}, limits=Limits(entries=50))
+    assert len(removed) == 180 and sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+    assert (tmp_path / "kept" / "sub" / "a.py").read_text() == "x = 1\n"
