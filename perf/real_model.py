@@ -16,7 +16,8 @@ recorded requests:
   role's first.
 
 Goals (issue #29): valid >= 90 % for every agent; every agent ends on its own stop reason
-with at least one successful step; prefix >= 80 %.
+with at least one successful step; prefix >= 80 %; at most 400 s of wall time per step run
+(`solve` on the tiny task: 3 steps in 20 minutes).
 
     python perf/real_model.py [--agents aiscientist,linear] [--steps 2] [--tasks tiny,TASK]
                               [--model local/qwen2.5-coder-1.5b] [--keep DIR] [--json FILE]
@@ -49,6 +50,7 @@ from aiscientist.records.paths import RESULT, RunPaths  # noqa: E402
 AGENTS = "aiscientist,aiscientist-flat,aide,linear,basic"
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
 GOAL_VALID, GOAL_PREFIX = 0.9, 0.8
+GOAL_STEP_S = 400  # `solve` on the tiny task: 3 steps in 20 minutes
 
 
 def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_s: float) -> tuple[Path | None, float]:
@@ -167,6 +169,7 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
             "own stop, >= 1 successful step": r["stop"] not in ("model_error", "model_unavailable", None)
             and r.get("successful", 0) >= 1,
             f"prefix >= {GOAL_PREFIX:.0%}": r.get("prefix") is None or r["prefix"] >= GOAL_PREFIX,  # None: one call
+            f"<= {GOAL_STEP_S} s/step": r.get("steps", 0) > 0 and r["wall_s"] / r["steps"] <= GOAL_STEP_S,
         }
         missed = [name for name, ok in goals.items() if not ok]
         out.append(f"{r['agent']}: " + ("all goals met" if not missed else "missed " + "; ".join(missed)))

@@ -36,6 +36,7 @@ from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.util import notices
 
 TURN = "turn"  # the graph's one node
+FINAL_ONLY = "Error: not run: the step budget is spent; only submit(reason) is possible now"
 
 
 class Agent:
@@ -54,8 +55,7 @@ class Agent:
             for name, (args, _, description) in SPECIALISTS.items()
             if name in offered
         ]
-        self.schemas = specialists + self.box.schemas()
-        self.submit_only = [submit_tool().schema()]
+        self.schemas = specialists + self.box.schemas()  # the same at every decision: a prompt prefix that stays
 
     def messages(self, state: OrchestratorState) -> list[dict[str, Any]]:
         return flat_messages(self.rt, state) if self.flat else orchestrator_messages(self.rt, state)
@@ -117,7 +117,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
         )
         view = {**state, "final_call": final, "stage": stage}
         try:
-            completion, turns = agent.complete(view, agent.submit_only if final else agent.schemas)
+            completion, turns = agent.complete(view, agent.schemas)
         except BudgetExhausted as err:
             return stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
         except ModelUnavailable as err:
@@ -171,6 +171,9 @@ def build_graph(rt: RunContext, checkpointer: Any):
             turn.append({"role": "user", "content": NUDGE})
         stopped: dict[str, str] = {}
         for i, call in enumerate(pending):
+            if state.get("final_call") and call.name != "submit":
+                turn.append({"role": "tool", "tool_call_id": call.id, "content": FINAL_ONLY})
+                continue
             try:
                 content, stopped = execute(call, f"d{decision}.c{i}", decision, tally)
             except BudgetExhausted as err:

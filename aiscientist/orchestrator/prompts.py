@@ -34,29 +34,43 @@ yourself - read, list, search, write and edit files, append to the logs, bash
 editable code under submission/, run experiments, keep what improves the metric and
 revert what does not. Call submit(reason) when the budget is spent or you are done."""
 
+TURN_RULES = """Every reply of yours is one or more tool calls (prose alone does nothing); each call's
+result comes back in the next message. The run ends when you call submit(reason)."""
 FINAL = "The step budget is spent: call submit(reason) now, summarising the best result."
+NEXT = "Reply with your next tool call."
+USUAL = {  # the stage's usual call, said last (small models follow what they read last)
+    "understand": "comprehension",
+    "plan": "prioritization",
+    "research": "implementation, to make the plan's next change",
+    "measure": "experimentation, to measure the change just made",
+    "wrap-up": "experimentation of the last change, or submit",
+}
 NUDGE = "Call one of your tools (a specialist, an inspection tool, or submit)."
 
 
 def orchestrator_messages(rt: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
-    messages = [{"role": "system", "content": ORCHESTRATOR_SYSTEM + "\n\n" + bus_rules_for_orchestrator(rt)}]
-    messages.append({"role": "user", "content": status_block(rt, state)})
-    for turn in state.get("turns", []):
-        messages.extend(turn)
-    if state.get("final_call"):
-        messages.append({"role": "user", "content": FINAL})
-    return messages
+    """Stable first (system prompt, the task), then the recent turns, then the status, which
+    changes at every decision: a server's prefix cache reuses everything before it."""
+    system = f"{ORCHESTRATOR_SYSTEM}\n\n{bus_rules_for_orchestrator(rt)}\n\n{TURN_RULES}"
+    stage = str(state.get("stage"))
+    usual = USUAL.get("measure" if stage == "research" and state.get("since_exp") else stage)
+    hint = f" At this stage it is usually {usual}." if usual else ""
+    return _conversation(system, task_brief(rt), state, status_block(rt, state), NEXT + hint)
 
 
 def flat_messages(rt: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
-    messages = [
-        {"role": "system", "content": FLAT_SYSTEM},
-        {"role": "user", "content": task_brief(rt) + "\n\n" + progress_line(rt) + "\n" + facts(rt, "flat")},
-    ]
+    status = f"## Status\n{progress_line(rt)}\n{best_line(rt)}\n{facts(rt, 'flat')}"
+    return _conversation(f"{FLAT_SYSTEM}\n\n{TURN_RULES}", task_brief(rt), state, status)
+
+
+def _conversation(
+    system: str, brief: str, state: OrchestratorState, status: str, next_call: str = ""
+) -> list[dict[str, Any]]:
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": brief}]
     for turn in state.get("turns", []):
         messages.extend(turn)
-    if state.get("final_call"):
-        messages.append({"role": "user", "content": FINAL})
+    last = FINAL if state.get("final_call") else next_call
+    messages.append({"role": "user", "content": f"{status}\n\n{last}".strip()})
     return messages
 
 
@@ -98,7 +112,6 @@ def status_block(rt: RunContext, state: OrchestratorState) -> str:
     calls = state.get("calls", {})
     counters = " ".join(f"{name}={calls.get(name, 0)}" for name in (*COUNTED, "explore", "fix", "full"))
     parts = [
-        task_brief(rt),
         "## Status",
         f"Stage: {state.get('stage', 'understand')}",
         progress_line(rt),

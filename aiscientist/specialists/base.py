@@ -21,6 +21,9 @@ from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.workspace.errors import ToolError
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
+TURN_RULES = """Every reply of yours is one or more tool calls (prose alone does nothing); several calls
+may go in one reply, and their results come back in the next message. When the work is done,
+call finish(summary): that call ends your work."""
 
 
 class SpecialistResult(BaseModel):
@@ -46,7 +49,10 @@ def run_specialist(
 ) -> SpecialistResult:
     """One specialist call (`ok`: it finished; `full_output`: the summary). BudgetExhausted and
     ModelUnavailable propagate; another ModelError ends this call as failed."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": f"{system}\n\n{TURN_RULES}"},
+        {"role": "user", "content": user},
+    ]
     spec = LoopSpec(
         max_turns=max_turns or rt.config.specialists.max_turns,
         nudge=lambda: NUDGE,
@@ -107,6 +113,24 @@ def with_file(rt: RunContext, result: SpecialistResult, path: str) -> Specialist
         result.ok, result.summary = False, result.summary + f" ({path} was not written)"
     result.full_output = f"{result.summary}\n\n## {path}\n{text}" if text else result.summary
     return result
+
+
+SHOWN_CHARS = 8000
+
+
+def shown_files(rt: RunContext, role: str, paths: list[str], limit: int = SHOWN_CHARS) -> str:
+    """The files `role` may read, for a prompt: each once, within `limit` characters in all; a
+    file cut short or left out says so. Saves the model a turn of read_file calls."""
+    parts, left = ["## Files"], limit
+    for path in dict.fromkeys(paths):
+        text = read_or_empty(rt, role, path) if left > 0 else ""
+        if left <= 0:
+            parts.append(f"### {path}\n(not shown: read it with read_file)")
+        elif text:
+            shown = clip(text, max(left, 200))
+            left -= len(shown)
+            parts.append(f"### {path}\n```\n{shown.rstrip()}\n```")
+    return "\n".join(parts)
 
 
 def task_brief(rt: RunContext, description: bool = True) -> str:

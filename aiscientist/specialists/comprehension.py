@@ -16,6 +16,7 @@ from aiscientist.specialists.base import (
     call_brief,
     facts,
     run_specialist,
+    shown_files,
     task_brief,
     with_file,
 )
@@ -41,6 +42,8 @@ READER_SYSTEM = """ROLE: comprehension-reader
 You are a Tier-2 reader inside AiScientist's comprehension specialist. Read the files for
 one axis of the task and return compact notes (facts with file:line references, no
 speculation). You can only read. End with finish(summary=<your notes>)."""
+READER_TURN = """The files are shown above (read_file only what is cut). Reply now with a call of finish
+whose summary holds your notes on this axis."""
 
 SYSTEM = """ROLE: comprehension
 You are AiScientist's comprehension specialist. Turn the task, paper and code into a
@@ -65,10 +68,14 @@ def reader_files(rt: RunContext, axis: str) -> list[str]:
 
 
 def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
-    """A reader that did not finish is a failure: no notes saved, the call not ok, naming it."""
+    """A reader that did not finish is a failure: no notes saved, the call not ok, naming it.
+    Readers run in parallel up to the model's `max_parallel` (one at a time for a local server:
+    they then share one prompt prefix, which the server's cache reuses)."""
     axes = rt.config.specialists.readers
-    with ThreadPoolExecutor(max_workers=max(1, len(axes))) as pool:
-        results = dict(zip(axes, pool.map(lambda axis: _read_axis(rt, key, axis), axes)))
+    files = shown_files(rt, ROLE, [f for axis in axes for f in reader_files(rt, axis)])
+    workers = min(len(axes), rt.client(READER_ROLE).config.max_parallel or len(axes))
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        results = dict(zip(axes, pool.map(lambda axis: _read_axis(rt, key, axis, files), axes)))
     notes = {axis: text for axis, (text, finished) in results.items() if finished}
     failed = {axis: text for axis, (text, finished) in results.items() if not finished}
     for axis, text in failed.items():
@@ -99,10 +106,11 @@ def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
     return with_file(rt, result, SUMMARY)
 
 
-def _read_axis(rt: RunContext, key: str, axis: str) -> tuple[str, bool]:
-    """(notes, True) when the reader finished; (why it stopped, False) otherwise."""
+def _read_axis(rt: RunContext, key: str, axis: str, files: str) -> tuple[str, bool]:
+    """(notes, True) when the reader finished; (why it stopped, False) otherwise. The files
+    come first and are the same for every axis; the axis is the prompt's last part."""
     box = build_toolbox(rt, READER_ROLE, scope_role=ROLE)
-    start = "Start with these files: " + ", ".join(reader_files(rt, axis))
-    user = "\n\n".join([task_brief(rt), f"Axis: {axis} - {AXES[axis]}", start])
+    start = f"Axis: {axis} - {AXES[axis]}\nFiles for this axis: " + ", ".join(reader_files(rt, axis))
+    user = "\n\n".join([task_brief(rt), files, start, READER_TURN])
     result = run_specialist(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
     return clip(result.summary, NOTES_CHARS), result.ok

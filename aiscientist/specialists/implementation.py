@@ -20,6 +20,7 @@ from aiscientist.specialists.base import (
     facts,
     read_or_empty,
     run_specialist,
+    shown_files,
     tail,
 )
 
@@ -54,6 +55,7 @@ def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
         args.context,
         f"## Tail of {EXP_LOG}\n{exp_tail}" if exp_tail else "",
         facts(rt, ROLE, args=args.model_dump()),
+        shown_files(rt, ROLE, [f"submission/{f}" for f in rt.editable_files()]),  # the code as it is now: last
     )
     result = run_specialist(rt, ROLE, SYSTEM, user, box, key)
     changed = ", ".join(a for a in box.artifacts if a.startswith("submission/")) or "none"

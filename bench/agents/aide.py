@@ -42,6 +42,10 @@ other file stays as it is. The code is then run with the task's experiment
 commands and scored on the validation metric.
 """
 
+ANSWER = (
+    "Answer with a plan of 3-6 sentences, then one ```python block holding the complete new {target}: "
+    "every line of the file, runnable as it is."
+)
 STAGE_TEXT = {
     "draft": "Write a new solution: propose a change to the method in the target file, "
     "starting from the baseline version below.",
@@ -81,13 +85,27 @@ class Journal(BaseModel):
         return [n for n in self.nodes if n.buggy and n.id not in parents and n.debug_depth < MAX_DEBUG_DEPTH]
 
 
-def extract_code(text: str) -> tuple[str, str | None]:
-    """(text before the first fenced block, longest fenced block or None)."""
-    blocks = re.findall(r"```[\w+-]*\n(.*?)```", text, re.S)
+def extract_code(text: str, python: bool = False) -> tuple[str, str | None]:
+    """(text before the first fenced block, the code or None): the longest fenced block -
+    for a Python target the longest that compiles, if any does. A last fence left open
+    (the answer cut at the token limit) counts as a block to its end."""
+    blocks = re.findall(r"```[\w+-]*[^\S\n]*\n(.*?)```", text, re.S)
+    opened = text.count("```") % 2 == 1 and re.search(r"```[\w+-]*[^\S\n]*\n((?:(?!```).)*)\Z", text, re.S)
+    blocks += [opened.group(1)] if opened else []
+    blocks = [b for b in blocks if b.strip()]
     if not blocks:
         return text.strip(), None
     plan = text.split("```", 1)[0].strip()
-    return plan, max(blocks, key=len)
+    runnable = [b for b in blocks if _compiles(b)] if python else []
+    return plan, max(runnable or blocks, key=len)
+
+
+def _compiles(code: str) -> bool:
+    try:
+        compile(code, "<answer>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 class Aide:
@@ -113,7 +131,7 @@ class Aide:
                 stage, parent = "debug", rng.choice(debuggable)
             base_code = parent.code if parent is not None else baseline_code
             answer = ctx.complete(ROLE, self._messages(ctx, journal, stage, parent, base_code, direction)).content
-            plan, code = extract_code(answer)
+            plan, code = extract_code(answer, python=journal.target.endswith(".py"))
             node = Node(
                 id=len(journal.nodes),
                 parent=parent.id if parent else None,
@@ -140,7 +158,9 @@ class Aide:
     def _messages(
         self, ctx: RunContext, journal: Journal, stage: str, parent: Node | None, code: str, direction: str
     ) -> list[dict[str, Any]]:
+        # stable first (task, target, stage, the code a draft starts from), what changes last: a prefix cache reuses it
         parts = [ctx.task.summary(), f"Target file: {journal.target}", f"## Stage: {stage}", STAGE_TEXT[stage]]
+        parts.append(f"## Current code of {journal.target}\n```python\n{code}\n```")
         memory = [n for n in journal.good()][-MEMORY_NODES:]
         if memory and stage != "debug":
             parts.append(
@@ -150,7 +170,7 @@ class Aide:
         if stage == "debug" and parent is not None:
             parts.append(f"## Error\n{quoted(parent.error or 'unknown error', 'experiment error', 1000)}\n")
             parts.append(stderr_excerpt(ctx, parent.step))
-        parts.append(f"## Current code of {journal.target}\n```python\n{code}\n```")
+        parts.append(ANSWER.format(target=journal.target))
         parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")
         parts.append(
             facts_line(

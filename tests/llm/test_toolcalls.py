@@ -54,6 +54,10 @@ def test_replies_recorded_from_the_real_models_parse_to_their_calls(case: dict) 
         ('{{"name": "read_file", "parameters": {{"path": "d"}}}}', [("read_file", {"path": "d"})]),
         ('read_file({"path": "e"})', [("read_file", {"path": "e"})]),
         ('{"type": "function", "function": {"name": "finish", "arguments": {}}}', [("finish", {})]),
+        (
+            '{"name": "finish", "arguments": {"summary": "line one\n- line two"}}',
+            [("finish", {"summary": "line one\n- line two"})],
+        ),
         ("I will now read the file and think about it.", []),
         ('The config is {"lr": 0.1, "epochs": 3}.', []),
     ],

@@ -48,7 +48,8 @@ def outgoing(
     """The messages and `tools` to send in this mode."""
     if mode != "prompt" or not tools:
         return messages, tools
-    plain = [_plain(m) for m in messages]
+    names = {c.get("id"): c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
+    plain = [_plain(m, names) for m in messages]
     block = render_tools(tools)
     if plain and plain[0].get("role") == "system":
         plain[0] = {**plain[0], "content": f"{plain[0].get('content') or ''}\n\n{block}"}
@@ -66,11 +67,12 @@ def _answered_in_prose(messages: list[dict[str, Any]]) -> bool:
     return bool(replies) and not replies[-1].get("tool_calls")
 
 
-def _plain(message: dict[str, Any]) -> dict[str, Any]:
-    """A message as text only: calls as the JSON lines the model wrote, results as a user turn."""
+def _plain(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A message as text only: calls as the JSON lines the model wrote, results as a user turn
+    naming the tool (`names`: call id -> tool, for results that do not carry it)."""
     role = message.get("role")
     if role == "tool":
-        name = message.get("name") or "tool"
+        name = message.get("name") or names.get(message.get("tool_call_id")) or "tool"
         return {"role": "user", "content": f"Result of {name}:\n{message.get('content') or ''}"}
     if role == "assistant" and message.get("tool_calls"):
         text = message.get("content") or "\n".join(

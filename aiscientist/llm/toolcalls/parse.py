@@ -3,6 +3,7 @@
 Forms found in real replies (Qwen2.5-Coder 0.5B/1.5B behind llama.cpp, Hermes-style
 models): `<tool_call>{...}</tool_call>`, fenced ```json blocks, bare JSON objects, several
 objects in one reply (newline-separated or in a JSON list), `{{...}}` doubled braces,
+line breaks written raw inside JSON strings (multi-line notes and code),
 python-call style `name({...})`; arguments as an object or as a JSON string, under
 `arguments`, `parameters`, `args` or `input`. The parser never raises: what it cannot
 read but looks like an attempt to call a tool comes back as a `TextCall` with an error.
@@ -68,7 +69,7 @@ def _unreadable(text: str) -> TextCall:
 
 def _scan(text: str) -> list[TextCall]:
     """Calls from the JSON values that start at a `{` (or a `[` directly before one)."""
-    decoder, calls, at, starts = json.JSONDecoder(), [], 0, 0
+    decoder, calls, at, starts = json.JSONDecoder(strict=False), [], 0, 0  # raw newlines in strings: as meant
     while starts < MAX_STARTS:
         at = _next_start(text, at)
         if at < 0:
@@ -125,7 +126,7 @@ def _arguments(raw: Any) -> dict[str, Any] | str:
         return raw
     if isinstance(raw, str):
         try:
-            decoded = json.loads(raw) if raw.strip() else {}
+            decoded = json.loads(raw, strict=False) if raw.strip() else {}
         except (ValueError, RecursionError):
             return raw
         return decoded if isinstance(decoded, dict) else raw

@@ -16,6 +16,13 @@ def test_extract_code_takes_plan_and_longest_block():
     assert extract_code("no code here") == ("no code here", None)
 
 
+def test_extract_code_prefers_code_that_compiles_and_reads_a_block_cut_short():
+    answer = "Plan.\n```python\nimport json\nLR = 0.1\n```\nOr:\n```python\ndef broken(:\n    return 1 + 2 + 3 + 4\n```"
+    assert extract_code(answer, python=True) == ("Plan.", "import json\nLR = 0.1\n")
+    assert extract_code(answer)[1] == "def broken(:\n    return 1 + 2 + 3 + 4\n"  # not Python: the longest
+    assert extract_code("Cut at the limit.\n```python\nx = 1\ny = 2") == ("Cut at the limit.", "x = 1\ny = 2")
+
+
 def node(
     i: int, parent: int | None, buggy: bool, metric: float | None = None, depth: int = 0, stage: str = "draft"
 ) -> Node:
