@@ -148,7 +148,7 @@ class PeerAgent:
     ) -> Outcome:
         tail = output.read_text(errors="replace")[-1500:] if output.is_file() else ""
         if code is None:
-            detail = f"peer {self.peer} hung past its time limit ({timeout:g}s) and was killed"
+            detail = f"peer {self.peer} had not ended at its time limit ({timeout:g}s) and was killed"
             stop = StopReason.WALL_TIME
         elif ctx.steps_left() == 0:
             return Outcome(stop=StopReason.STEP_BUDGET, detail=f"peer {self.peer} used its {ctx.steps} steps")
