@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aiscientist.agent.context import RunContext
     from aiscientist.agent.tools import Toolbox
     from aiscientist.llm.types import ToolCall
 
@@ -57,33 +56,34 @@ class Journal:
                 handle.write(line)
 
 
-def journaled_call(rt: RunContext, box: Toolbox, call: ToolCall, key: str) -> str:
-    """`call`'s result; an effect already done before a resume is answered from the journal, and
-    one done is journaled at `key` (the call's position: decision, call, turn, tool call)."""
+def journaled_call(journal: Journal, logs: Path, box: Toolbox, call: ToolCall, key: str) -> str:
+    """`call`'s result; an effect already done before a resume is answered from `journal`, and
+    one done is journaled at `key` (the call's position: decision, call, turn, tool call); `logs`
+    is the run's logs folder (an append_log that landed before an interruption is not redone)."""
     if not box.is_effect(call.name):
         box.current_key = key
         return box.call(call)[0]
-    recorded = rt.journal.get(key)
+    recorded = journal.get(key)
     if recorded is not None and recorded.get("tool") == call.name:
         for artifact in recorded.get("artifacts") or []:
             box.note(artifact)
         return str(recorded["content"])
     before = set(box.artifacts)
-    if rt.journal.intent(key) is not None and _append_landed(rt, call):
+    if journal.intent(key) is not None and _append_landed(logs, call):
         content, ok = f"appended to {call.arguments['log']} (before an interruption)", True
     else:
-        rt.journal.note_intent(key, call.name)
+        journal.note_intent(key, call.name)
         box.current_key = key
         content, ok = box.call(call)
     added = [a for a in box.artifacts if a not in before]
-    rt.journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifacts": added})
+    journal.record(key, {"tool": call.name, "content": content, "ok": ok, "artifacts": added})
     return content
 
 
-def _append_landed(rt: RunContext, call: ToolCall) -> bool:
+def _append_landed(logs: Path, call: ToolCall) -> bool:
     """An append_log done but not journaled before an interruption (a repeated write or edit is harmless)."""
     if call.name != "append_log" or call.error:
         return False
-    path = rt.ws.paths.logs / f"{call.arguments.get('log')}.md"
+    path = logs / f"{call.arguments.get('log')}.md"
     text = str(call.arguments.get("text", "")).strip()
     return bool(text) and path.is_file() and text in path.read_text(errors="replace")[-len(text) - 200 :]

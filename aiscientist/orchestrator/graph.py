@@ -212,7 +212,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
                 return result, {}
             tally.count(call, result, decision, config)
             return result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars), {}
-        content = journaled_call(rt, agent.box, call, key)
+        content = journaled_call(rt.journal, rt.ws.paths.logs, agent.box, call, key)
         if terminal(agent.box, call) is StopReason.SUBMITTED:
             reason = str(call.arguments.get("reason", ""))
             rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})

@@ -64,7 +64,7 @@ def run_specialist(
         box,
         messages,
         spec,
-        lambda call, pos: journaled_call(rt, box, call, pos),
+        lambda call, pos: journaled_call(rt.journal, rt.ws.paths.logs, box, call, pos),
     )
     if outcome.stop is StopReason.FINISHED:
         summary = outcome.summary or "(no summary)"
