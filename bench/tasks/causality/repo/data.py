@@ -13,7 +13,10 @@ set is mean_i tau(X_i); its population value is 0.5.
 
 PROTECTED: the data generator and the split definition. Validation data sets
 use seeds derived from FML_LITE_SEED; the test seeds live in heldout/, which is
-not part of an agent's workspace.
+not part of an agent's workspace. The hidden test's run gets only the test data
+sets' (X, w, y), exported by `python data.py` in an invocation of its own (the
+task's `test_prepare`): the seeds would give the noise and the true propensity
+away too. The true ATE stays a known function of X (mean tau(X)), on every split.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+TEST_INPUTS = HERE / "test_inputs.npz"
 TRIM = 0.1
 
 
@@ -92,3 +96,21 @@ def split_seeds(split: str) -> list[int]:
 def load_split(split: str) -> list[CausalData]:
     s = sizes()
     return [setup_a(s.n, s.d, s.sigma, np.random.default_rng(seed)) for seed in split_seeds(split)]
+
+
+def export_test_inputs(folder: Path) -> None:
+    """The test data sets' observed (X, w, y), stacked; nothing else of the generator."""
+    sets = load_split("test")
+    np.savez(folder / TEST_INPUTS.name, **{k: np.stack([getattr(ds, k) for ds in sets]) for k in ("X", "w", "y")})
+
+
+def test_inputs() -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(X, w, y) of every test data set, as the hidden test's prepare step exported them."""
+    if not TEST_INPUTS.is_file():
+        raise FileNotFoundError(f"{TEST_INPUTS} is missing: the test inputs are only available to the hidden test run")
+    with np.load(TEST_INPUTS, allow_pickle=False) as found:
+        return list(zip(found["X"], found["w"], found["y"]))
+
+
+if __name__ == "__main__":  # the hidden test's prepare step: PREPARE_OUT is its only writable folder
+    export_test_inputs(Path(os.environ["PREPARE_OUT"]))

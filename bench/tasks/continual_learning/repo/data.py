@@ -9,7 +9,11 @@ Protected: the contexts, the training data and the evaluation splits are part of
 the task definition. Validation images come from MNIST's validation part; the
 test images are a held-out subset of the official MNIST test part whose
 selection is read from heldout/test_split.json, a file that exists only when
-the hidden test runs.
+the hidden test runs. The hidden test's run gets only the test images, in that
+held-out order (digits mixed), exported by `python data.py` in an invocation of
+its own (the task's `test_prepare`): the selection would give the labels away,
+and so would images grouped by context. Predictions are made on all evaluation
+images at once; the scorer groups them by context.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ CONTEXTS: tuple[tuple[int, int], ...] = ((0, 1), (2, 3), (4, 5), (6, 7), (8, 9))
 TRAIN_PER_CONTEXT = 1000 if SMOKE else None  # None: every training image of the context's digits
 EVAL_SIZE = 1000 if SMOKE else 10000
 HELDOUT = Path(__file__).resolve().parent / "heldout" / "test_split.json"
+TEST_INPUTS = HELDOUT.parents[1] / "test_inputs.npz"
 
 Context = tuple[torch.Tensor, torch.Tensor]  # images (n, 784) in [0, 1], digit labels (n,)
 
@@ -58,14 +63,36 @@ def load_contexts(split: str) -> list[Context]:
     """`train`, `val` or `test` data, one (images, labels) pair per context, in order."""
     if split == "train":
         return _by_context(*_mnist()[0], TRAIN_PER_CONTEXT)
+    return _by_context(*(t.numpy() for t in eval_split(split)), None)
+
+
+def eval_split(split: str) -> Context:
+    """`val` or `test` images (n, 784) of all contexts, digits mixed, and their labels."""
     if split == "val":
         valid = _mnist()[1]
-        return _by_context(valid[0][:EVAL_SIZE], valid[1][:EVAL_SIZE], None)
+        return torch.from_numpy(valid[0][:EVAL_SIZE]), torch.from_numpy(valid[1][:EVAL_SIZE])
     if split == "test":
         if not HELDOUT.is_file():
             raise FileNotFoundError(f"{HELDOUT} is missing: the test split is only available to the hidden test run")
         spec = json.loads(HELDOUT.read_text())
         test = _mnist()[2]
         idx = np.random.default_rng(spec["seed"]).permutation(len(test[1]))[: min(EVAL_SIZE, spec["size"])]
-        return _by_context(test[0][idx], test[1][idx], None)
+        return torch.from_numpy(test[0][idx]), torch.from_numpy(test[1][idx])
     raise ValueError(f"unknown split {split!r}; expected train, val or test")
+
+
+def export_test_inputs(folder: Path) -> None:
+    """The test images in their held-out order, without their labels."""
+    np.savez(folder / TEST_INPUTS.name, x=eval_split("test")[0].numpy())
+
+
+def test_inputs() -> torch.Tensor:
+    """The test images (n, 784), as the hidden test's prepare step exported them."""
+    if not TEST_INPUTS.is_file():
+        raise FileNotFoundError(f"{TEST_INPUTS} is missing: the test inputs are only available to the hidden test run")
+    with np.load(TEST_INPUTS, allow_pickle=False) as found:
+        return torch.from_numpy(found["x"])
+
+
+if __name__ == "__main__":  # the hidden test's prepare step: PREPARE_OUT is its only writable folder
+    export_test_inputs(Path(os.environ["PREPARE_OUT"]))

@@ -9,6 +9,11 @@ Protected: the class split, the episode sampler and the evaluation images are
 part of the task definition. Validation episodes use MNIST validation images; the
 test episodes use MNIST test images with a sampling seed read from
 heldout/test_episodes.json, a file that exists only when the hidden test runs.
+The hidden test's run gets only the episodes' images and support labels (the
+novel-class test images and, per episode, indices into them), exported by
+`python data.py` in an invocation of its own (the task's `test_prepare`): the
+seed would give the query labels away. Query images come in pool order, not
+grouped by label.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import json
 import os
 import pickle
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +41,7 @@ NOVEL_CLASSES = (5, 6, 7, 8, 9)
 N_WAY, N_SHOT, N_QUERY = 5, 1, 15
 N_EPISODES = 50 if SMOKE else 1000
 HELDOUT = Path(__file__).resolve().parent / "heldout" / "test_episodes.json"
+TEST_INPUTS = HELDOUT.parents[1] / "test_inputs.npz"
 
 
 @functools.cache
@@ -73,18 +80,60 @@ def novel_pool(split: str) -> tuple[torch.Tensor, torch.Tensor, int]:
 Episode = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # support x, support y, query x, query y
 
 
-def episodes(split: str, n_episodes: int = N_EPISODES) -> Iterator[Episode]:
-    """N_WAY-way N_SHOT-shot episodes; labels are renumbered 0..N_WAY-1 in each episode."""
+@dataclass(frozen=True)
+class EpisodeSet:
+    """Episodes as indices into one pool of images; labels are 0..N_WAY-1 in each episode."""
+
+    images: torch.Tensor  # (n_pool, 1, 28, 28)
+    support: np.ndarray  # (n_episodes, N_WAY * N_SHOT) pool indices
+    support_y: np.ndarray  # (n_episodes, N_WAY * N_SHOT)
+    query: np.ndarray  # (n_episodes, N_WAY * N_QUERY) pool indices, ascending (not grouped by label)
+    query_y: np.ndarray | None  # (n_episodes, N_WAY * N_QUERY); None in the hidden test's run
+
+
+def episode_set(split: str, n_episodes: int = N_EPISODES) -> EpisodeSet:
+    """N_WAY-way N_SHOT-shot episodes of `split`."""
     x, y, seed = novel_pool(split)
     rng = np.random.default_rng(seed)
     by_class = {c: np.flatnonzero(y.numpy() == c) for c in NOVEL_CLASSES}
+    support, support_y, query, query_y = [], [], [], []
     for _ in range(n_episodes):
         classes = rng.choice(NOVEL_CLASSES, N_WAY, replace=False)
-        support, query = [], []
+        s, q = [], []
         for c in classes:
             picked = rng.choice(by_class[int(c)], N_SHOT + N_QUERY, replace=False)
-            support.append(picked[:N_SHOT])
-            query.append(picked[N_SHOT:])
-        s, q = np.concatenate(support), np.concatenate(query)
-        labels = torch.arange(N_WAY)
-        yield x[s], labels.repeat_interleave(N_SHOT), x[q], labels.repeat_interleave(N_QUERY)
+            s.append(picked[:N_SHOT])
+            q.append(picked[N_SHOT:])
+        order = np.argsort(np.concatenate(q))
+        support.append(np.concatenate(s))
+        support_y.append(np.arange(N_WAY).repeat(N_SHOT))
+        query.append(np.concatenate(q)[order])
+        query_y.append(np.arange(N_WAY).repeat(N_QUERY)[order])
+    return EpisodeSet(x, *(np.stack(a).astype(np.int64) for a in (support, support_y, query, query_y)))
+
+
+def episodes(split: str, n_episodes: int = N_EPISODES) -> Iterator[Episode]:
+    """The episodes of `split` one by one: support images and labels, query images and labels."""
+    eps = episode_set(split, n_episodes)
+    for s, sy, q, qy in zip(eps.support, eps.support_y, eps.query, eps.query_y):
+        yield eps.images[s], torch.from_numpy(sy), eps.images[q], torch.from_numpy(qy)
+
+
+def export_test_inputs(folder: Path) -> None:
+    """The test episodes without their query labels."""
+    eps = episode_set("test")
+    arrays = {"images": eps.images.numpy(), "support": eps.support, "support_y": eps.support_y, "query": eps.query}
+    np.savez(folder / TEST_INPUTS.name, **arrays)
+
+
+def test_inputs() -> EpisodeSet:
+    """The test episodes (query_y None), as the hidden test's prepare step exported them."""
+    if not TEST_INPUTS.is_file():
+        raise FileNotFoundError(f"{TEST_INPUTS} is missing: the test inputs are only available to the hidden test run")
+    with np.load(TEST_INPUTS, allow_pickle=False) as found:
+        arrays = [found[k] for k in ("support", "support_y", "query")]
+        return EpisodeSet(torch.from_numpy(found["images"]), *arrays, query_y=None)
+
+
+if __name__ == "__main__":  # the hidden test's prepare step: PREPARE_OUT is its only writable folder
+    export_test_inputs(Path(os.environ["PREPARE_OUT"]))

@@ -16,7 +16,7 @@ import os
 import numpy as np
 import torch
 
-from data import N_EPISODES, N_QUERY, N_SHOT, N_WAY
+from data import N_EPISODES, N_QUERY, N_SHOT, N_WAY, episode_set
 
 
 def _args() -> argparse.Namespace:
@@ -56,8 +56,8 @@ def main() -> None:
     pred = torch.from_numpy(_predictions("pred")["pred"].astype(np.int64))
     if tuple(pred.shape) != (N_EPISODES, N_WAY * N_QUERY):
         raise SystemExit(f"predictions.npz: pred must be ({N_EPISODES}, {N_WAY * N_QUERY}) query labels")
-    query_y = torch.arange(N_WAY).repeat_interleave(N_QUERY)  # every episode's labels (data.episodes)
-    accs = [(row == query_y).float().mean().item() for row in pred]
+    query_y = torch.from_numpy(episode_set(args.split).query_y)
+    accs = [(row == labels).float().mean().item() for row, labels in zip(pred, query_y)]
     acc = torch.tensor(accs)
     mean, ci95 = acc.mean().item(), 1.96 * acc.std().item() / len(accs) ** 0.5
     _write(args, "MNIST_novel", {"accuracy": [mean]}, {"accuracy": ci95})

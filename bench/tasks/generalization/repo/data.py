@@ -11,7 +11,9 @@ environments use e = 0.9 (the correlation is reversed).
 Protected: the environments, their sizes and the held-out test split are part of
 the task definition. The test environment is built from the official MNIST test
 images with parameters read from heldout/test_env.json, a file that exists only
-when the hidden test runs.
+when the hidden test runs. The hidden test's run gets only the coloured test
+images, exported by `python data.py` in an invocation of its own (the task's
+`test_prepare`): the seed would give the label noise, and so the labels, away.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ SHIFTED_ENV = 0.9
 TRAIN_PER_ENV = 2000 if SMOKE else 10000
 EVAL_SIZE = 1000 if SMOKE else 10000
 HELDOUT = Path(__file__).resolve().parent / "heldout" / "test_env.json"
+TEST_INPUTS = HELDOUT.parents[1] / "test_inputs.npz"
 
 Environment = tuple[torch.Tensor, torch.Tensor]  # images (n, 2, 14, 14), binary labels (n,) as float
 
@@ -83,3 +86,20 @@ def load_environments(split: str) -> list[Environment]:
         rng = np.random.default_rng(spec["seed"])
         return [make_environment(test[0][:EVAL_SIZE], test[1][:EVAL_SIZE], spec["e"], rng)]
     raise ValueError(f"unknown split {split!r}; expected train, val or test")
+
+
+def export_test_inputs(folder: Path) -> None:
+    """The shifted test environment's coloured images, without their labels."""
+    np.savez(folder / TEST_INPUTS.name, x=load_environments("test")[0][0].numpy())
+
+
+def test_inputs() -> torch.Tensor:
+    """The test environment's images (n, 2, 14, 14), as the hidden test's prepare step exported them."""
+    if not TEST_INPUTS.is_file():
+        raise FileNotFoundError(f"{TEST_INPUTS} is missing: the test inputs are only available to the hidden test run")
+    with np.load(TEST_INPUTS, allow_pickle=False) as found:
+        return torch.from_numpy(found["x"])
+
+
+if __name__ == "__main__":  # the hidden test's prepare step: PREPARE_OUT is its only writable folder
+    export_test_inputs(Path(os.environ["PREPARE_OUT"]))

@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 import torch
 
-from data import THREADS, load_environments
+from data import THREADS, load_environments, test_inputs
 
 
 def main() -> None:
@@ -25,9 +25,11 @@ def main() -> None:
     model.eval()
     preds = {}
     with torch.no_grad():
-        envs = [*load_environments("train"), *load_environments(args.split)]
-        for i, (x, y) in enumerate(envs):
-            logits = model(x).reshape(len(y), -1)
+        images = [x for x, _ in load_environments("train")]
+        # the hidden test's run gets the shifted test images only (data.test_inputs)
+        images.append(test_inputs() if args.split == "test" else load_environments(args.split)[0][0])
+        for i, x in enumerate(images):
+            logits = model(x).reshape(len(x), -1)
             pred = logits.argmax(1).float() if logits.shape[1] == 2 else (logits[:, 0] > 0).float()
             preds[f"env_{i}"] = pred.numpy()
     np.savez("predictions.npz", **preds)

@@ -4,6 +4,9 @@ Members are the target model's training set: a fixed random subset of MNIST's
 training split. Validation non-members (also the validation accuracy set) come
 from MNIST's validation split; held-out test non-members from MNIST's test
 split, chosen by a seed stored in heldout/ (not part of an agent's workspace).
+The hidden test's run gets only the test non-members' images, exported by
+`python data.py` in an invocation of its own (the task's `test_prepare`): the
+seed would give their labels away, and the attacks score with those labels.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+TEST_INPUTS = HERE / "test_inputs.npz"
 
 
 @dataclass(frozen=True)
@@ -70,3 +74,20 @@ def nonmembers(split: str) -> tuple[np.ndarray, np.ndarray]:
             raise FileNotFoundError(f"{path} is missing: the test split is only available to the hidden test run")
         return _subset(_mnist()[2], n, int(json.loads(path.read_text())["seed"]) + run_seed())
     raise ValueError(f"unknown split {split!r}; expected 'val' or 'test'")
+
+
+def export_test_inputs(folder: Path) -> None:
+    """The test non-members' images, without their labels."""
+    np.savez(folder / TEST_INPUTS.name, x=nonmembers("test")[0])
+
+
+def test_inputs() -> np.ndarray:
+    """The test non-members' images (n, 784), as the hidden test's prepare step exported them."""
+    if not TEST_INPUTS.is_file():
+        raise FileNotFoundError(f"{TEST_INPUTS} is missing: the test inputs are only available to the hidden test run")
+    with np.load(TEST_INPUTS, allow_pickle=False) as found:
+        return found["x"]
+
+
+if __name__ == "__main__":  # the hidden test's prepare step: PREPARE_OUT is its only writable folder
+    export_test_inputs(Path(os.environ["PREPARE_OUT"]))

@@ -6,7 +6,9 @@ images and scored on MNIST validation images (`val`) or on a held-out subset of
 the official MNIST test images (`test`), selected with a seed read from
 heldout/test_split.json, a file that exists only when the hidden test runs.
 
-Protected: the splits are part of the task definition.
+Protected: the splits are part of the task definition. The hidden test's run
+gets only the test images, exported by `python data.py` in an invocation of its
+own (the task's `test_prepare`): the selection would give their labels away.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ PRETRAIN_SIZE = 2000 if SMOKE else 40000
 PROBE_PER_CLASS = 20 if SMOKE else 200
 EVAL_SIZE = 1000 if SMOKE else 10000
 HELDOUT = Path(__file__).resolve().parent / "heldout" / "test_split.json"
+TEST_INPUTS = HELDOUT.parents[1] / "test_inputs.npz"
 
 
 @functools.cache
@@ -71,3 +74,20 @@ def probe_eval(split: str) -> tuple[torch.Tensor, torch.Tensor]:
         idx = np.random.default_rng(spec["seed"]).permutation(len(test[1]))[: min(EVAL_SIZE, spec["size"])]
         return _images(test[0][idx]), torch.from_numpy(test[1][idx])
     raise ValueError(f"unknown split {split!r}; expected val or test")
+
+
+def export_test_inputs(folder: Path) -> None:
+    """The test images the probe is scored on, without their labels."""
+    np.savez(folder / TEST_INPUTS.name, x=probe_eval("test")[0].numpy())
+
+
+def test_inputs() -> torch.Tensor:
+    """The test images (n, 1, 28, 28), as the hidden test's prepare step exported them."""
+    if not TEST_INPUTS.is_file():
+        raise FileNotFoundError(f"{TEST_INPUTS} is missing: the test inputs are only available to the hidden test run")
+    with np.load(TEST_INPUTS, allow_pickle=False) as found:
+        return torch.from_numpy(found["x"])
+
+
+if __name__ == "__main__":  # the hidden test's prepare step: PREPARE_OUT is its only writable folder
+    export_test_inputs(Path(os.environ["PREPARE_OUT"]))

@@ -7,7 +7,11 @@ and are relabelled as the target class (all-to-one attack). Evaluation uses clea
 images of the non-target classes (attack success rate = share classified as the
 target). Validation images come from MNIST's validation split; the held-out test
 images from MNIST's test split, chosen by a seed stored in heldout/ (not part of
-an agent's workspace).
+an agent's workspace). The hidden test's run gets only the clean test images,
+exported by `python data.py` in an invocation of its own (the task's
+`test_prepare`): the seed would give their labels away. Every evaluation image
+is also classified with the trigger; the scorer keeps the non-target ones, so
+which images count for the attack success rate (a label) stays with the scorer.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+TEST_INPUTS = HERE / "test_inputs.npz"
 TARGET = 0
 # (row, col) offsets from the bottom-right corner of the 28x28 image.
 PATTERN = [(r, c) for r in (-4, -3, -2) for c in (-4, -3, -2)]
@@ -102,3 +107,20 @@ def eval_split(split: str) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"unknown split {split!r}; expected 'val' or 'test'")
     idx = rng.choice(len(x), size=n, replace=False)
     return x[idx].astype(np.float32), y[idx].astype(np.int64)
+
+
+def export_test_inputs(folder: Path) -> None:
+    """The clean test images, without their labels."""
+    np.savez(folder / TEST_INPUTS.name, x=eval_split("test")[0])
+
+
+def test_inputs() -> np.ndarray:
+    """The clean test images (n, 784), as the hidden test's prepare step exported them."""
+    if not TEST_INPUTS.is_file():
+        raise FileNotFoundError(f"{TEST_INPUTS} is missing: the test inputs are only available to the hidden test run")
+    with np.load(TEST_INPUTS, allow_pickle=False) as found:
+        return found["x"]
+
+
+if __name__ == "__main__":  # the hidden test's prepare step: PREPARE_OUT is its only writable folder
+    export_test_inputs(Path(os.environ["PREPARE_OUT"]))

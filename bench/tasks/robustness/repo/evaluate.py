@@ -54,11 +54,10 @@ def main() -> None:
     args = _args()
     p = _predictions("clean", "triggered")
     _, y = data.eval_split(args.split)
-    keep = y != data.TARGET
-    if p["clean"].shape != y.shape or p["triggered"].shape != (int(keep.sum()),):
-        raise SystemExit("predictions.npz: one label per clean and per triggered image")
+    if p["clean"].shape != y.shape or p["triggered"].shape != y.shape:
+        raise SystemExit("predictions.npz: one label per evaluation image, clean and triggered")
     clean_acc = float(np.mean(p["clean"] == y))
-    asr = float(np.mean(p["triggered"] == data.TARGET))
+    asr = float(np.mean(p["triggered"][y != data.TARGET] == data.TARGET))  # triggered images of other classes
     values = {"defense_score": defense_score(clean_acc, asr), "clean_acc": clean_acc, "attack_success_rate": asr}
     _write(args, "mnist_backdoor", {k: [v] for k, v in values.items()}, {})
 
