@@ -116,6 +116,7 @@ def with_file(rt: RunContext, result: SpecialistResult, path: str) -> Specialist
 
 
 SHOWN_CHARS = 8000
+CUT = "cut short"  # how shown_files marks a file it did not show whole
 
 
 def shown_files(rt: RunContext, role: str, paths: list[str], limit: int = SHOWN_CHARS) -> str:
@@ -125,9 +126,9 @@ def shown_files(rt: RunContext, role: str, paths: list[str], limit: int = SHOWN_
     for path in dict.fromkeys(paths):
         text = read_or_empty(rt, role, path) if left > 0 else ""
         if left <= 0:
-            parts.append(f"### {path}\n(not shown: read it with read_file)")
+            parts.append(f"### {path}\n({CUT}: not shown, read it with read_file)")
         elif text:
-            shown = clip(text, max(left, 200))
+            shown = clip(text, max(left, 200)).replace("more characters cut]", f"more characters {CUT}]")
             left -= len(shown)
             parts.append(f"### {path}\n```\n{shown.rstrip()}\n```")
     return "\n".join(parts)

@@ -12,6 +12,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
 from aiscientist.specialists.base import (
+    CUT,
     SpecialistResult,
     call_brief,
     facts,
@@ -42,8 +43,10 @@ READER_SYSTEM = """ROLE: comprehension-reader
 You are a Tier-2 reader inside AiScientist's comprehension specialist. Read the files for
 one axis of the task and return compact notes (facts with file:line references, no
 speculation). You can only read. End with finish(summary=<your notes>)."""
-READER_TURN = """The files are shown above (read_file only what is cut). Reply now with a call of finish
-whose summary holds your notes on this axis."""
+READER_TURN = """Every file is shown above in full: do not read them again. Reply now with one call of
+finish whose summary holds your notes on this axis."""
+READER_CUT_TURN = """The files are shown above; read_file only the parts marked as not shown or cut. Then
+call finish with your notes on this axis as its summary."""
 
 SYSTEM = """ROLE: comprehension
 You are AiScientist's comprehension specialist. Turn the task, paper and code into a
@@ -110,7 +113,8 @@ def _read_axis(rt: RunContext, key: str, axis: str, files: str) -> tuple[str, bo
     """(notes, True) when the reader finished; (why it stopped, False) otherwise. The files
     come first and are the same for every axis; the axis is the prompt's last part."""
     box = build_toolbox(rt, READER_ROLE, scope_role=ROLE)
-    start = f"Axis: {axis} - {AXES[axis]}\nFiles for this axis: " + ", ".join(reader_files(rt, axis))
-    user = "\n\n".join([task_brief(rt), files, start, READER_TURN])
+    focus = ", ".join(reader_files(rt, axis))
+    start = f"Axis: {axis} - {AXES[axis]}\nLook most at: {focus}"
+    user = "\n\n".join([task_brief(rt), files, start, READER_TURN if CUT not in files else READER_CUT_TURN])
     result = run_specialist(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
     return clip(result.summary, NOTES_CHARS), result.ok
