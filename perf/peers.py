@@ -107,7 +107,8 @@ def row(agent: str, task: str, runs: list[RunSummary], out: Path, timeout: float
     first = runs[0]
     steps = [s for r in runs for s in load_steps(RunPaths(r.folder(out) / "ws"))]
     done = sum(r.completed for r in runs)
-    stops = sorted({f"{r.stop_reason}: {r.stop_detail[:120]}" for r in runs if r.stop_reason != "step_budget"})
+    reasons = [(getattr(r.stop_reason, "value", r.stop_reason), r.stop_detail[:120]) for r in runs]
+    stops = sorted({f"{reason}: {detail}" for reason, detail in reasons if reason != "step_budget"})
     return [
         agent,
         task,
