@@ -384,7 +384,7 @@ class ExperimentEngine:
     # ---- hidden test -----------------------------------------------------------------
 
     def run_test(self, step: int) -> TestResult:
-        """The hidden test, run once on `step`'s code (aiscientist/hidden_test.py)."""
+        """The hidden test, run once on `step`'s code (experiment/hidden.py)."""
         test = run_hidden_test(self, step)
         self.on_event("experiment.test", test.model_dump())
         return test

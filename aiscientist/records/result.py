@@ -1,4 +1,4 @@
-"""`result.json`: the outcome of one run (DESIGN.md, "Run result")."""
+"""`result.json`: the outcome of one run (docs/contracts.md, "Run result")."""
 
 from __future__ import annotations
 

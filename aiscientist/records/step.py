@@ -15,7 +15,7 @@ from aiscientist.util.text import escape_surrogates
 
 
 class StepRecord(BaseModel):
-    """`experiments/step_NNNN/step.json` (DESIGN.md, "Step record")."""
+    """`experiments/step_NNNN/step.json` (docs/contracts.md, "Experiment engine")."""
 
     step: int
     agent: str
