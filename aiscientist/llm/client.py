@@ -16,7 +16,7 @@ from aiscientist.llm.provider.backends import Backend, backend_kind
 from aiscientist.llm.provider.retry import Attempts, send_with_patience
 from aiscientist.llm.store import Recorder, Replayer
 from aiscientist.llm.tokens import DEFAULT_ENCODING, TokenCounter
-from aiscientist.llm.toolcalls import outgoing, reply_calls
+from aiscientist.llm.toolcalls import outgoing, reply_calls, stop_sequences
 from aiscientist.llm.types import (
     BudgetExhausted,
     Completion,
@@ -100,11 +100,14 @@ class LLMClient:
                 raise self._too_large(again, smaller.size, "still too large after clipping old tool results") from again
 
     def _call(self, fitted: Fitted, schemas: list[dict[str, Any]], role: str, retried: bool = False) -> Completion:
-        mode = self.config.tool_calls
-        msgs, sent_tools = outgoing(mode, fitted.messages, schemas)
+        mode, per_reply = self.config.tool_calls, self.config.calls_per_reply
+        msgs, sent_tools = outgoing(mode, fitted.messages, schemas, per_reply)
         est_prompt = fitted.size
         key = request_hash(self.model, msgs, sent_tools)
         request = {"model": self.model, "messages": msgs, "tools": sent_tools}
+        stop = stop_sequences(mode, schemas, per_reply)
+        if stop:
+            request["stop"] = stop
         trim = {"trimmed": True, "clipped": fitted.clipped} if fitted.clipped else {}
         base = {
             "role": role,
@@ -151,7 +154,7 @@ class LLMClient:
                 reservation,
             )
             raise
-        raws, calls = reply_calls(mode, reply.content, reply.tool_calls, schemas)
+        raws, calls = reply_calls(mode, reply.content, reply.tool_calls, schemas, per_reply)
         invalid = [c for c in calls if c.error is not None]
         self.budget.record(
             {
@@ -189,10 +192,11 @@ class LLMClient:
             return reply
         assert self.backend is not None
         slot = _slot(self.config)
+        send = (self.backend, self.config, role, request["messages"], request["tools"], attempts, request.get("stop"))
         if slot is None:
-            return send_with_patience(self.backend, self.config, role, request["messages"], request["tools"], attempts)
+            return send_with_patience(*send)
         with slot:
-            return send_with_patience(self.backend, self.config, role, request["messages"], request["tools"], attempts)
+            return send_with_patience(*send)
 
     def _too_large(self, err: ContextOverflow, counted: int, why: str) -> ContextOverflow:
         size = err.size or counted

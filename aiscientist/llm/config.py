@@ -54,6 +54,12 @@ class LLMConfig(BaseModel):
         "auto", description="how tool calls travel (aiscientist/llm/toolcalls/modes.py)"
     )
     max_parallel: int | None = Field(None, ge=1, description="requests in flight at once (None: unlimited)")
+    calls_per_reply: int | None = Field(
+        None,
+        ge=1,
+        description="text/prompt modes: calls run from one reply, later ones dropped (None: all); with 1 the "
+        "generation also stops after the first call",
+    )
     gguf: str | None = Field(None, description="local/ models: a packaged model name or a .gguf path to serve")
     seed: int = 0
     offline_max_steps: int = Field(5, ge=1, description="experiments the offline default policy runs at most")

@@ -21,9 +21,8 @@ from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.workspace.errors import ToolError
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
-TURN_RULES = """Every reply of yours is one or more tool calls (prose alone does nothing); several calls
-may go in one reply, and their results come back in the next message. When the work is done,
-call finish(summary): that call ends your work."""
+TURN_RULES = """Every reply of yours calls tools (prose alone does nothing); their results come back in
+the next message. When the work is done, call finish(summary): that call ends your work."""
 
 
 class SpecialistResult(BaseModel):

@@ -95,6 +95,26 @@ def test_completion_with_tool_calls(tmp_path: Path) -> None:
     assert record["latency_s"] >= 0 and record["tool_calls"] == ["read_file"] and record["tokens_estimated"] is False
 
 
+def test_one_call_per_reply_stops_the_generation_after_the_first_call(tmp_path: Path) -> None:
+    """The 1.5B model wrote a call, imagined its result and wrote 24 more: the server is asked
+    to stop at the end of the first fenced call, and calls past the cap are not run."""
+    fenced = [f'```json\n{{"name": "read_file", "arguments": {{"path": "f{i}.py"}}}}\n```\n' for i in range(3)]
+    lines = '{"name": "read_file", "arguments": {"path": "a.py"}}\n{"name": "read_file", "arguments": {"path": "b.py"}}'
+    with FakeOpenAI([reply("\n".join(fenced)), reply(lines), reply("\n".join(fenced))]) as server:
+        one = make_client(MODEL, tmp_path, config=config(server, tool_calls="prompt", calls_per_reply=1))
+        first, second = (one.complete(MESSAGES, tools=[READ_FILE]) for _ in range(2))
+        unlimited = make_client(MODEL, tmp_path, config=config(server, tool_calls="prompt"))
+        third = unlimited.complete(MESSAGES, tools=[READ_FILE])
+    asked, _, free = server.requests
+    assert asked["stop"] == ["</tool_call>", "\n```\n"] and "stop" not in free
+    assert "Write one call per reply" in asked["messages"][0]["content"]
+    assert "Several calls may follow" in free["messages"][0]["content"]
+    assert [c.arguments["path"] for c in first.tool_calls] == ["f0.py"] and "f1.py" not in first.content
+    assert [c.arguments["path"] for c in second.tool_calls] == ["a.py"]  # bare lines: the server cannot stop them
+    assert [c.arguments["path"] for c in third.tool_calls] == ["f0.py", "f1.py", "f2.py"]
+    assert [r["tool_calls"] for r in calls_log(tmp_path)] == [["read_file"], ["read_file"], ["read_file"] * 3]
+
+
 def test_rate_limit_honours_retry_after(tmp_path: Path) -> None:
     with FakeOpenAI([error(429, {"Retry-After": "1"}), reply("done")]) as server:
         client = make_client(MODEL, tmp_path, config=config(server))

@@ -113,7 +113,7 @@ class OfflineBackend:
     def __init__(self, seed: int = 0, max_steps: int = 5):
         self.seed, self.max_steps = seed, max_steps
 
-    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None = None) -> Reply:
         context = PolicyContext(messages, tools, self.seed, self.max_steps)
         reply = POLICIES.get(context.role, POLICIES["solo"])(context)
         content = reply.content if BANNER in reply.content else f"{BANNER} {reply.content}".strip()

@@ -46,7 +46,9 @@ class Transient(Exception):
 
 
 class Backend(Protocol):
-    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply: ...
+    def send(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None = None
+    ) -> Reply: ...
 
 
 class LiteLLMBackend:
@@ -61,7 +63,7 @@ class LiteLLMBackend:
         if api_key is None:  # a local server takes any key
             check_credentials(config.model, config.api_base)
 
-    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None = None) -> Reply:
         """One attempt under a hard wall-clock limit. httpx's timeout bounds each read,
         not the whole answer (a server trickling bytes never trips it), so the attempt
         runs in a worker thread that is abandoned once the limit passes."""
@@ -69,7 +71,7 @@ class LiteLLMBackend:
 
         def attempt() -> None:
             try:
-                outcome["reply"] = self._attempt(messages, tools)
+                outcome["reply"] = self._attempt(messages, tools, stop)
             except BaseException as err:  # handed to the caller's thread
                 outcome["error"] = err
 
@@ -84,13 +86,14 @@ class LiteLLMBackend:
             raise outcome["error"]
         return outcome["reply"]
 
-    def _attempt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    def _attempt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None) -> Reply:
         litellm, cfg = self._litellm, self.config
         kwargs: dict[str, Any] = {
             "api_base": cfg.api_base,
             "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens,
             "api_key": self.api_key,
+            "stop": stop,
         }
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         if tools:
@@ -223,7 +226,7 @@ class ScriptedBackend:
         self.replies = load_script(self.path)
         self._key = (str(self.path), run_key if run_key is not None else uuid.uuid4().hex)
 
-    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None = None) -> Reply:
         with self._lock:
             index = self._positions.get(self._key, 0)
             if index >= len(self.replies):

@@ -43,6 +43,7 @@ def send_with_patience(
     msgs: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     attempts: Attempts,
+    stop: list[str] | None = None,
 ) -> Reply:
     """One answer, retrying transient failures until the patience (or `max_attempts`,
     when set) runs out."""
@@ -51,7 +52,7 @@ def send_with_patience(
         attempts.count += 1
         began = time.monotonic()
         try:
-            return backend.send(msgs, tools)
+            return backend.send(msgs, tools, stop)
         except Transient as err:
             first_failure = began if first_failure is None else first_failure
             failing_s = time.monotonic() - first_failure

@@ -6,6 +6,11 @@
 - `prompt`: no `tools` parameter; the schemas and the call format are written into the
   system prompt, earlier calls and results are sent as plain text, after a reply without a
   call the last user turn ends with a one-line reminder of the format; calls come from text.
+
+`calls_per_reply` (text and prompt modes) caps the calls run from one reply. A small model
+asked for one call per reply otherwise writes a call, imagines its result and writes the
+next, for a thousand tokens (the 1.5B model: 25 calls in 180 s); with 1 the prompt asks for
+one call and the server stops generating at the end of the first fenced or tagged call.
 """
 
 from __future__ import annotations
@@ -24,15 +29,23 @@ TOOLS_HEADING = "# Tools"
 # small models follow the format when it is the last thing they read (at the end of the
 # prompt, the shared prefix stays intact)
 REMINDER = f"Reply with tool calls, one JSON object per line: {CALL_FORMAT}. Prose alone does nothing."
+STOP_AFTER_CALL = ["</tool_call>", "\n```\n"]  # the end of a tagged or fenced call (a fence opens with ```json)
 
 
-def render_tools(tools: list[dict[str, Any]]) -> str:
+def stop_sequences(mode: ToolCallMode, tools: list[dict[str, Any]], calls_per_reply: int | None) -> list[str] | None:
+    """Where the server should stop generating: after the first call when one is all that runs."""
+    return STOP_AFTER_CALL if calls_per_reply == 1 and tools and mode in ("text", "prompt") else None
+
+
+def render_tools(tools: list[dict[str, Any]], calls_per_reply: int | None = None) -> str:
     """The tool block of a `prompt`-mode system prompt: how to call, then one line per tool."""
+    several = "Several calls may follow one another, one object per line. Write nothing else on those lines;"
+    one = "Write one call per reply and nothing after it: you cannot know its result before it comes back;"
     lines = [
         TOOLS_HEADING,
         "You act only by calling tools. To call a tool, write a JSON object on its own line:",
         CALL_FORMAT,
-        "Several calls may follow one another, one object per line. Write nothing else on those lines;",
+        one if calls_per_reply == 1 else several,
         "the results come back in the next message. The tools, with the JSON Schema of their arguments:",
     ]
     for t in tools:
@@ -43,14 +56,14 @@ def render_tools(tools: list[dict[str, Any]]) -> str:
 
 
 def outgoing(
-    mode: ToolCallMode, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    mode: ToolCallMode, messages: list[dict[str, Any]], tools: list[dict[str, Any]], calls_per_reply: int | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The messages and `tools` to send in this mode."""
     if mode != "prompt" or not tools:
         return messages, tools
     names = {c.get("id"): c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
     plain = [_plain(m, names) for m in messages]
-    block = render_tools(tools)
+    block = render_tools(tools, calls_per_reply)
     if plain and plain[0].get("role") == "system":
         plain[0] = {**plain[0], "content": f"{plain[0].get('content') or ''}\n\n{block}"}
     else:
@@ -102,15 +115,19 @@ def _loads(arguments: str) -> Any:
 
 
 def reply_calls(
-    mode: ToolCallMode, content: str, native: list[RawToolCall], tools: list[dict[str, Any]]
+    mode: ToolCallMode,
+    content: str,
+    native: list[RawToolCall],
+    tools: list[dict[str, Any]],
+    calls_per_reply: int | None = None,
 ) -> tuple[list[RawToolCall], list[ToolCall]]:
     """The calls of a reply: as the conversation keeps them (raw) and parsed and checked.
-    Without tools offered, no text is read as a call."""
+    Without tools offered, no text is read as a call; past `calls_per_reply` text calls are dropped."""
     if mode == "native" or not tools or (native and mode == "auto"):
         return native, [parse_tool_call(c, tools) for c in native]
     raws, checked = list(native), [parse_tool_call(c, tools) for c in native]
     digest = hashlib.sha256(content.encode()).hexdigest()[:10]  # stable ids: replays resend the same messages
-    for i, found in enumerate(parse_text_calls(content)):
+    for i, found in enumerate(parse_text_calls(content)[:calls_per_reply]):
         call_id = f"call_{digest}_{i}"
         arguments = found.arguments if isinstance(found.arguments, str) else json.dumps(found.arguments)
         raws.append(RawToolCall(id=call_id, name=found.name, arguments=arguments))

@@ -36,13 +36,13 @@ def scramble(text: str) -> str:
 def run(tmp: Path, agent: str, monkeypatch: pytest.MonkeyPatch, rewrite: bool) -> tuple[list[Any], list[str]]:
     calls: list[Any] = []
 
-    def observed(self: OfflineBackend, messages: list[dict[str, Any]], tools: list[dict[str, Any]]):
+    def observed(self: OfflineBackend, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: Any = None):
         if rewrite:
             messages = copy.deepcopy(messages)
             for m in messages:
                 if m.get("role") in ("system", "user") and isinstance(m.get("content"), str):
                     m["content"] = scramble(m["content"])
-        reply = SEND(self, messages, tools)
+        reply = SEND(self, messages, tools, stop)
         calls.append(
             (
                 read_facts(messages).get("role"),
