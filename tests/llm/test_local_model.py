@@ -16,6 +16,7 @@ from aiscientist.cli.app import main as cli_main
 from aiscientist.llm import ModelConfigError, make_client
 from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.local.gguf import GGUFSpec, assemble, resolve_gguf
+from aiscientist.llm.local import server
 from aiscientist.llm.local.server import ensure_server, loopback
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777]
@@ -82,7 +83,10 @@ def silent_port() -> Iterator[int]:
         yield s.getsockname()[1]
 
 
-def test_a_port_taken_by_something_else_is_refused_before_any_work(silent_port: int, tmp_path: Path) -> None:
+def test_a_port_taken_by_something_else_is_refused_before_any_work(
+    silent_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server, "BUSY_PROBE_S", 1.0)  # a busy llama.cpp server gets a minute
     api_base = f"http://127.0.0.1:{silent_port}/v1"
     with pytest.raises(ModelConfigError, match=f"port {silent_port} is in use by something that does not answer"):
         ensure_server(api_base, "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", 8192)
@@ -109,3 +113,14 @@ def test_model_serve_on_a_taken_port_is_a_clear_error(
         assert "the local model server is not installed" in err
     else:
         assert f"port {silent_port} on 127.0.0.1 is already in use" in err
+
+
+def test_a_server_seen_answering_is_not_probed_again_while_busy() -> None:
+    """llama.cpp lists its models only between completions: a later client of the same run
+    must not take a busy server for a stranger on the port (a 3-step run died so)."""
+    from tests.fixtures.llm.fake_openai import FakeOpenAI
+
+    with FakeOpenAI([]) as fake:
+        ensure_server(fake.api_base, "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", 8192)
+        fake.down()
+        ensure_server(fake.api_base, "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", 8192)  # no probe, no start

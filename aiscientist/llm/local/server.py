@@ -33,6 +33,9 @@ STARTUP_TIMEOUT_S = 300.0
 # longest prefix: an orchestrator's next decision reuses its own prompt after a specialist's
 # requests went between (with one cache slot only, a 1,600-token prompt took 230 s again, not 6 s)
 CACHE_BYTES = 2 << 30
+# llama-cpp-python answers GET /v1/models only between completions: a port that is taken
+# gets this long to answer before it counts as something else
+BUSY_PROBE_S = 60.0
 INSTALL_HINT = "pip install 'aiscientist[local-model]' (or run scripts/setup.sh with AISCIENTIST_LOCAL_MODEL=1)"
 
 
@@ -121,19 +124,23 @@ class LocalServer:
 
 
 _started: dict[str, LocalServer] = {}
+_answered: set[str] = set()  # servers seen answering in this process: busy later is not gone
 _lock = threading.Lock()
 
 
 def ensure_server(api_base: str, gguf: str, alias: str, n_ctx: int) -> None:
     """A server answering at `api_base`: the one there, or one started for this process."""
     with _lock:
-        if api_base in _started or answers(api_base):
+        if api_base in _started or api_base in _answered:
             return
         host, port = loopback(api_base)
+        if answers(api_base) or (port_taken(host, port) and answers(api_base, BUSY_PROBE_S)):
+            _answered.add(api_base)
+            return
         if port_taken(host, port):
             raise ModelConfigError(
-                f"port {port} is in use by something that does not answer GET {api_base}/models; "
-                "stop it or set another api_base port for the model"
+                f"port {port} is in use by something that does not answer GET {api_base}/models within "
+                f"{BUSY_PROBE_S:g} s; stop it or set another api_base port for the model"
             )
         server = LocalServer(resolve_gguf(gguf), alias, port, n_ctx)
         server.start()
