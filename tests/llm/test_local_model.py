@@ -15,8 +15,8 @@ import pytest
 from aiscientist.cli.app import main as cli_main
 from aiscientist.llm import ModelConfigError, make_client
 from aiscientist.llm.config import LLMConfig
-from aiscientist.llm.local.gguf import GGUFSpec, assemble, resolve_gguf
 from aiscientist.llm.local import server
+from aiscientist.llm.local.gguf import GGUFSpec, assemble, resolve_gguf
 from aiscientist.llm.local.server import ensure_server, loopback
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777]
