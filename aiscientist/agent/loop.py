@@ -98,7 +98,7 @@ def _answer(
         else:
             try:
                 content = run_tool(call, f"{key}.{i}") if run_tool else box.call(call)[0]
-                stop = terminal(box, call)
+                stop = None if content.startswith(ERROR_PREFIX) else terminal(box, call)
                 if stop is not None:
                     ended = Outcome(
                         stop=stop, summary=str(call.arguments.get("summary", call.arguments.get("reason", ""))).strip()

@@ -248,5 +248,15 @@ def finish_tool(description: str = "End your work and return a short summary to 
     return Tool("finish", description, FinishArgs, lambda a: "finished")
 
 
-def submit_tool(description: str = "End the run; the best validated step is kept.") -> Tool:
-    return Tool("submit", description, SubmitArgs, lambda a: "submitted")
+def submit_tool(
+    description: str = "End the run; the best validated step is kept.", refusal: Callable[[], str | None] | None = None
+) -> Tool:
+    """`refusal()` names why the run may not end yet (None: it may); a refused submit is a failed call."""
+
+    def submit(args: SubmitArgs) -> str:
+        why = refusal() if refusal else None
+        if why:
+            raise ToolError(f"submit refused: {why}")
+        return "submitted"
+
+    return Tool("submit", description, SubmitArgs, submit)

@@ -5,6 +5,8 @@ in `aiscientist.agent.toolsets`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import experiment_tool
 from aiscientist.agent.toolbox import build_toolbox
@@ -18,9 +20,24 @@ def baseline_toolbox(ctx: RunContext, role: str) -> Toolbox:
         ctx,
         role,
         scope_role=ROLE_SCOPE,
-        extra=lambda box: [experiment_tool(ctx, box), submit_tool("Declare the work finished; ends the run.")],
+        extra=lambda box: [
+            experiment_tool(ctx, box),
+            submit_tool("Declare the work finished; ends the run.", unmeasured(ctx)),
+        ],
         finish="End this turn (the code is ready to run, or you are done).",
     )
+
+
+def unmeasured(ctx: RunContext) -> Callable[[], str | None]:
+    """A run may not end by submit before its code was measured once while steps remain: the
+    1.5B model submitted as its first reply, a run with nothing but the baseline."""
+
+    def why() -> str | None:
+        if ctx.steps_done() == 0 and ctx.steps_left() > 0:
+            return f"nothing is measured yet; call run_experiment first ({ctx.steps_left()} steps left)"
+        return None
+
+    return why
 
 
 def system_prompt(role: str, text: str) -> dict[str, str]:

@@ -123,3 +123,17 @@ def test_paper_task_is_graded_against_its_rubric(tmp_path: Path):
     assert step.commands == ["bash reproduce.sh"] and not step.success  # the offline policy writes no reproduction
     write_report(tmp_path)
     assert "| knn-scaling | basic | 1 | 1 |" in (tmp_path / "report/rubric.md").read_text()
+
+
+def test_basic_may_not_submit_before_its_code_was_measured(tmp_path: Path):
+    """The 1.5B model's first reply was submit: refused while nothing is measured, then allowed."""
+    submit = {"name": "submit", "arguments": {"reason": "done"}}
+    script = [
+        {"content": "", "tool_calls": [submit]},
+        {"content": "", "tool_calls": [{"name": "run_experiment", "arguments": {"hypothesis": "baseline"}}]},
+        {"content": "", "tool_calls": [submit]},
+    ]
+    (tmp_path / "basic.json").write_text(json.dumps(script))
+    ws, result = run_agent(tmp_path, "basic", steps=3, model=f"scripted:{tmp_path / 'basic.json'}")
+    assert result["stop_reason"] == "submitted" and len(load_steps(RunPaths(ws))) == 1  # the first submit ran on
+    assert len((ws / "logs/llm_calls.jsonl").read_text().splitlines()) == 3
