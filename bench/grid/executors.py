@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
@@ -28,8 +31,22 @@ def thread_env() -> dict[str, str]:
     return {var: n for var in THREAD_VARS}
 
 
+def follow_parent(parent: int, every_s: float = 1.0) -> None:
+    """End this worker (SIGTERM) once the grid process that made it is gone: a killed bench
+    left a worker calling the model and writing into a run folder that was then reused."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="follow-parent", daemon=True).start()
+
+
 def pin_worker(slots) -> None:
-    """Pool initializer: take one core set and pin this worker (and its children) to it."""
+    """Pool initializer: take one core set and pin this worker (and its children) to it; the
+    worker ends with the grid process."""
+    follow_parent(os.getppid())
     cores = slots.get()
     os.sched_setaffinity(0, cores)
     os.environ.update(thread_env())

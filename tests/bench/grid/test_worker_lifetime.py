@@ -1,0 +1,57 @@
+"""A grid worker does not outlive the grid process: a killed bench once left a worker
+calling the model and writing into a run folder that was later reused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+GRID = """
+import os, sys, time
+from bench.grid.executors import open_executor
+
+def record_and_wait(path):
+    open(path, "w").write(str(os.getpid()))
+    time.sleep(600)
+
+if __name__ == "__main__":
+    pool = open_executor("pool", None, [[0]])
+    pool.submit(record_and_wait, sys.argv[1])
+    time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split()[2] != "Z"
+
+
+def test_a_worker_ends_when_the_grid_process_is_killed(tmp_path: Path) -> None:
+    script, marker = tmp_path / "grid.py", tmp_path / "worker.pid"
+    script.write_text(GRID)
+    grid = subprocess.Popen(
+        [sys.executable, str(script), str(marker)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        worker = int(marker.read_text())
+        assert alive(worker)
+        grid.send_signal(signal.SIGKILL)
+        grid.wait()
+        deadline = time.monotonic() + 10
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not alive(worker), "the worker outlived the grid process"
+    finally:
+        grid.kill()
