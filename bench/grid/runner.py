@@ -24,6 +24,7 @@ from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment.engine import StepRecord, load_steps
 from aiscientist.experiment.finish import finish_run, measure_baseline
 from aiscientist.llm import read_records
+from aiscientist.llm.config import load_llm_config
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
 from aiscientist.records.paths import RESULT, RUN_INFO, SETUP_DONE, RunPaths
@@ -285,12 +286,20 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
         baselines = _unmeasured_baselines(todo, out)
         jobs: list[Job] = [(f"{t.name}/baseline", _baseline_job, (t, out, config.sandbox)) for t in baselines]
         jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
-        workers, slots = pool_shape(len(todo), config.workers, config.cores_per_run)
+        workers, slots = pool_shape(len(todo), config.workers or _model_slots(config), config.cores_per_run)
         with GridProgress(specs, config, out, enabled=progress) as live:
             failures = _drain(
                 lambda: open_executor(config.executor, config.address, slots), jobs, workers, live.refresh
             )
     return {"runs": len(specs), "ran": len(todo), "failed": failures}
+
+
+def _model_slots(config: GridConfig) -> int | None:
+    """Without --workers, no more cells at once than the model serves requests at once (a
+    local llama.cpp server answers one at a time: cells would only queue at it and share its cores)."""
+    if not config.model:
+        return None
+    return load_llm_config(config.model).max_parallel
 
 
 Job = tuple[str, Callable[..., Any], tuple]

@@ -3,6 +3,7 @@ spec name the same set, a wrong name is refused with the names it could be, and 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -20,3 +21,12 @@ def test_the_registry_and_the_grid_spec_name_the_same_executors() -> None:
 def test_the_pool_by_name_runs_a_job_in_a_worker_pinned_to_its_cores() -> None:
     with open_executor("pool", None, [[0]]) as pool:
         assert pool.submit(sum, [1, 2, 3]).result(timeout=60) == 6
+
+
+def test_without_workers_a_one_request_server_runs_one_cell_at_a_time() -> None:
+    from bench.grid.runner import _model_slots
+
+    def slots(model: str | None) -> int | None:
+        return _model_slots(GridConfig(agents=["aide"], tasks=[Path("task.yaml")], model=model))
+
+    assert slots("local/qwen2.5-coder-1.5b") == 1 and slots("offline") is None and slots(None) is None
