@@ -33,6 +33,15 @@ from aiscientist.task import Task, expand_globs
 if TYPE_CHECKING:
     from aiscientist.workspace import Workspace
 
+# A role's own sampling settings where its method depends on them, over the models file's
+# (e.g. AIDE samples code at temperature 0.5: its draft prompt does not change after a
+# failed draft, so at 0 every draft came out the same)
+ROLE_SAMPLING: dict[str, dict[str, float]] = {}
+
+
+def register_role_sampling(role: str, **settings: float) -> None:
+    ROLE_SAMPLING[role] = settings
+
 
 class StepBudgetExhausted(StopRun):
     """The run has used all its assigned steps."""
@@ -91,7 +100,12 @@ class RunContext:
                 )
                 budget = limits.model_dump() if limits != BudgetLimits() else None  # None keeps the models file's
                 llm_config = load_llm_config(
-                    self.model, self.config.models_file, budget=budget, offline_max_steps=self.steps, seed=self.seed
+                    self.model,
+                    self.config.models_file,
+                    budget=budget,
+                    offline_max_steps=self.steps,
+                    seed=self.seed,
+                    **ROLE_SAMPLING.get(role, {}),
                 )
                 self._clients[role] = make_client(self.model, self.ws.paths.root, role, llm_config)
             return self._clients[role]

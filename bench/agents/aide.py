@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.agent.context import RunContext
+from aiscientist.agent.context import RunContext, register_role_sampling
 from aiscientist.agent.experiment_tool import stderr_excerpt
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.toolsets import register_toolset
@@ -29,6 +29,7 @@ from aiscientist.util.text import quoted
 from bench.agents.tools import system_prompt
 
 ROLE = "aide"
+TEMPERATURE = 0.5  # aideml's agent.code.temp
 NUM_DRAFTS = 5
 DEBUG_PROBABILITY = 0.5
 MAX_DEBUG_DEPTH = 3
@@ -232,3 +233,4 @@ def offline_policy(ctx: PolicyContext) -> PolicyReply:
 
 register_toolset(ROLE, {ROLE: ()})  # one answer per step: a plan and the whole target file
 register_role_policy(ROLE, offline_policy)
+register_role_sampling(ROLE, temperature=TEMPERATURE)

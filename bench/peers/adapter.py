@@ -81,7 +81,7 @@ def peer_model(ctx: RunContext) -> PeerModel:
         name=model,
         api_base=api_base or OPENAI_BASE,
         api_key=key,
-        temperature=config.temperature,
+        temperature=None,  # each peer samples as its users run it (AIDE 0.5, OpenEvolve 0.7), as do our ports
         max_tokens=config.max_tokens,
     )
 

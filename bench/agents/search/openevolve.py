@@ -16,12 +16,14 @@ from __future__ import annotations
 import difflib
 import random
 
+from aiscientist.agent.context import register_role_sampling
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
 from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
 
 ROLE = "openevolve"
+TEMPERATURE = 0.7  # openevolve's LLMConfig default
 INSTRUCTIONS = """
 You are evolving a research program. Propose an improvement to the parent program
 below, guided by its metrics, the top programs and the inspirations; keep what works.
@@ -139,3 +141,4 @@ class OpenEvolve(SearchAgent):
 
 register_toolset(ROLE, {ROLE: ()})  # one answer per program: a plan and edit blocks
 register_role_policy(ROLE, answer.offline_policy)
+register_role_sampling(ROLE, temperature=TEMPERATURE)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiscientist.task import load_task
 from bench.agents.search.adaptive import (
     AdaptiveOptions,
     branch_count,
@@ -28,6 +30,8 @@ from bench.agents.search.greedy import replay
 from bench.agents.search.openevolve import EvolveOptions, elites, members, sample_parent
 
 BASE = {"train.py": "lr = 0.1\nepochs = 40\n"}
+
+TINY = Path(__file__).resolve().parents[2] / "fixtures/tiny/task.yaml"
 
 
 def node(i: int, parent: int | None = None, metric: float | None = 1.0, group: str | None = None, **kw) -> Node:
@@ -225,3 +229,17 @@ def test_bad_options_are_refused_before_any_work():
         check_options({"ai-scientist-v2": {"num_parallel": "four"}})
     with pytest.raises(UnknownAgent):
         check_options({"aira": {"uct_c": "1"}})
+
+
+def test_aide_and_openevolve_sample_as_the_originals_do(tmp_path: Path):
+    """At temperature 0 AIDE's drafts (whose prompt does not change after a failed draft) came
+    out identical; its code model samples at 0.5, OpenEvolve's at 0.7; other roles keep the file's."""
+    import bench.agents.aide  # noqa: F401  (an agent's module registers its role's settings)
+    import bench.agents.search.openevolve  # noqa: F401
+    from aiscientist.agent.context import RunContext
+    from aiscientist.workspace import Workspace
+
+    ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
+    ctx = RunContext(agent="aide", ws=ws, model="offline", steps=1)
+    temperatures = {role: ctx.client(role).config.temperature for role in ("aide", "openevolve", "linear")}
+    assert temperatures == {"aide": 0.5, "openevolve": 0.7, "linear": 0.0}
