@@ -71,6 +71,15 @@ def test_an_unreadable_attempt_is_an_error_naming_the_format() -> None:
     assert call.name == "read_file" and call.error is not None and '"arguments"' in call.error
 
 
+def test_an_attempt_cut_short_is_not_completed_by_guessing() -> None:
+    """Repair reads quotes left unescaped, never the rest of a reply the token limit cut."""
+    cut = '{"name": "write_file", "arguments": {"path": "a.py", "content": "x = \\"1\\"\\nfor i in'
+    [call] = parse_text_calls(cut)
+    assert call.error is not None
+    [call] = parse_text_calls('<tool_call>{"name": "finish", "arguments": {"summary": "the "val" split"}}</tool_call>')
+    assert (call.name, call.arguments, call.error) == ("finish", {"summary": 'the "val" split'}, None)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list('{}[]"\\:,<>/ \nnametoolargumentscall_() ')), max_size=400))
 def test_hostile_strings_never_raise(text: str) -> None:

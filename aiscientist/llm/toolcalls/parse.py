@@ -5,8 +5,10 @@ models): `<tool_call>{...}</tool_call>`, fenced ```json blocks, bare JSON object
 objects in one reply (newline-separated or in a JSON list), `{{...}}` doubled braces,
 line breaks written raw inside JSON strings (multi-line notes and code),
 python-call style `name({...})`; arguments as an object or as a JSON string, under
-`arguments`, `parameters`, `args` or `input`. The parser never raises: what it cannot
-read but looks like an attempt to call a tool comes back as a `TextCall` with an error.
+`arguments`, `parameters`, `args` or `input`. An attempt that is not valid JSON (quotes left
+unescaped inside a string: `"summary": "split (`args.split="val"`)"`, a brace missing) is
+read by json_repair. The parser never raises: what it cannot read but looks like an attempt
+to call a tool comes back as a `TextCall` with an error.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import json_repair
+
 MAX_SCAN_CHARS = 200_000  # a reply longer than this is read up to here
 MAX_STARTS = 400  # JSON decoding attempts per reply: bounds the work on hostile text
+MAX_REPAIR_CHARS = 20_000  # an unreadable attempt is repaired from its first this many characters
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 CALL_FORMAT = '{"name": "<tool>", "arguments": {...}}'
 
@@ -47,7 +52,7 @@ def parse_text_calls(text: str) -> list[TextCall]:
     if not calls and "{{" in text:
         calls = _scan(text.replace("{{", "{").replace("}}", "}"))
     if not calls and _ATTEMPT.search(text):
-        calls = [_unreadable(text)]
+        calls = _repaired(text) or [_unreadable(text)]
     return calls
 
 
@@ -55,7 +60,24 @@ def _from_block(block: str) -> list[TextCall]:
     calls = _scan(block)
     if not calls and "{{" in block:
         calls = _scan(block.replace("{{", "{").replace("}}", "}"))
-    return calls or [_unreadable(block)]
+    return calls or _repaired(block) or [_unreadable(block)]
+
+
+def _repaired(text: str) -> list[TextCall]:
+    """The calls of the first attempt as json_repair reads it, up to a closing fence ([]: none).
+    An attempt that does not end with its closing brace was cut short (the token limit): no
+    guess at the rest, so a half-written file is never written."""
+    found = _ATTEMPT.search(text)
+    if found is None:
+        return []
+    chunk = text[found.start() : found.start() + MAX_REPAIR_CHARS].split("\n```", 1)[0].split("</tool_call>", 1)[0]
+    if not chunk.rstrip().endswith("}"):
+        return []
+    try:
+        value = json_repair.loads(chunk)
+    except Exception:  # a library reading hostile text: any failure means unreadable
+        return []
+    return _calls_in(value, None) or []
 
 
 def _unreadable(text: str) -> TextCall:
