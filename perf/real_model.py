@@ -21,6 +21,7 @@ with at least one successful step; prefix >= 80 %; at most 400 s of wall time pe
 
     python perf/real_model.py [--agents aiscientist,linear] [--steps 2] [--tasks tiny,TASK]
                               [--model local/qwen2.5-coder-1.5b] [--keep DIR] [--json FILE]
+    python perf/real_model.py --from RESULTS   # the cells of a `--record RESULTS/requests bench run --out RESULTS`
 """
 
 from __future__ import annotations
@@ -185,7 +186,10 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds one agent's run may take")
     parser.add_argument("--keep", type=Path, help="keep the runs in this folder")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    parser.add_argument("--from", dest="source", type=Path, help="measure this bench output instead of running")
     args = parser.parse_args()
+    if args.source:
+        return show(recorded_rows(args.source), args)
     config = load_llm_config(args.model)
     if args.model.startswith("local/") and config.api_base and config.gguf:
         ensure_server(config.api_base, config.gguf, args.model.removeprefix("local/"), config.context_window or 8192)
@@ -198,7 +202,22 @@ def main() -> int:
             run, wall = run_agent(agent, task, args.steps, args.model, out, args.timeout)
             rows.append(measure(agent, task, run, wall, out / "requests"))
             console.print(f"{agent} on {task}: {rows[-1]['stop']} after {wall:.0f} s ({out})")
-    console.print(table(rows, args.model, args.steps))
+    return show(rows, args, console)
+
+
+def recorded_rows(results: Path) -> list[dict[str, Any]]:
+    """Rows for every cell of a bench output folder whose requests were recorded in RESULTS/requests."""
+    rows = []
+    for result in sorted((results / "runs").glob(f"*/*/round_*/ws/{RESULT}")):
+        agent, task = result.parents[2].name, result.parents[3].name
+        wall = json.loads(result.read_text()).get("wall_time_s", 0.0)
+        rows.append(measure(agent, task, result.parent, wall, results / "requests"))
+    return rows
+
+
+def show(rows: list[dict[str, Any]], args: argparse.Namespace, console: Console | None = None) -> int:
+    console = console or Console(width=200)
+    console.print(table(rows, args.model, max((r.get("steps", 0) for r in rows), default=args.steps)))
     for line in verdicts(rows):
         console.print(line)
     if args.json:
