@@ -4,6 +4,7 @@ terminal tool, a limit or a model failure. Agents differ only in their `LoopSpec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from aiscientist.llm.types import Completion, ToolCall
 TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
 ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
 NOT_FINISHED = "not finished: a call before finish in this turn failed; see its result"
+REPEAT_LIMIT = 5  # the same call failing the same way this many times in a row ends the loop
 
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]
 RunTool = Callable[[ToolCall, str], str]  # (call, position key) -> result text
@@ -43,6 +45,7 @@ def run_loop(
     window forgets its oldest turns and asks again (a turn of the limit, as PaperBench's
     agents count it); another ModelError ends the loop with `model_error`."""
     head, recent = messages[:2], messages[2:]
+    repeats = _Repeats()
     try:
         for turn in range(spec.max_turns):
             stop = spec.should_stop() if spec.should_stop else None
@@ -61,7 +64,7 @@ def run_loop(
                 return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
             recent.append(completion.message)
             ended = _answer(
-                box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}", spec.finish_after_failure
+                box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}", spec.finish_after_failure, repeats
             )
             if ended is not None:
                 return ended.model_copy(update={"turns": turn + 1})
@@ -85,11 +88,13 @@ def _answer(
     run_tool: RunTool | None,
     key: str,
     finish_after_failure: bool = True,
+    repeats: _Repeats | None = None,
 ) -> Outcome | None:
     """Run one turn's tool calls; the outcome when the turn ends the loop (later calls are not run).
     Refusing a `finish` after a failed call keeps an agent that writes and finishes in one turn honest."""
     ended: Outcome | None = None
     failed = False
+    repeats = repeats or _Repeats()
     for i, call in enumerate(calls):
         if ended is not None:
             content = "not run: the loop stopped"
@@ -106,8 +111,36 @@ def _answer(
             except StopRun as stop_run:
                 content, ended = f"Error: {stop_run}", stop_run.outcome
             failed = failed or content.startswith(ERROR_PREFIX)
+            content, stuck = repeats.note(call, content)
+            ended = ended or stuck
         recent.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
     return ended
+
+
+class _Repeats:
+    """The same call failing the same way again and again (a small model retrying a refused
+    write ten times): from the second time the result says so; at REPEAT_LIMIT the loop ends."""
+
+    def __init__(self) -> None:
+        self.last: tuple[str, str, str] | None = None
+        self.count = 0
+
+    def note(self, call: ToolCall, content: str) -> tuple[str, Outcome | None]:
+        if not content.startswith(ERROR_PREFIX):
+            self.last, self.count = None, 0
+            return content, None
+        this = (call.name, json.dumps(call.arguments, sort_keys=True, default=str), content)
+        self.count = self.count + 1 if this == self.last else 1
+        self.last = this
+        if self.count >= REPEAT_LIMIT:
+            detail = f"the same {call.name} call failed {self.count} times in a row: {content[:300]}"
+            return content, Outcome(stop=StopReason.TURN_LIMIT, detail=detail)
+        if self.count >= 2:
+            content += (
+                f"\n(This exact call has failed {self.count} times in a row and will fail the same way again: "
+                "change it or do something else.)"
+            )
+        return content, None
 
 
 def call_model(

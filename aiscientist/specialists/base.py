@@ -70,7 +70,8 @@ def run_specialist(
     elif outcome.stop is StopReason.MODEL_ERROR:
         summary = f"model error, {role} stopped: {outcome.detail}"
     else:
-        summary = f"{role} stopped after {outcome.turns} turns without calling finish"
+        why = f": {outcome.detail}" if outcome.detail and not outcome.detail.startswith("stopped after") else ""
+        summary = f"{role} stopped after {outcome.turns} turns without calling finish{why}"
     ok = outcome.stop is StopReason.FINISHED
     return SpecialistResult(
         role=role, summary=summary, artifacts=box.artifacts, full_output=summary, ok=ok, turns=outcome.turns

@@ -114,6 +114,18 @@ def test_loop_stop_reasons():
     assert (failed.stop, failed.detail) == (StopReason.MODEL_ERROR, "HTTP 400: refused")
 
 
+def test_the_same_failing_call_is_named_as_a_repeat_and_then_ends_the_loop():
+    """The 1.5B prioritization specialist sent the same refused write_file ten times."""
+    box = Toolbox().add(finish_tool())
+    bad = ToolCall(id="b", name="finish", arguments={})  # no summary: the same tool error every time
+    messages: list = [{}, {}]
+    outcome = run_loop(scripted(*[[bad]] * 8), box, messages, LoopSpec(max_turns=8, nudge=lambda: "go on"))
+    assert (outcome.stop, outcome.turns) == (StopReason.TURN_LIMIT, 5)
+    assert outcome.detail.startswith("the same finish call failed 5 times in a row: Error: bad arguments")
+    results = [m["content"] for m in messages if m.get("role") == "tool"]
+    assert "has failed" not in results[0] and "has failed 2 times in a row" in results[1]
+
+
 class ReadArgs(BaseModel):
     n: int
 

@@ -80,6 +80,13 @@ def test_an_attempt_cut_short_is_not_completed_by_guessing() -> None:
     assert (call.name, call.arguments, call.error) == ("finish", {"summary": 'the "val" split'}, None)
 
 
+def test_python_triple_quotes_are_read_as_the_string_they_mean() -> None:
+    """The 1.5B implementation specialist wrote file contents as a Python triple-quoted string."""
+    text = '```json\n{"name": "write_file", "arguments": {"path": "c.py", "content": """A = 1\nB = "x"\n"""}}'
+    [call] = parse_text_calls(text)
+    assert (call.arguments, call.error) == ({"path": "c.py", "content": 'A = 1\nB = "x"\n'}, None)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list('{}[]"\\:,<>/ \nnametoolargumentscall_() ')), max_size=400))
 def test_hostile_strings_never_raise(text: str) -> None:

@@ -30,6 +30,8 @@ _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _CALLER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*$")
 _ATTEMPT = re.compile(r"\{\s*\{?\s*[\"'](?:name|function|tool)[\"']\s*:")
 _NAME = re.compile(r"[\"']name[\"']\s*:\s*[\"']([^\"']{1,200})[\"']")
+_TRIPLE = re.compile(r'"""(.*?)"""', re.DOTALL)  # a Python string where JSON wants one: "content": """..."""
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,14 @@ def _repaired(text: str) -> list[TextCall]:
     chunk = text[found.start() : found.start() + MAX_REPAIR_CHARS].split("\n```", 1)[0].split("</tool_call>", 1)[0]
     if not chunk.rstrip().endswith("}"):
         return []
+    chunk = _TRIPLE.sub(lambda m: json.dumps(m.group(1)), chunk)
     try:
         value = json_repair.loads(chunk)
     except Exception:  # a library reading hostile text: any failure means unreadable
         return []
-    return _calls_in(value, None) or []
+    calls = _calls_in(value, None) or []
+    # a string misread as a key (its text became a name) is no call: better refused than written empty
+    return [c for c in calls if isinstance(c.arguments, str) or all(_KEY.fullmatch(k) for k in c.arguments)]
 
 
 def _unreadable(text: str) -> TextCall:
