@@ -172,7 +172,6 @@ class Aide:
             parts.append(f"## Error\n{quoted(parent.error or 'unknown error', 'experiment error', 1000)}\n")
             parts.append(stderr_excerpt(ctx, parent.step))
         parts.append(ANSWER.format(target=journal.target))
-        parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")
         parts.append(
             facts_line(
                 role=ROLE,
@@ -182,6 +181,7 @@ class Aide:
                 **task_facts(ctx.task, [f"submission/{journal.target}"]),
             )
         )
+        parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")  # last: the rest is a cached prefix
         return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": "\n\n".join(parts)}]
 
     @staticmethod
