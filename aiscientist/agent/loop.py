@@ -35,6 +35,7 @@ class LoopSpec:
     should_stop: Callable[[], Outcome | None] | None = None  # checked before every model call
     key: str = "t"  # journal position prefix of the calls
     finish_after_failure: bool = True  # False: a `finish` after a failed call of the same turn is refused
+    prose_finish_chars: int | None = None  # a reply without a call this long is the summary (a reader's notes)
 
 
 def run_loop(
@@ -63,6 +64,9 @@ def run_loop(
             except ModelError as err:
                 return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600], turns=turn)
             recent.append(completion.message)
+            prose = completion.content.strip()
+            if not completion.tool_calls and spec.prose_finish_chars and len(prose) >= spec.prose_finish_chars:
+                return Outcome(stop=StopReason.FINISHED, summary=prose, detail="answered in prose", turns=turn + 1)
             ended = _answer(
                 box, completion.tool_calls, recent, run_tool, f"{spec.key}{turn}", spec.finish_after_failure, repeats
             )

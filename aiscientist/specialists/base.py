@@ -44,7 +44,14 @@ class SpecialistResult(BaseModel):
 
 
 def run_specialist(
-    rt: RunContext, role: str, system: str, user: str, box: Toolbox, key: str, max_turns: int | None = None
+    rt: RunContext,
+    role: str,
+    system: str,
+    user: str,
+    box: Toolbox,
+    key: str,
+    max_turns: int | None = None,
+    prose_finish_chars: int | None = None,
 ) -> SpecialistResult:
     """One specialist call (`ok`: it finished; `full_output`: the summary). BudgetExhausted and
     ModelUnavailable propagate; another ModelError ends this call as failed."""
@@ -57,6 +64,7 @@ def run_specialist(
         nudge=lambda: NUDGE,
         key=f"{key}.t",
         finish_after_failure=False,
+        prose_finish_chars=prose_finish_chars,
     )
     outcome = run_loop(
         lambda msgs, tools: rt.complete(role, settled(msgs, box.is_effect), tools),

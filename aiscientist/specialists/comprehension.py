@@ -26,6 +26,7 @@ from aiscientist.util import notices
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
 SUMMARY = "paper_analysis/summary.md"
 NOTES_CHARS = 4000
+PROSE_NOTES = 200  # a reader that answers with this much prose instead of finish has answered (the 1.5B model did)
 
 
 class ComprehensionArgs(BaseModel):
@@ -118,5 +119,7 @@ def _read_axis(rt: RunContext, key: str, axis: str, files: str) -> tuple[str, bo
     focus = ", ".join(reader_files(rt, axis))
     start = f"Axis: {axis} - {AXES[axis]}\nLook most at: {focus}"
     user = "\n\n".join([task_brief(rt), files, start, READER_TURN if CUT not in files else READER_CUT_TURN])
-    result = run_specialist(rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6)
+    result = run_specialist(
+        rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6, prose_finish_chars=PROSE_NOTES
+    )
     return clip(result.summary, NOTES_CHARS), result.ok

@@ -126,6 +126,20 @@ def test_the_same_failing_call_is_named_as_a_repeat_and_then_ends_the_loop():
     assert "has failed" not in results[0] and "has failed 2 times in a row" in results[1]
 
 
+def test_a_reader_that_answers_in_prose_has_answered():
+    """The 1.5B readers wrote their notes as prose, then re-read files until their turn limit."""
+    box = Toolbox().add(finish_tool())
+    replies = ["Let me look.", "## Notes\n- evaluate.py:12 computes accuracy over 1000 episodes"]
+
+    def complete(messages, tools):
+        text = replies.pop(0)
+        return Completion(content=text, tool_calls=[], message={"role": "assistant", "content": text})
+
+    spec = LoopSpec(max_turns=5, nudge=lambda: "go on", prose_finish_chars=40)
+    outcome = run_loop(complete, box, [{}, {}], spec)
+    assert (outcome.stop, outcome.turns) == (StopReason.FINISHED, 2) and outcome.summary.startswith("## Notes")
+
+
 class ReadArgs(BaseModel):
     n: int
 

@@ -58,6 +58,7 @@ def test_replies_recorded_from_the_real_models_parse_to_their_calls(case: dict) 
             '{"name": "finish", "arguments": {"summary": "line one\n- line two"}}',
             [("finish", {"summary": "line one\n- line two"})],
         ),
+        ('{"name": "finish", "summary": "done"}', [("finish", {"summary": "done"})]),  # the 1.5B model's reader
         ("I will now read the file and think about it.", []),
         ('The config is {"lr": 0.1, "epochs": 3}.', []),
     ],

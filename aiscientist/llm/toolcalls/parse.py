@@ -5,9 +5,9 @@ models): `<tool_call>{...}</tool_call>`, fenced ```json blocks, bare JSON object
 objects in one reply (newline-separated or in a JSON list), `{{...}}` doubled braces,
 line breaks written raw inside JSON strings (multi-line notes and code),
 python-call style `name({...})`; arguments as an object or as a JSON string, under
-`arguments`, `parameters`, `args` or `input`. An attempt that is not valid JSON (quotes left
-unescaped inside a string: `"summary": "split (`args.split="val"`)"`, a brace missing) is
-read by json_repair. The parser never raises: what it cannot read but looks like an attempt
+`arguments`, `parameters`, `args` or `input`, or beside the name (`{"name": "finish",
+"summary": ...}`). An attempt that is not valid JSON (quotes left unescaped inside a string:
+`"summary": "split (`args.split="val"`)"`, a brace missing) is read by json_repair. The parser never raises: what it cannot read but looks like an attempt
 to call a tool comes back as a `TextCall` with an error.
 """
 
@@ -24,6 +24,7 @@ MAX_SCAN_CHARS = 200_000  # a reply longer than this is read up to here
 MAX_STARTS = 400  # JSON decoding attempts per reply: bounds the work on hostile text
 MAX_REPAIR_CHARS = 20_000  # an unreadable attempt is repaired from its first this many characters
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+CALL_KEYS = ("name", "tool", "function", "type", "id")  # the rest of a call without an arguments key are its arguments
 CALL_FORMAT = '{"name": "<tool>", "arguments": {...}}'
 
 _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
@@ -143,7 +144,8 @@ def _calls_in(value: Any, caller: str | None) -> list[TextCall] | None:
     name = next((value[k] for k in ("name", "tool", "function") if isinstance(value.get(k), str)), None)
     if name is None:
         return [TextCall(name=caller, arguments=value)] if caller else None
-    arguments = next((value[k] for k in ARGUMENT_KEYS if k in value), {})
+    flat = {k: v for k, v in value.items() if k not in CALL_KEYS}  # {"name": "finish", "summary": ...}
+    arguments = next((value[k] for k in ARGUMENT_KEYS if k in value), flat)
     return [TextCall(name=name.strip(), arguments=_arguments(arguments))]
 
 
