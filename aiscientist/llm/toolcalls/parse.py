@@ -7,8 +7,9 @@ line breaks written raw inside JSON strings (multi-line notes and code),
 python-call style `name({...})`; arguments as an object or as a JSON string, under
 `arguments`, `parameters`, `args` or `input`, or beside the name (`{"name": "finish",
 "summary": ...}`). An attempt that is not valid JSON (quotes left unescaped inside a string:
-`"summary": "split (`args.split="val"`)"`, a brace missing) is read by json_repair. The parser never raises: what it cannot read but looks like an attempt
-to call a tool comes back as a `TextCall` with an error.
+`"summary": "split (`args.split="val"`)"`, a brace missing) is read by json_repair. The parser
+never raises: what it cannot read but looks like an attempt to call a tool comes back as a
+`TextCall` with an error.
 """
 
 from __future__ import annotations
