@@ -20,7 +20,7 @@ from aiscientist.llm.types import Completion, ToolCall
 TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
 ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
 NOT_FINISHED = "not finished: a call before finish in this turn failed; see its result"
-REPEAT_LIMIT = 5  # the same call failing the same way this many times in a row ends the loop
+REPEAT_LIMIT = 5  # the same call with the same result this many times in a row ends the loop
 
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]
 RunTool = Callable[[ToolCall, str], str]  # (call, position key) -> result text
@@ -122,27 +122,26 @@ def _answer(
 
 
 class _Repeats:
-    """The same call failing the same way again and again (a small model retrying a refused
-    write ten times): from the second time the result says so; at REPEAT_LIMIT the loop ends."""
+    """The same call with the same result again and again (a small model retrying a refused
+    write ten times, re-reading one file ten times): from the second time the result says so;
+    at REPEAT_LIMIT the loop ends."""
 
     def __init__(self) -> None:
         self.last: tuple[str, str, str] | None = None
         self.count = 0
 
     def note(self, call: ToolCall, content: str) -> tuple[str, Outcome | None]:
-        if not content.startswith(ERROR_PREFIX):
-            self.last, self.count = None, 0
-            return content, None
         this = (call.name, json.dumps(call.arguments, sort_keys=True, default=str), content)
         self.count = self.count + 1 if this == self.last else 1
         self.last = this
+        failed = "failed" if content.startswith(ERROR_PREFIX) else "given this same result"
         if self.count >= REPEAT_LIMIT:
-            detail = f"the same {call.name} call failed {self.count} times in a row: {content[:300]}"
+            detail = f"the same {call.name} call {failed} {self.count} times in a row: {content[:300]}"
             return content, Outcome(stop=StopReason.TURN_LIMIT, detail=detail)
         if self.count >= 2:
             content += (
-                f"\n(This exact call has failed {self.count} times in a row and will fail the same way again: "
-                "change it or do something else.)"
+                f"\n(This exact call has {failed} {self.count} times in a row; making it again will not change "
+                "that: change it or do something else.)"
             )
         return content, None
 

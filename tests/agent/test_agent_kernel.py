@@ -125,6 +125,14 @@ def test_the_same_failing_call_is_named_as_a_repeat_and_then_ends_the_loop():
     results = [m["content"] for m in messages if m.get("role") == "tool"]
     assert "has failed" not in results[0] and "has failed 2 times in a row" in results[1]
 
+    def read(args: ReadArgs) -> str:
+        return f"line {args.n}"
+
+    reads = Toolbox().add(Tool("read", "read a line", ReadArgs, read))
+    again = [ToolCall(id="r", name="read", arguments={"n": 1})]
+    outcome = run_loop(scripted(*[again] * 8), reads, [{}, {}], LoopSpec(max_turns=8, nudge=lambda: "go on"))
+    assert outcome.detail.startswith("the same read call given this same result 5 times in a row: line 1")
+
 
 def test_a_reader_that_answers_in_prose_has_answered():
     """The 1.5B readers wrote their notes as prose, then re-read files until their turn limit."""
