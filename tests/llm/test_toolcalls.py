@@ -86,6 +86,9 @@ def test_python_triple_quotes_are_read_as_the_string_they_mean() -> None:
     text = '```json\n{"name": "write_file", "arguments": {"path": "c.py", "content": """A = 1\nB = "x"\n"""}}'
     [call] = parse_text_calls(text)
     assert (call.arguments, call.error) == ({"path": "c.py", "content": 'A = 1\nB = "x"\n'}, None)
+    code = 'def f():\n    """Doc."""\n    return 1\n'  # the docstrings of the file stay in it
+    [call] = parse_text_calls(f'{{"name": "write_file", "arguments": {{"content": """{code}""", "path": "f.py"}}}}')
+    assert (call.arguments, call.error) == ({"content": code, "path": "f.py"}, None)
 
 
 @settings(max_examples=300, deadline=None)

@@ -32,7 +32,9 @@ _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _CALLER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*$")
 _ATTEMPT = re.compile(r"\{\s*\{?\s*[\"'](?:name|function|tool)[\"']\s*:")
 _NAME = re.compile(r"[\"']name[\"']\s*:\s*[\"']([^\"']{1,200})[\"']")
-_TRIPLE = re.compile(r'"""(.*?)"""', re.DOTALL)  # a Python string where JSON wants one: "content": """..."""
+# a Python string where JSON wants one (`"content": """..."""`); it ends where the object goes on, so the
+# docstrings inside a file's code stay in it
+_TRIPLE = re.compile(r'(:\s*)"""(.*?)"""(?=\s*(?:,\s*"\w+"\s*:|\}))', re.DOTALL)
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
@@ -77,7 +79,7 @@ def _repaired(text: str) -> list[TextCall]:
     chunk = text[found.start() : found.start() + MAX_REPAIR_CHARS].split("\n```", 1)[0].split("</tool_call>", 1)[0]
     if not chunk.rstrip().endswith("}"):
         return []
-    chunk = _TRIPLE.sub(lambda m: json.dumps(m.group(1)), chunk)
+    chunk = _TRIPLE.sub(lambda m: m.group(1) + json.dumps(m.group(2)), chunk)
     try:
         value = json_repair.loads(chunk)
     except Exception:  # a library reading hostile text: any failure means unreadable
