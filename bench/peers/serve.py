@@ -5,13 +5,28 @@ through a socket folder mounted into its sandbox, having no network of its own).
 from __future__ import annotations
 
 import socketserver
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-class _UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
+class _QuietOnHangUp:
+    """A client that hangs up before its answer is sent (a peer ended at its budget, or by its own
+    timeout) is no error of the server: no traceback on the user's console."""
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001 (socketserver's signature)
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[misc]
+
+
+class _UnixHTTPServer(_QuietOnHangUp, socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+
+
+class _TCPServer(_QuietOnHangUp, ThreadingHTTPServer):
+    pass
 
 
 class _UnixHandler(BaseHTTPRequestHandler):
@@ -23,7 +38,7 @@ class LoopbackServer:
     def serve(self, handler: type[BaseHTTPRequestHandler], unix: Path | None = None) -> None:
         self.socket_path = unix
         if unix is None:
-            self._server: socketserver.BaseServer = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            self._server: socketserver.BaseServer = _TCPServer(("127.0.0.1", 0), handler)
         else:
             unix_handler = type(handler.__name__, (_UnixHandler, handler), {})
             self._server = _UnixHTTPServer(str(unix), unix_handler)
