@@ -42,6 +42,7 @@ class PeerModel(BaseModel):
     api_key: str | None = None
     temperature: float | None = 0.0
     max_tokens: int | None = None  # the models file's cap on one answer
+    timeout_s: float | None = None  # the models file's limit on one answer (a local model needs minutes)
 
 
 class PeerBrief(BaseModel):
@@ -83,6 +84,7 @@ def peer_model(ctx: RunContext) -> PeerModel:
         api_key=key,
         temperature=None,  # each peer samples as its users run it (AIDE 0.5, OpenEvolve 0.7), as do our ports
         max_tokens=config.max_tokens,
+        timeout_s=config.timeout_s,
     )
 
 

@@ -51,6 +51,7 @@ def model_kwargs(brief: dict[str, Any]) -> dict[str, Any]:
     """litellm keyword arguments for the run's model."""
     model = brief["model"]
     extra = {k: model.get(k) for k in ("api_base", "api_key", "temperature", "max_tokens")}
+    extra["timeout"] = model.get("timeout_s")
     return {k: v for k, v in extra.items() if v is not None}
 
 

@@ -42,14 +42,19 @@ def main(brief_path: str) -> int:
     program.write_text(source["output"])
     model = brief["model"]
     config = Config()
+    # OpenEvolve's own 60 s gave up on every answer of a local model (70-90 s) and retried,
+    # piling abandoned requests on a server that answers one at a time
+    timeout = int(model.get("timeout_s") or config.llm.timeout)
     config.llm.models = [
         LLMModelConfig(
             name=endpoint_name(model["name"]),
             api_base=model.get("api_base") or "https://api.openai.com/v1",
             api_key=model.get("api_key") or os.environ.get("OPENAI_API_KEY") or "none",
             weight=1.0,
+            timeout=timeout,
         )
     ]
+    config.llm.timeout = timeout
     config.llm.temperature = model.get("temperature") if model.get("temperature") is not None else 0.7
     if model.get("max_tokens"):
         config.llm.max_tokens = int(model["max_tokens"])
