@@ -40,7 +40,7 @@ class PeerModel(BaseModel):
     name: str  # a litellm name (`openai/<alias>` for an OpenAI-compatible server)
     api_base: str | None = None
     api_key: str | None = None
-    temperature: float | None = 0.0
+    temperature: float | None = None  # None: the peer samples as its users run it
     max_tokens: int | None = None  # the models file's cap on one answer
     timeout_s: float | None = None  # the models file's limit on one answer (a local model needs minutes)
 
@@ -70,7 +70,13 @@ def peer_model(ctx: RunContext) -> PeerModel:
     if model.startswith("local/"):
         ctx.client("peer")  # starts the llama.cpp server if nothing answers at the entry's api_base
         alias = model.removeprefix("local/")
-        return PeerModel(name=f"openai/{alias}", api_base=api_base, api_key="local", max_tokens=config.max_tokens)
+        return PeerModel(
+            name=f"openai/{alias}",
+            api_base=api_base,
+            api_key="local",
+            max_tokens=config.max_tokens,
+            timeout_s=config.timeout_s,
+        )
     provider = model.split("/", 1)[0] if "/" in model else "openai"
     if api_base is None and provider != "openai":
         raise ValueError(
@@ -82,7 +88,6 @@ def peer_model(ctx: RunContext) -> PeerModel:
         name=model,
         api_base=api_base or OPENAI_BASE,
         api_key=key,
-        temperature=None,  # each peer samples as its users run it (AIDE 0.5, OpenEvolve 0.7), as do our ports
         max_tokens=config.max_tokens,
         timeout_s=config.timeout_s,
     )
