@@ -91,14 +91,13 @@ def _answer(
     recent: list[dict[str, Any]],
     run_tool: RunTool | None,
     key: str,
-    finish_after_failure: bool = True,
-    repeats: _Repeats | None = None,
+    finish_after_failure: bool,
+    repeats: _Repeats,
 ) -> Outcome | None:
     """Run one turn's tool calls; the outcome when the turn ends the loop (later calls are not run).
     Refusing a `finish` after a failed call keeps an agent that writes and finishes in one turn honest."""
     ended: Outcome | None = None
     failed = False
-    repeats = repeats or _Repeats()
     for i, call in enumerate(calls):
         if ended is not None:
             content = "not run: the loop stopped"

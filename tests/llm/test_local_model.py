@@ -122,5 +122,7 @@ def test_a_server_seen_answering_is_not_probed_again_while_busy() -> None:
 
     with FakeOpenAI([]) as fake:
         ensure_server(fake.api_base, "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", 8192)
+        assert fake.api_base in server._answered
         fake.down()
         ensure_server(fake.api_base, "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", 8192)  # no probe, no start
+    assert fake.api_base not in server._started  # probing again would have found nothing and started one
