@@ -78,7 +78,7 @@ def run_specialist(
     elif outcome.stop is StopReason.MODEL_ERROR:
         summary = f"model error, {role} stopped: {outcome.detail}"
     else:
-        why = f": {outcome.detail}" if outcome.detail and not outcome.detail.startswith("stopped after") else ""
+        why = f" ({outcome.detail})" if outcome.detail else ""  # the loop's own words; no text is matched
         summary = f"{role} stopped after {outcome.turns} turns without calling finish{why}"
     ok = outcome.stop is StopReason.FINISHED
     return SpecialistResult(

@@ -114,11 +114,12 @@ def _read_axis(rt: RunContext, key: str, axis: str, files: str) -> tuple[str, bo
     """(notes, True) when the reader finished; (why it stopped, False) otherwise. The files
     come first and are the same for every axis; the axis is the prompt's last part."""
     box = build_toolbox(rt, READER_ROLE, scope_role=ROLE)
-    if CUT not in files:  # nothing left to read: a small model re-read whole files until its turn limit
+    whole = CUT not in files
+    if whole:  # nothing left to read: a small model re-read whole files until its turn limit
         box.tools = {"finish": box.tools["finish"]}
     focus = ", ".join(reader_files(rt, axis))
     start = f"Axis: {axis} - {AXES[axis]}\nLook most at: {focus}"
-    user = "\n\n".join([task_brief(rt), files, start, READER_TURN if CUT not in files else READER_CUT_TURN])
+    user = "\n\n".join([task_brief(rt), files, start, READER_TURN if whole else READER_CUT_TURN])
     result = run_specialist(
         rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6, prose_finish_chars=PROSE_NOTES
     )
