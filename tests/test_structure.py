@@ -1,4 +1,4 @@
-"""perf/structure.py: its measures, and the structure goals the project keeps."""
+"""benchmarks/structure.py: its measures, and the structure goals the project keeps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("structure", ROOT / "perf" / "structure.py")
+spec = importlib.util.spec_from_file_location("structure", ROOT / "benchmarks" / "structure.py")
 structure = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(structure)
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE = ["aiscientist", "bench", "perf", "scripts"]
+CODE = ["aiscientist", "bench", "benchmarks", "scripts"]
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:

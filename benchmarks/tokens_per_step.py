@@ -14,7 +14,7 @@ messages and later user messages: where the tokens go.
 
 Goal: <= 15,000 tokens per experiment step on each of the eight FML-lite tasks.
 
-    python perf/tokens_per_step.py [--steps 4] [--task bench/tasks/causality/task.yaml ...] \
+    python benchmarks/tokens_per_step.py [--steps 4] [--task bench/tasks/causality/task.yaml ...] \
 [--parts] [--keep DIR] [--json FILE]
 """
 

@@ -2,8 +2,8 @@
 of FML-bench main's own metrics per agent (mean over tasks): normalised improvement,
 valid-step ratio, AUC over steps and the step of the first improvement.
 
-    python perf/fml_agents.py                                   # the grid: all tasks, 2 rounds, 8 steps
-    python perf/fml_agents.py --tasks tests/fixtures/bench/tiny-r2/task.yaml --out /tmp/fml_agents
+    python benchmarks/fml_agents.py                                   # the grid: all tasks, 2 rounds, 8 steps
+    python benchmarks/fml_agents.py --tasks tests/fixtures/bench/tiny-r2/task.yaml --out /tmp/fml_agents
 
 Re-running with the same --out continues a killed grid. Tasks without an FML-bench range
 (neither FML-bench's own nor a `score_range`) are left out of the table.

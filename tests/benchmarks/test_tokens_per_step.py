@@ -1,4 +1,4 @@
-"""Prompt economy on the tiny task, through perf/tokens_per_step.py: model tokens
+"""Prompt economy on the tiny task, through benchmarks/tokens_per_step.py: model tokens
 per experiment step stay under a bound, and the figure is what the run's records say."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def test_tiny_task_stays_under_the_tokens_per_step_bound(tmp_path: Path) -> None
     done = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "perf" / "tokens_per_step.py"),
+            str(ROOT / "benchmarks" / "tokens_per_step.py"),
             "--task",
             str(TINY),
             "--steps",

@@ -1,5 +1,5 @@
 """The peers' released code beside our agents with a real local model (issue #30's benchmark;
-not a timed test). Run it alone on the model: `flock /work/scratch/llm.lock python perf/peers.py`.
+not a timed test). Run it alone on the model: `flock /work/scratch/llm.lock python benchmarks/peers.py`.
 
 Serves the model once (llama.cpp; a server already answering at the models-file address is used
 as it is), then runs one bench grid per agent into one results folder,
@@ -14,7 +14,7 @@ agent and task, from each round's result.json and step records (means over round
 - stops: stop reasons other than the step budget, with their cause; a cell cut off at --timeout
   (no result.json, no hidden test) is shown from its step and call records.
 
-    python perf/peers.py [--agents aiscientist,aide,peer-aide,...] [--tasks tiny,data_efficiency]
+    python benchmarks/peers.py [--agents aiscientist,aide,peer-aide,...] [--tasks tiny,data_efficiency]
                          [--steps 2] [--rounds 2] [--model local/qwen2.5-coder-1.5b] [--out DIR] [--table-only]
 """
 

@@ -13,7 +13,7 @@ tiny test fixture) in three arms - File-as-Bus on, File-as-Bus off, hierarchy of
 Goals (File-as-Bus on): late/early prompt ratio <= 1.25; overhead median <= 20 ms/step;
 the last ten steps' median <= 1.3x the whole run's.
 
-    python perf/thin_control.py [--steps 100] [--arms bus,nobus,flat] [--sandbox local] [--keep DIR]
+    python benchmarks/thin_control.py [--steps 100] [--arms bus,nobus,flat] [--sandbox local] [--keep DIR]
 """
 
 from __future__ import annotations

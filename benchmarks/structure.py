@@ -10,7 +10,7 @@ lines and no line over 120 characters; run-folder file names spelled only in
 `aiscientist/records/`; no block of REPEAT_LINES lines repeated to the letter (`repeated_blocks`).
 Exit 1 when a goal is not met.
 
-    python perf/structure.py [--json FILE]
+    python benchmarks/structure.py [--json FILE]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("aiscientist", "bench", "perf", "scripts")
+PACKAGES = ("aiscientist", "bench", "benchmarks", "scripts")
 MAX_FILE, MAX_LINE, MAX_MODULES, MAX_TOP = 400, 120, 12, 4
 REPEAT_LINES = 6
 # aiscientist's rooms, lowest first: a module imports only from its own room or lower ones

@@ -2,9 +2,9 @@
 experiment's wall time and peak memory, and the metric of the known better
 method in tests/fml_lite_improved/<task>.patch.
 
-    python perf/fml_lite_table.py                        # all eight, seeds 0 1 2
-    python perf/fml_lite_table.py --tasks privacy fairness --seeds 0
-    python perf/fml_lite_table.py --no-improved --smoke  # quick check of the pipeline
+    python benchmarks/fml_lite_table.py                        # all eight, seeds 0 1 2
+    python benchmarks/fml_lite_table.py --tasks privacy fairness --seeds 0
+    python benchmarks/fml_lite_table.py --no-improved --smoke  # quick check of the pipeline
 
 Every experiment runs the task's validation `commands` in a fresh copy of its
 repository with FML_LITE_SEED set (and FML_LITE_SMOKE=1 with --smoke). Peak

@@ -2,7 +2,7 @@
 regeneration with 10 and 1,000 experiment folders, and an experiment's wall
 time with the file watcher on and off.
 
-    python perf/workspace_bench.py [--runs 5] [--churn 500] [--json out.json]
+    python benchmarks/workspace_bench.py [--runs 5] [--churn 500] [--json out.json]
 
 Uses the tiny fixture task with the local sandbox. Timings on a shared machine
 are noisy: medians over `--runs` repetitions, watcher on/off runs interleaved.

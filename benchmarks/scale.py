@@ -19,7 +19,7 @@
 Wall times on a machine shared with other jobs are noisy: run it on an idle machine
 for figures to quote.
 
-    python perf/scale.py [--rounds 6] [--steps 6] [--burn 2] [--repeat 5]
+    python benchmarks/scale.py [--rounds 6] [--steps 6] [--burn 2] [--repeat 5]
                                [--executors pool,ray] [--backends local,bwrap,docker] [--grid-sandbox auto]
 """
 

@@ -19,9 +19,9 @@ Goals (issue #29): valid >= 90 % for every agent; every agent ends on its own st
 with at least one successful step; prefix >= 80 %; at most 400 s of wall time per step run
 (`solve` on the tiny task: 3 steps in 20 minutes).
 
-    python perf/real_model.py [--agents aiscientist,linear] [--steps 2] [--tasks tiny,TASK]
-                              [--model local/qwen2.5-coder-1.5b] [--keep DIR] [--json FILE]
-    python perf/real_model.py --from RESULTS   # the cells of a `--record RESULTS/requests bench run --out RESULTS`
+    python benchmarks/real_model.py [--agents aiscientist,linear] [--steps 2] [--tasks tiny,TASK]
+                                   [--model local/qwen2.5-coder-1.5b] [--keep DIR] [--json FILE]
+    python benchmarks/real_model.py --from RESULTS   # cells of `--record RESULTS/requests bench run --out RESULTS`
 """
 
 from __future__ import annotations
