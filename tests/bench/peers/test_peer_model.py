@@ -35,9 +35,7 @@ def test_a_local_model_is_reached_at_its_entrys_server_with_its_limits(tmp_path:
     with FakeOpenAI() as fake:
         entry = {"gguf": "qwen2.5-coder-0.5b", "api_base": fake.api_base, "timeout_s": 900, "max_tokens": 1024}
         got = peer_model(context(tmp_path, "local/mine", entry))
-    assert got == PeerModel(
-        name="openai/mine", api_base=fake.api_base, api_key="local", max_tokens=1024, timeout_s=900
-    )
+    assert got == PeerModel(name="openai/mine", api_base=fake.api_base, api_key="local", max_tokens=1024, timeout_s=900)
     assert got.temperature is None
     assert fake.api_base not in server._started and fake.api_base in server._answered
 
@@ -48,7 +46,10 @@ def test_a_hosted_model_keeps_its_name_and_takes_the_key_from_options_or_the_env
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     got = peer_model(context(tmp_path, "gpt-4o-mini", {"timeout_s": 120}))
     assert (got.name, got.api_base, got.api_key, got.timeout_s) == (
-        "gpt-4o-mini", "https://api.openai.com/v1", "sk-env", 120
+        "gpt-4o-mini",
+        "https://api.openai.com/v1",
+        "sk-env",
+        120,
     )
     given = peer_model(context(tmp_path, "openai/gpt-4o-mini", api_key="sk-option"))
     assert given.api_key == "sk-option"
