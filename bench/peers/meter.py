@@ -2,18 +2,21 @@
 sandbox sees: the peer's own client talks to it as if it were the endpoint, every answer's
 `usage` becomes a record in the run's `logs/llm_calls.jsonl` (a peer's steps are charged
 with its tokens like any other agent's), and the endpoint's key is added here, so no key
-enters the sandbox.
+enters the sandbox. A peer that hangs up (its own client's timeout) takes its request with it:
+the relay closes the endpoint's connection too, so a one-at-a-time server does not go on
+generating, or queueing, answers nobody reads.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import select
+import socket
 import time
-import urllib.error
-import urllib.request
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlsplit
 
 from aiscientist.llm import BudgetLimits
 from aiscientist.llm.budget import tracker_for_run
@@ -48,6 +51,28 @@ class Meter(LoopbackServer):
         tracker_for_run(self.run_dir, BudgetLimits()).record(record)
 
 
+def _connect(upstream: str) -> tuple[http.client.HTTPConnection, str]:
+    """A connection to the endpoint and the path prefix of its URL."""
+    url = urlsplit(upstream)
+    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    return kind(url.netloc, timeout=3600), url.path
+
+
+def _hung_up(peer: socket.socket, endpoint: socket.socket) -> bool:
+    """Wait for the endpoint's answer; True when the peer closes its connection first."""
+    watched = [peer, endpoint]
+    while True:
+        readable, _, _ = select.select(watched, [], [])
+        if endpoint in readable:
+            return False
+        try:
+            if peer.recv(1, socket.MSG_PEEK) == b"":
+                return True
+        except OSError:
+            return True
+        watched = [endpoint]  # the peer sent more (a next request): only the answer matters now
+
+
 def _handler(meter: Meter) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _relay(self) -> None:
@@ -56,18 +81,19 @@ def _handler(meter: Meter) -> type[BaseHTTPRequestHandler]:
             headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
             if meter.key:
                 headers["Authorization"] = f"Bearer {meter.key}"
-            request = urllib.request.Request(meter.upstream + self.path, data=data or None, method=self.command)
-            for key, value in headers.items():
-                request.add_header(key, value)
             started = time.monotonic()
+            endpoint, prefix = _connect(meter.upstream)
             try:
-                with urllib.request.urlopen(request, timeout=3600) as answer:
-                    status, body, kind = answer.status, answer.read(), answer.headers.get("Content-Type", "")
-            except urllib.error.HTTPError as err:
-                status, body, kind = err.code, err.read(), err.headers.get("Content-Type", "")
-            except (urllib.error.URLError, OSError) as err:
+                endpoint.request(self.command, prefix + self.path, body=data or None, headers=headers)
+                if endpoint.sock is not None and _hung_up(self.connection, endpoint.sock):
+                    return
+                answer = endpoint.getresponse()
+                status, body, kind = answer.status, answer.read(), answer.getheader("Content-Type", "")
+            except (OSError, http.client.HTTPException) as err:
                 status, kind = 502, "application/json"
                 body = json.dumps({"error": {"message": f"model endpoint {meter.upstream}: {err}"}}).encode()
+            finally:
+                endpoint.close()
             if status == 200:
                 meter.note(data, body, time.monotonic() - started)
             self.send_response(status)
@@ -78,7 +104,7 @@ def _handler(meter: Meter) -> type[BaseHTTPRequestHandler]:
 
         do_POST = do_GET = _relay  # noqa: N815
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             pass
 
     return Handler
