@@ -159,18 +159,10 @@ class Aide:
     def _messages(
         self, ctx: RunContext, journal: Journal, stage: str, parent: Node | None, code: str, direction: str
     ) -> list[dict[str, Any]]:
-        # stable first (task, target, stage, the code a draft starts from), what changes last: a prefix cache reuses it
+        # stable first (task, target, stage, the code it starts from, the answer's form), what changes
+        # last (memory, the error, the steps left): a prefix cache reuses the rest of the previous request
         parts = [ctx.task.summary(), f"Target file: {journal.target}", f"## Stage: {stage}", STAGE_TEXT[stage]]
         parts.append(f"## Current code of {journal.target}\n```python\n{code}\n```")
-        memory = [n for n in journal.good()][-MEMORY_NODES:]
-        if memory and stage != "debug":
-            parts.append(
-                "## Memory (previous working solutions)\n"
-                + "\n".join(f"- node {n.id} ({n.stage}): metric {n.metric:.6g}: {n.plan[:200]}" for n in memory)
-            )
-        if stage == "debug" and parent is not None:
-            parts.append(f"## Error\n{quoted(parent.error or 'unknown error', 'experiment error', 1000)}\n")
-            parts.append(stderr_excerpt(ctx, parent.step))
         parts.append(ANSWER.format(target=journal.target))
         parts.append(
             facts_line(
@@ -181,7 +173,16 @@ class Aide:
                 **task_facts(ctx.task, [f"submission/{journal.target}"]),
             )
         )
-        parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")  # last: the rest is a cached prefix
+        memory = [n for n in journal.good()][-MEMORY_NODES:]
+        if memory and stage != "debug":
+            parts.append(
+                "## Memory (previous working solutions)\n"
+                + "\n".join(f"- node {n.id} ({n.stage}): metric {n.metric:.6g}: {n.plan[:200]}" for n in memory)
+            )
+        if stage == "debug" and parent is not None:
+            parts.append(f"## Error\n{quoted(parent.error or 'unknown error', 'experiment error', 1000)}\n")
+            parts.append(stderr_excerpt(ctx, parent.step))
+        parts.append(f"Steps left: {ctx.steps_left()}. Direction: {direction}.")
         return [system_prompt(ROLE, INSTRUCTIONS), {"role": "user", "content": "\n\n".join(parts)}]
 
     @staticmethod

@@ -5,6 +5,7 @@ budget, autoresearch's greedy chain and AdaptiveSearch's trigger, branches and s
 from __future__ import annotations
 
 import math
+import os
 import random
 from pathlib import Path
 
@@ -243,3 +244,24 @@ def test_aide_and_openevolve_sample_as_the_originals_do(tmp_path: Path):
     ctx = RunContext(agent="aide", ws=ws, model="offline", steps=1)
     temperatures = {role: ctx.client(role).config.temperature for role in ("aide", "openevolve", "linear")}
     assert temperatures == {"aide": 0.5, "openevolve": 0.7, "linear": 0.0}
+
+
+def test_aides_next_draft_repeats_the_previous_prompt_up_to_what_changed(tmp_path: Path):
+    """A prefix cache reuses a request's start: after a working draft, AIDE's next draft prompt
+    differs from the previous one only from the steps left (in the FACTS line) on: the memory
+    of working solutions and the step count come last."""
+    from aiscientist.agent.context import RunContext
+    from aiscientist.workspace import Workspace
+    from bench.agents.aide import Aide, Journal, Node
+
+    ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
+    ctx = RunContext(agent="aide", ws=ws, model="offline", steps=3)
+    journal = Journal(target="config.py")
+    code = (ws.paths.submission / "config.py").read_text()
+    first = Aide()._messages(ctx, journal, "draft", None, code, "min")[1]["content"]
+    journal.nodes.append(Node(id=0, parent=None, stage="draft", plan="more epochs", code=code, metric=0.5, buggy=False))
+    ctx.steps = 2  # a step less left
+    second = Aide()._messages(ctx, journal, "draft", None, code, "min")[1]["content"]
+    shared = os.path.commonprefix([first, second])
+    assert shared.endswith('"steps_left": ') and "## Memory" in second[len(shared) :]
+    assert len(shared) / len(second) > 0.8
