@@ -8,17 +8,19 @@ cluster OUT and the tasks must be on a filesystem every node mounts).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TORCH_NUM_THREADS")
 CORES_VAR = "AISCIENTIST_RUN_CORES"  # a Ray task's CPU share (it is not pinned to cores)
+INTERRUPT_GRACE_S = 30.0  # an interrupted cell's time to leave its run resumable before its worker is killed
 
 
 class ExecutorUnavailable(RuntimeError):
@@ -77,12 +79,30 @@ def open_executor(kind: str, address: str | None, slots: list[list[int]]):
     return EXECUTORS[kind](address, slots)
 
 
-def _pool(address: str | None, slots: list[list[int]]) -> ProcessPoolExecutor:
+class CellPool(ProcessPoolExecutor):
+    """The local pool, whose running cells stop with the grid (leaving on exit, the stdlib pool
+    waits for every running cell: a SIGINT to the grid process alone did not stop a peer's cell)."""
+
+    def interrupt(self, running: list[Future]) -> None:
+        """Ctrl-C: a terminal's reaches the workers too; else they get a SIGINT of their own and
+        leave their runs resumable; a worker still in its cell after INTERRUPT_GRACE_S is killed."""
+        workers = list((self._processes or {}).values())
+        for signum, grace_s in ((None, 10.0), (signal.SIGINT, INTERRUPT_GRACE_S), (signal.SIGKILL, 0.0)):
+            if signum is not None:
+                for worker in workers:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(worker.pid, signum)
+            running = list(wait(running, timeout=grace_s).not_done)
+            if not running:
+                return
+
+
+def _pool(address: str | None, slots: list[list[int]]) -> CellPool:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     for slot in slots:
         queue.put(slot)
-    return ProcessPoolExecutor(max_workers=len(slots), mp_context=context, initializer=pin_worker, initargs=(queue,))
+    return CellPool(max_workers=len(slots), mp_context=context, initializer=pin_worker, initargs=(queue,))
 
 
 def _ray(address: str | None, slots: list[list[int]]) -> RayExecutor:
@@ -124,6 +144,9 @@ class RayExecutor:
 
     def __enter__(self) -> RayExecutor:
         return self
+
+    def interrupt(self, running: list[Future]) -> None:
+        """Ctrl-C: the exit that follows cancels the running tasks."""
 
     def __exit__(self, *exc: object) -> None:
         """On an error or Ctrl-C, cancel what is still running; shut down a cluster we started."""

@@ -327,6 +327,9 @@ def _drain(open_pool: Callable[[], Any], jobs: list[Job], slots: int, refresh: C
                         if error is not None:
                             failures[name] = str(error) if isinstance(error, CellFailed) else repr(error)
                     refresh()
+            except KeyboardInterrupt:
+                pool.interrupt(list(running))
+                raise
             except BrokenProcessPool:
                 for name in running.values():
                     failures[name] = "its worker process died (killed by a signal or out of memory)"
