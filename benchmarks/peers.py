@@ -4,7 +4,8 @@ not a timed test). Run it alone on the model: `flock /work/scratch/llm.lock pyth
 Serves the model once (llama.cpp; a server already answering at the models-file address is used
 as it is), then runs one bench grid per agent into one results folder,
 `python -m aiscientist bench run --agents A --tasks T1,T2 --rounds R --steps N --workers 1`,
-each stopped after --timeout seconds, writes `bench report` over all of them and prints per
+each stopped after --timeout seconds, its requests recorded in OUT/requests (so `benchmarks/real_model.py
+--from OUT` adds valid calls and prefix share), writes `bench report` over all of them and prints per
 agent and task, from each round's result.json and step records (means over rounds):
 
 - val / base: best validation metric against the baseline's; test / base: the hidden test on
@@ -53,7 +54,8 @@ TASKS = f"{ROOT / 'tests/fixtures/tiny/task.yaml'},data_efficiency"
 def run_grid(agent: str, args: argparse.Namespace) -> float:
     """One agent's cells; the wall time. Past --timeout the grid is interrupted (unfinished cells leave no result)."""
     command = [
-        sys.executable, "-m", "aiscientist", "bench", "run", "--agents", agent, "--tasks", args.tasks,
+        sys.executable, "-m", "aiscientist", "--record", str(args.out / "requests"),  # read by real_model.py --from
+        "bench", "run", "--agents", agent, "--tasks", args.tasks,
         "--rounds", str(args.rounds), "--steps", str(args.steps), "--model", args.model, "--out", str(args.out),
         "--workers", "1", "--no-progress", "--no-report",
     ]  # fmt: skip

@@ -5,6 +5,7 @@ terminal tool, a limit or a model failure. Agents differ only in their `LoopSpec
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from aiscientist.llm.types import Completion, ToolCall
 TERMINAL = {"finish": StopReason.FINISHED, "submit": StopReason.SUBMITTED}
 ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
 NOT_FINISHED = "not finished: a call before finish in this turn failed; see its result"
-REPEAT_LIMIT = 5  # the same call with the same result this many times in a row ends the loop
+REPEAT_LIMIT = 4  # the same call with the same result this many times in one loop ends it
 
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]
 RunTool = Callable[[ToolCall, str], str]  # (call, position key) -> result text
@@ -121,25 +122,24 @@ def _answer(
 
 
 class _Repeats:
-    """The same call with the same result again and again (a small model retrying a refused
-    write ten times, re-reading one file ten times): from the second time the result says so;
-    at REPEAT_LIMIT the loop ends."""
+    """The same call with the same result again (a small model retrying a refused write ten
+    times, re-reading one file ten times, or reading and rewriting one file with the same text
+    in turn): from the second time the result says so; at REPEAT_LIMIT the loop ends."""
 
     def __init__(self) -> None:
-        self.last: tuple[str, str, str] | None = None
-        self.count = 0
+        self.seen: Counter[tuple[str, str, str]] = Counter()
 
     def note(self, call: ToolCall, content: str) -> tuple[str, Outcome | None]:
         this = (call.name, json.dumps(call.arguments, sort_keys=True, default=str), content)
-        self.count = self.count + 1 if this == self.last else 1
-        self.last = this
+        self.seen[this] += 1
+        count = self.seen[this]
         failed = "failed" if content.startswith(ERROR_PREFIX) else "given this same result"
-        if self.count >= REPEAT_LIMIT:
-            detail = f"the same {call.name} call {failed} {self.count} times in a row: {content[:300]}"
+        if count >= REPEAT_LIMIT:
+            detail = f"the same {call.name} call {failed} {count} times: {content[:300]}"
             return content, Outcome(stop=StopReason.TURN_LIMIT, detail=detail)
-        if self.count >= 2:
+        if count >= 2:
             content += (
-                f"\n(This exact call has {failed} {self.count} times in a row; making it again will not change "
+                f"\n(This exact call has {failed} {count} times; making it again will not change "
                 "that: change it or do something else.)"
             )
         return content, None

@@ -306,3 +306,28 @@ def test_names_and_lines_made_by_experiment_code_cannot_forge_listing_lines(ws: 
     assert not any("\n" in e or "\x1b" in e or "\udcff" in e for e in listing)
     hits = scope.search("token", "submission")
     assert len(hits) == 2 and not any("\n" in h or "\x1b" in h or "\u202e" in h for h in hits)
+
+
+def test_a_python_file_written_or_edited_into_invalid_code_is_said_at_once(ws: Workspace):
+    """The 1.5B model took a docstring's quotes for its string's and wrote config.py without them;
+    it learnt of it only from a failed experiment step."""
+    from aiscientist.agent.context import RunContext
+    from bench.agents import agent_class
+    from bench.agents.tools import baseline_toolbox
+
+    agent_class("linear")
+    box = baseline_toolbox(RunContext(agent="linear", ws=ws, model="offline", steps=1), "linear")
+
+    def call(name: str, arguments: dict) -> str:
+        return box.call(ToolCall(id="c", name=name, arguments=arguments))[0]
+
+    broken = "Hyper-parameters of the training run.\n\nEPOCHS = 40\n"
+    said = call("write_file", {"path": "submission/config.py", "content": broken})
+    assert said.startswith("wrote submission/config.py (")
+    assert "Warning: submission/config.py is not valid Python now (line 1: invalid syntax)" in said
+    assert (ws.paths.submission / "config.py").read_text() == broken  # written all the same: the file is the agent's
+    fixed = call("edit_file", {"path": "submission/config.py", "old": "Hyper", "new": '"""Hyper'})
+    assert "Warning" in fixed and "unterminated" in fixed
+    fixed = call("edit_file", {"path": "submission/config.py", "old": "run.\n", "new": 'run."""\n'})
+    assert fixed == "edited submission/config.py"
+    assert call("write_file", {"path": "scratch/notes.md", "content": "Hyper-parameters"}).endswith("characters)")
