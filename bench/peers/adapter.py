@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import tempfile
 from pathlib import Path
@@ -160,13 +161,21 @@ class PeerAgent:
         elif ctx.steps_left() == 0:
             return Outcome(stop=StopReason.STEP_BUDGET, detail=f"peer {self.peer} used its {ctx.steps} steps")
         elif code != 0:
-            detail, stop = f"peer {self.peer} exited {code}: {tail[-600:].strip()}", StopReason.AGENT_FAILED
+            detail, stop = f"peer {self.peer} exited {code}: {cause_of(tail)}", StopReason.AGENT_FAILED
         elif calls["experiment"] == 0:
             detail, stop = f"peer {self.peer} ended without calling the evaluator", StopReason.AGENT_FAILED
         else:
             return Outcome(stop=StopReason.FINISHED, detail=f"peer {self.peer} ended its own run")
         console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail} (see ws/state/peer/{OUTPUT})")
         return Outcome(stop=stop, detail=detail)
+
+
+def cause_of(output: str) -> str:
+    """The line of a peer's last output that names why it ended: its last exception (a
+    traceback's last line, e.g. litellm's ContextWindowExceededError), else its last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b[^:]*:", line)]
+    return (errors or lines or ["(no output)"])[-1][:600]
 
 
 def run_sandboxed(

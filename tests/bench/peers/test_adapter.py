@@ -1,5 +1,5 @@
-"""`peer_model`: the run's model as a peer's own client reaches it (the models file's address,
-answer limits and no sampling of ours)."""
+"""The adapter: the run's model as a peer's own client reaches it (`peer_model`: the models
+file's address, answer limits, no sampling of ours) and why a peer's process ended (`cause_of`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from aiscientist.config import RunConfig
 from aiscientist.llm.local import server
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace
-from bench.peers.adapter import PeerModel, peer_model
+from bench.peers.adapter import PeerModel, cause_of, peer_model
 from tests.fixtures.llm.fake_openai import FakeOpenAI
 
 TINY = Path(__file__).resolve().parents[2] / "fixtures/tiny/task.yaml"
@@ -60,3 +60,17 @@ def test_models_a_peer_cannot_reach_are_refused_with_the_fix(tmp_path: Path):
         peer_model(context(tmp_path, "offline"))
     with pytest.raises(ValueError, match=r"only at an OpenAI-compatible endpoint.*--option peer-aide\.api_base=URL"):
         peer_model(context(tmp_path, "anthropic/claude-3-5-haiku"))
+
+
+def test_a_peer_that_exits_is_described_by_its_last_exception():
+    """mini-swe-agent's context outgrew the local model's 8,192 tokens: the cell's stop detail
+    showed the first lines of a 600-character traceback tail, not the error."""
+    output = (
+        'THOUGHT: run it\nTraceback (most recent call last):\n  File "agent.py", line 3, in step\n'
+        "    raise ContextWindowExceededError(\n"
+        "litellm.exceptions.ContextWindowExceededError: This model's maximum context length is 8192 tokens\n"
+        "During handling of the above exception, another message was logged\n"
+    )
+    assert cause_of(output).startswith("litellm.exceptions.ContextWindowExceededError: This model's maximum")
+    assert cause_of("step 1\nstep 2: giving up\n") == "step 2: giving up"
+    assert cause_of("") == "(no output)"
