@@ -70,13 +70,15 @@ def run_grid(agent: str, args: argparse.Namespace) -> float:
         )
         try:
             grid.wait(args.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(grid.pid, signal.SIGINT)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt) as stopped:
+            os.killpg(grid.pid, signal.SIGINT)  # its own session: our Ctrl-C does not reach it
             try:
                 grid.wait(60)
             except subprocess.TimeoutExpired:
                 os.killpg(grid.pid, signal.SIGKILL)
                 grid.wait()
+            if isinstance(stopped, KeyboardInterrupt):
+                raise
     return time.monotonic() - started
 
 
@@ -182,6 +184,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="results folder (default: a new temporary one)")
     parser.add_argument("--table-only", action="store_true", help="only print the table of --out's runs")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the grid stops, the server too (atexit)
     args.out = (args.out or Path(tempfile.mkdtemp(prefix="peers-"))).resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     console, agents = Console(width=220), args.agents.split(",")
