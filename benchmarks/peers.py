@@ -198,4 +198,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("stopped: the running grid was interrupted (its cells are resumable with the same command)")
+        sys.exit(130)
