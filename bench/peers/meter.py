@@ -23,6 +23,7 @@ from aiscientist.llm.budget import tracker_for_run
 from bench.peers.serve import LoopbackServer
 
 HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding"}
+ANSWER_TIMEOUT_S = 3600.0  # the longest the relay waits for the endpoint's answer
 KEY_HEADERS = {"authorization", "api-key", "x-api-key"}  # whatever the peer sent is replaced by the run's key
 
 
@@ -55,14 +56,16 @@ def _connect(upstream: str) -> tuple[http.client.HTTPConnection, str]:
     """A connection to the endpoint and the path prefix of its URL."""
     url = urlsplit(upstream)
     kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    return kind(url.netloc, timeout=3600), url.path
+    return kind(url.netloc, timeout=ANSWER_TIMEOUT_S), url.path
 
 
 def _hung_up(peer: socket.socket, endpoint: socket.socket) -> bool:
     """Wait for the endpoint's answer; True when the peer closes its connection first."""
     watched = [peer, endpoint]
     while True:
-        readable, _, _ = select.select(watched, [], [])
+        readable, _, _ = select.select(watched, [], [], ANSWER_TIMEOUT_S)
+        if not readable:
+            raise TimeoutError(f"no answer within {ANSWER_TIMEOUT_S:g} s")
         if endpoint in readable:
             return False
         try:

@@ -81,3 +81,13 @@ def test_a_peer_hanging_up_closes_its_request_at_the_endpoint(tmp_path: Path):
         waiter.join(timeout=25)
     endpoint.close()
     assert closed_after and closed_after[0] < 5, closed_after
+
+
+def test_an_endpoint_that_never_answers_is_a_502_after_the_relays_limit(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("bench.peers.meter.ANSWER_TIMEOUT_S", 1.0)
+    endpoint = socket.create_server(("127.0.0.1", 0))  # accepts (the kernel's backlog), never answers
+    base = f"http://127.0.0.1:{endpoint.getsockname()[1]}/v1"
+    with Meter(base, tmp_path, "peer-aide", tmp_path / "model.sock"):
+        status, body = chat(tmp_path / "model.sock")
+    endpoint.close()
+    assert status == 502 and "no answer within 1 s" in body["error"]["message"]
