@@ -182,13 +182,14 @@ def clip(text: str, limit: int) -> str:
     return text[: limit - 40] + f"\n... [{len(text) - limit + 40} more characters cut]"
 
 
-def python_warning(path: str, text: str) -> str:
+def python_warning(path: str, text: Callable[[], str]) -> str:
     """A Python file that no longer parses, said at once: a small model wrote a docstring's
-    quotes as its string's and learnt of it only from a failed experiment step."""
+    quotes as its string's and learnt of it only from a failed experiment step. `text` is
+    only read for a `.py` path."""
     if not path.endswith(".py"):
         return ""
     try:
-        compile(text, path, "exec", dont_inherit=True)
+        compile(text(), path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as err:
         where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
         return f"\nWarning: {path} is not valid Python now ({where}{getattr(err, 'msg', err)}); fix it before running."
@@ -213,12 +214,12 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
     def write_file(a: WriteFileArgs) -> str:
         scope.write(a.path, a.content)
         box.note(a.path)
-        return f"wrote {a.path} ({len(a.content)} characters)" + python_warning(a.path, a.content)
+        return f"wrote {a.path} ({len(a.content)} characters)" + python_warning(a.path, lambda: a.content)
 
     def edit_file(a: EditFileArgs) -> str:
         scope.edit(a.path, a.old, a.new)
         box.note(a.path)
-        return f"edited {a.path}" + python_warning(a.path, scope.read(a.path, max_lines=None))
+        return f"edited {a.path}" + python_warning(a.path, lambda: scope.read(a.path, max_lines=None))
 
     def append_log(a: AppendLogArgs) -> str:
         scope.append(a.log, a.text)

@@ -23,8 +23,8 @@ from aiscientist.llm.budget import tracker_for_run
 from bench.peers.serve import LoopbackServer
 
 HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding"}
-ANSWER_TIMEOUT_S = 3600.0  # the longest the relay waits for the endpoint's answer
 KEY_HEADERS = {"authorization", "api-key", "x-api-key"}  # whatever the peer sent is replaced by the run's key
+ANSWER_TIMEOUT_S = 3600.0  # the longest the relay waits for the endpoint's answer
 
 
 class Meter(LoopbackServer):
