@@ -42,14 +42,14 @@ FINAL_ONLY = "Error: not run: the step budget is spent; only submit(reason) is p
 class Agent:
     """The tools and prompt of the deciding agent: orchestrator, or the flat agent."""
 
-    def __init__(self, rt: RunContext):
-        self.rt = rt
-        self.flat = not rt.config.hierarchy
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+        self.flat = not ctx.config.hierarchy
         self.role = "flat" if self.flat else "orchestrator"
-        rt.ws.set_active(self.role)
-        scope = rt.ws.scope(self.role)
-        self.box = build_toolbox(rt, self.role, extra=lambda box: [experiment_tool(rt, scope, box), submit_tool()])
-        offered = toolset(rt.agent, self.role)
+        ctx.ws.set_active(self.role)
+        scope = ctx.ws.scope(self.role)
+        self.box = build_toolbox(ctx, self.role, extra=lambda box: [experiment_tool(ctx, scope, box), submit_tool()])
+        offered = toolset(ctx.agent, self.role)
         specialists = [
             tool_schema(name, description, args)
             for name, (args, _, description) in SPECIALISTS.items()
@@ -58,17 +58,17 @@ class Agent:
         self.schemas = specialists + self.box.schemas()  # the same at every decision: a prompt prefix that stays
 
     def messages(self, state: OrchestratorState) -> list[dict[str, Any]]:
-        return flat_messages(self.rt, state) if self.flat else orchestrator_messages(self.rt, state)
+        return flat_messages(self.ctx, state) if self.flat else orchestrator_messages(self.ctx, state)
 
     @property
     def grows(self) -> bool:
         """Whether the conversation itself carries results (no thin control)."""
-        return self.flat or not self.rt.ws.file_bus
+        return self.flat or not self.ctx.ws.file_bus
 
     @property
     def cap(self) -> int | None:
         """The characters of recent turns a growing conversation keeps (None: a count of turns)."""
-        return self.rt.config.orchestrator.no_bus_context_chars if self.grows else None
+        return self.ctx.config.orchestrator.no_bus_context_chars if self.grows else None
 
     def complete(
         self, view: OrchestratorState, tools: list[dict[str, Any]]
@@ -78,12 +78,12 @@ class Agent:
         turns = view.get("turns", [])
         while True:
             try:
-                return self.rt.complete(self.role, self.messages({**view, "turns": turns}), tools), turns
+                return self.ctx.complete(self.role, self.messages({**view, "turns": turns}), tools), turns
             except ContextOverflow as err:
                 if not self.grows or not turns:
                     raise
                 kept = forget_turns(turns, err)
-                self.rt.ws.events.record(
+                self.ctx.ws.events.record(
                     self.role,
                     "orchestrator.context_trimmed",
                     {
@@ -96,24 +96,24 @@ class Agent:
                 turns = kept
 
 
-def build_graph(rt: RunContext, checkpointer: Any):
-    agent = Agent(rt)
-    config = rt.config
+def build_graph(ctx: RunContext, checkpointer: Any):
+    agent = Agent(ctx)
+    config = ctx.config
 
     def decide(state: OrchestratorState) -> dict[str, Any]:
-        if rt.out_of_time():
+        if ctx.out_of_time():
             return stop(StopReason.WALL_TIME, "wall-time budget used")
-        steps_done = rt.steps_done()
-        final = steps_done >= rt.steps
+        steps_done = ctx.steps_done()
+        final = steps_done >= ctx.steps
         if final and state.get("final_call"):
             return stop(StopReason.STEP_BUDGET, "step budget used")
-        limit = config.orchestrator.max_decisions_per_step * rt.steps + 10
+        limit = config.orchestrator.max_decisions_per_step * ctx.steps + 10
         if state.get("decision", 0) >= limit:
             return stop(StopReason.DECISION_LIMIT, f"{limit} decisions without spending the step budget")
         stage = (
             ("submit" if final else "research")
             if agent.flat
-            else stage_of(state.get("calls", {}), steps_done, rt.steps)
+            else stage_of(state.get("calls", {}), steps_done, ctx.steps)
         )
         view = {**state, "final_call": final, "stage": stage}
         try:
@@ -121,11 +121,12 @@ def build_graph(rt: RunContext, checkpointer: Any):
         except BudgetExhausted as err:
             return stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
         except ModelUnavailable as err:
-            rt.ws.events.record(agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "unavailable": True})
+            error = {"error": str(err)[:1000], "unavailable": True}
+            ctx.ws.events.record(agent.role, "orchestrator.model_error", error)
             return stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
         except ModelError as err:
             errors = state.get("model_errors", 0) + 1
-            rt.ws.events.record(
+            ctx.ws.events.record(
                 agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "consecutive": errors}
             )
             if errors >= config.orchestrator.model_error_limit:
@@ -135,7 +136,7 @@ def build_graph(rt: RunContext, checkpointer: Any):
                 }
             return {"model_errors": errors, "pending": None, "pending_calls": [], "to_act": True}
         decision = state.get("decision", 0) + 1
-        rt.ws.events.record(
+        ctx.ws.events.record(
             agent.role,
             "orchestrator.decision",
             {
@@ -207,15 +208,15 @@ def build_graph(rt: RunContext, checkpointer: Any):
     def execute(call: ToolCall, key: str, decision: int, tally: Tally) -> tuple[str, dict[str, str]]:
         """(tool result, the stop fields or {}) for one call of the deciding agent."""
         if call.name in SPECIALISTS and not agent.flat and call.error is None:
-            result = _run_specialist(rt, call, key)
+            result = _run_specialist(ctx, call, key)
             if isinstance(result, str):  # arguments did not validate
                 return result, {}
             tally.count(call, result, decision, config)
-            return result.for_orchestrator(rt.ws.file_bus, config.orchestrator.tool_result_chars), {}
-        content = journaled_call(rt.journal, rt.ws.paths.logs, agent.box, call, key)
+            return result.for_orchestrator(ctx.ws.file_bus, config.orchestrator.tool_result_chars), {}
+        content = journaled_call(ctx.journal, ctx.ws.paths.logs, agent.box, call, key)
         if terminal(agent.box, call) is StopReason.SUBMITTED:
             reason = str(call.arguments.get("reason", ""))
-            rt.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
+            ctx.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
             return content, stop(StopReason.SUBMITTED, clip(reason, 300))
         if call.name == "run_experiment":
             tally.last_outcome = f"run_experiment (decision {decision}): {_verdict(content)}"
@@ -239,7 +240,7 @@ def _changed(state: OrchestratorState, update: dict[str, Any]) -> dict[str, Any]
     return {key: value for key, value in update.items() if key not in state or state[key] != value}
 
 
-def _run_specialist(rt: RunContext, call: ToolCall, key: str) -> SpecialistResult | str:
+def _run_specialist(ctx: RunContext, call: ToolCall, key: str) -> SpecialistResult | str:
     """A specialist call, or the journaled result of one that finished before a resume."""
     args_model, run, _ = SPECIALISTS[call.name]
     try:
@@ -247,27 +248,27 @@ def _run_specialist(rt: RunContext, call: ToolCall, key: str) -> SpecialistResul
     except ValidationError as err:
         first = err.errors()[0]
         return f"Error: bad arguments for {call.name}: {'.'.join(map(str, first['loc']))}: {first['msg']}"
-    recorded = rt.journal.get(key)
+    recorded = ctx.journal.get(key)
     if recorded is not None and recorded.get("role") == call.name:  # the role is the specialist's name
         return SpecialistResult.model_validate(recorded)
-    rt.ws.events.record(
+    ctx.ws.events.record(
         "orchestrator",
         "specialist.start",
         {"key": key, "specialist": call.name, "arguments": {k: clip(str(v), 300) for k, v in call.arguments.items()}},
     )
-    rt.ws.set_active(call.name)  # file changes seen by the watcher are attributed to it
+    ctx.ws.set_active(call.name)  # file changes seen by the watcher are attributed to it
     try:
-        result = run(rt, key, args)
+        result = run(ctx, key, args)
     except ModelUnavailable as err:
-        rt.ws.events.record(
+        ctx.ws.events.record(
             "orchestrator",
             "specialist.end",
             {"key": key, "specialist": call.name, "ok": False, "error": clip(str(err), 1000)},
         )
         raise
     finally:
-        rt.ws.set_active("orchestrator")
-    rt.ws.events.record(
+        ctx.ws.set_active("orchestrator")
+    ctx.ws.events.record(
         "orchestrator",
         "specialist.end",
         {
@@ -281,7 +282,7 @@ def _run_specialist(rt: RunContext, call: ToolCall, key: str) -> SpecialistResul
     )
     if not result.ok:
         notices.notify("failure", f"{call.name} stopped: {clip(result.summary, 300)}")
-    rt.journal.record(key, result.model_dump())
+    ctx.journal.record(key, result.model_dump())
     return result
 
 

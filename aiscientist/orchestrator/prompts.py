@@ -48,19 +48,19 @@ USUAL = {  # the stage's usual call, said last (small models follow what they re
 NUDGE = "Call one of your tools (a specialist, an inspection tool, or submit)."
 
 
-def orchestrator_messages(rt: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
+def orchestrator_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
     """Stable first (system prompt, the task), then the recent turns, then the status, which
     changes at every decision: a server's prefix cache reuses everything before it."""
-    system = f"{ORCHESTRATOR_SYSTEM}\n\n{bus_rules_for_orchestrator(rt)}\n\n{TURN_RULES}"
+    system = f"{ORCHESTRATOR_SYSTEM}\n\n{bus_rules_for_orchestrator(ctx)}\n\n{TURN_RULES}"
     stage = str(state.get("stage"))
     usual = USUAL.get("measure" if stage == "research" and state.get("since_exp") else stage)
     hint = f" At this stage it is usually {usual}." if usual else ""
-    return _conversation(system, task_brief(rt), state, status_block(rt, state), NEXT + hint)
+    return _conversation(system, task_brief(ctx), state, status_block(ctx, state), NEXT + hint)
 
 
-def flat_messages(rt: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
-    status = f"## Status\n{progress_line(rt)}\n{best_line(rt)}\n{facts(rt, 'flat')}"
-    return _conversation(f"{FLAT_SYSTEM}\n\n{TURN_RULES}", task_brief(rt), state, status)
+def flat_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
+    status = f"## Status\n{progress_line(ctx)}\n{best_line(ctx)}\n{facts(ctx, 'flat')}"
+    return _conversation(f"{FLAT_SYSTEM}\n\n{TURN_RULES}", task_brief(ctx), state, status)
 
 
 def _conversation(
@@ -74,8 +74,8 @@ def _conversation(
     return messages
 
 
-def bus_rules_for_orchestrator(rt: RunContext) -> str:
-    if rt.ws.file_bus:
+def bus_rules_for_orchestrator(ctx: RunContext) -> str:
+    if ctx.ws.file_bus:
         return (
             "File-as-Bus is on: specialists share results through workspace files (paper_analysis/, "
             "plan/prioritized_tasks.md, logs/exp_log.md, logs/impl_log.md, experiments/). Point specialists "
@@ -87,46 +87,46 @@ def bus_rules_for_orchestrator(rt: RunContext) -> str:
     )
 
 
-def progress_line(rt: RunContext) -> str:
-    tokens, cost = rt.usage()
-    steps_done = rt.steps_done()
+def progress_line(ctx: RunContext) -> str:
+    tokens, cost = ctx.usage()
+    steps_done = ctx.steps_done()
     time_part = ""
-    if rt.wall_time_s:
-        time_part = f" · time {100 * rt.elapsed_s() / rt.wall_time_s:.0f}% of {rt.wall_time_s:.0f}s"
+    if ctx.wall_time_s:
+        time_part = f" · time {100 * ctx.elapsed_s() / ctx.wall_time_s:.0f}% of {ctx.wall_time_s:.0f}s"
     return (
-        f"Steps used: {steps_done}/{rt.steps} ({rt.steps - steps_done} left){time_part} · tokens {tokens} · cost "
+        f"Steps used: {steps_done}/{ctx.steps} ({ctx.steps - steps_done} left){time_part} · tokens {tokens} · cost "
         f"${cost:.4f}"
     )
 
 
-def best_line(rt: RunContext) -> str:
-    task = rt.task
-    best = rt.best_step()
+def best_line(ctx: RunContext) -> str:
+    task = ctx.task
+    best = ctx.best_step()
     base = f"baseline {task.baseline}" if task.baseline is not None else "baseline unknown"
     if best is None:
         return f"Best: none yet ({base})"
     return f"Best: {task.metric.label if task.metric else 'metric'} = {best.metric!r} at step {best.step} ({base})"
 
 
-def status_block(rt: RunContext, state: OrchestratorState) -> str:
+def status_block(ctx: RunContext, state: OrchestratorState) -> str:
     calls = state.get("calls", {})
     counters = " ".join(f"{name}={calls.get(name, 0)}" for name in (*COUNTED, "explore", "fix", "full"))
     parts = [
         "## Status",
         f"Stage: {state.get('stage', 'understand')}",
-        progress_line(rt),
-        best_line(rt),
-        f"Counters: {counters} steps_done={rt.steps_done()} steps_budget={rt.steps}",
+        progress_line(ctx),
+        best_line(ctx),
+        f"Counters: {counters} steps_done={ctx.steps_done()} steps_budget={ctx.steps}",
     ]
     if state.get("last_outcome"):
         parts.append(f"Last call: {state['last_outcome']}")
-    reminders = reminders_for(rt, state)
+    reminders = reminders_for(ctx, state)
     if reminders:
         parts += ["## Reminders", *(f"- {r}" for r in reminders)]
     parts += [
         "## Workspace map",
-        rt.ws.map_text(stable=True).strip(),
-        facts(rt, "orchestrator", counters={name: calls.get(name, 0) for name in (*COUNTED, "explore", "fix", "full")}),
+        ctx.ws.map_text(stable=True).strip(),
+        facts(ctx, "orchestrator", counters={n: calls.get(n, 0) for n in (*COUNTED, "explore", "fix", "full")}),
     ]
     shown = {m.get("tool_call_id") for turn in state.get("turns", []) for m in turn if m.get("role") == "tool"}
     summaries = [
@@ -141,9 +141,9 @@ def status_block(rt: RunContext, state: OrchestratorState) -> str:
     return "\n".join(parts)
 
 
-def reminders_for(rt: RunContext, state: OrchestratorState) -> list[str]:
+def reminders_for(ctx: RunContext, state: OrchestratorState) -> list[str]:
     out = []
-    used = rt.steps_done() / rt.steps
+    used = ctx.steps_done() / ctx.steps
     for mark in (0.85, 0.7, 0.5):
         if used >= mark:
             out.append(
@@ -151,8 +151,8 @@ def reminders_for(rt: RunContext, state: OrchestratorState) -> list[str]:
                 + ("; secure the best result and prepare to submit." if mark >= 0.85 else ".")
             )
             break
-    if rt.wall_time_s:
-        share = rt.elapsed_s() / rt.wall_time_s
+    if ctx.wall_time_s:
+        share = ctx.elapsed_s() / ctx.wall_time_s
         if share >= 0.5:
             out.append(f"{share:.0%} of the wall-time budget is used.")
     if state.get("since_impl", 0) >= 3:

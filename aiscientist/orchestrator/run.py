@@ -97,7 +97,7 @@ def solve(
         resumed = False
     _save(ws, info)
     forget_run(run_dir)  # the budget tracker is rebuilt from this run's own call log
-    rt = RunContext(
+    ctx = RunContext(
         ws=ws,
         agent=info.config.arm,
         model=info.model,
@@ -111,14 +111,14 @@ def solve(
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.checkpoints, check_same_thread=False)))
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # survives a killed process; only power loss can drop the last commit
-        graph = build_graph(rt, SqliteSaver(conn))
+        graph = build_graph(ctx, SqliteSaver(conn))
         stack.enter_context(ws.watch())
         checkpoint = graph.get_state(THREAD)
         has_checkpoint = bool(checkpoint.values)
         if (
             has_checkpoint
             and not checkpoint.next
-            and (rt.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable))
+            and (ctx.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable))
         ):
             # a run given a larger step budget, or stopped by a failing model: reopen it
             # at a decision with the model error counter reset
@@ -130,7 +130,7 @@ def solve(
         ws.events.record(
             "orchestrator",
             "run.resume" if resumed else "run.start",
-            {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": rt.steps_done()},
+            {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": ctx.steps_done()},
         )
         state: dict[str, Any] = {}
         try:
@@ -139,16 +139,16 @@ def solve(
                 None if has_checkpoint else initial_state(), THREAD, stream_mode="values", durability="sync"
             ):
                 if progress is not None:
-                    progress(snapshot(rt, state))
+                    progress(snapshot(ctx, state))
         except KeyboardInterrupt:
-            ws.events.record("orchestrator", "run.interrupted", {"steps_done": rt.steps_done()})
+            ws.events.record("orchestrator", "run.interrupted", {"steps_done": ctx.steps_done()})
             _save(ws, info.model_copy(update={"stop_reason": StopReason.INTERRUPTED}))
             raise
         final_state = state if state.get("stop_reason") else graph.get_state(THREAD).values
     stop_reason = StopReason(final_state.get("stop_reason") or StopReason.FINISHED)
     detail = final_state.get("stop_detail", "")
     resumable = stop_reason.resumable
-    result = finish(rt, info, stop_reason, detail, final=not resumable)
+    result = finish(ctx, info, stop_reason, detail, final=not resumable)
     ws.events.record(
         "orchestrator",
         "run.stopped" if resumable else "run.end",
@@ -222,40 +222,40 @@ def check_model(info: RunInfo) -> None:
     make_client(info.model, None, "orchestrator", load_llm_config(info.model, info.config.models_file))
 
 
-def finish(rt: RunContext, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
+def finish(ctx: RunContext, info: RunInfo, stop_reason: StopReason, detail: str = "", final: bool = True) -> RunResult:
     """result.json (`experiment.finish`), with this run's config and model usage."""
-    tokens, cost = rt.usage()
+    tokens, cost = ctx.usage()
     config = {**info.config.model_dump(mode="json"), "model": info.model, "steps": info.steps, "arm": info.config.arm}
     result = finish_run(
-        rt.ws,
+        ctx.ws,
         info.config.arm,
-        rt.step_records(),
+        ctx.step_records(),
         stop_reason,
         detail,
         final=final,
         config=config,
-        wall_time_s=round(rt.elapsed_s(), 3),
+        wall_time_s=round(ctx.elapsed_s(), 3),
         tokens=tokens,
         cost=round(cost, 6),
     )
-    rt.ws.refresh_map()
+    ctx.ws.refresh_map()
     return result
 
 
-def snapshot(rt: RunContext, state: dict[str, Any]) -> dict[str, Any]:
+def snapshot(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """What the live display shows."""
-    task = rt.task
-    records = rt.step_records()
-    best = rt.best_step()
-    tokens, cost = rt.usage()
+    task = ctx.task
+    records = ctx.step_records()
+    best = ctx.best_step()
+    tokens, cost = ctx.usage()
     last = records[-1] if records else None
     return {
         "task": task.name,
-        "arm": rt.config.arm,
+        "arm": ctx.config.arm,
         "stage": state.get("stage", ""),
         "decision": state.get("decision", 0),
-        "steps_done": rt.steps_done(),
-        "steps": rt.steps,
+        "steps_done": ctx.steps_done(),
+        "steps": ctx.steps,
         "best": best.metric if best else None,
         "best_step": best.step if best else None,
         "baseline": task.baseline,

@@ -44,7 +44,7 @@ class SpecialistResult(BaseModel):
 
 
 def run_specialist(
-    rt: RunContext,
+    ctx: RunContext,
     role: str,
     system: str,
     user: str,
@@ -60,18 +60,18 @@ def run_specialist(
         {"role": "user", "content": user},
     ]
     spec = LoopSpec(
-        max_turns=max_turns or rt.config.specialists.max_turns,
+        max_turns=max_turns or ctx.config.specialists.max_turns,
         nudge=lambda: NUDGE,
         key=f"{key}.t",
         finish_after_failure=False,
         prose_finish_chars=prose_finish_chars,
     )
     outcome = run_loop(
-        lambda msgs, tools: rt.complete(role, settled(msgs, box.is_effect), tools),
+        lambda msgs, tools: ctx.complete(role, settled(msgs, box.is_effect), tools),
         box,
         messages,
         spec,
-        lambda call, pos: journaled_call(rt.journal, rt.ws.paths.logs, box, call, pos),
+        lambda call, pos: journaled_call(ctx.journal, ctx.ws.paths.logs, box, call, pos),
     )
     if outcome.stop is StopReason.FINISHED:
         summary = outcome.summary or "(no summary)"
@@ -86,9 +86,9 @@ def run_specialist(
     )
 
 
-def read_or_empty(rt: RunContext, role: str, path: str) -> str:
+def read_or_empty(ctx: RunContext, role: str, path: str) -> str:
     """Empty when absent or not `role`'s to read."""
-    scope = rt.ws.scope(role)
+    scope = ctx.ws.scope(role)
     if scope.policy.refusal("read", path) is not None:
         return ""  # not this role's to see (File-as-Bus off): no attempt, no denial on record
     try:
@@ -100,12 +100,12 @@ def read_or_empty(rt: RunContext, role: str, path: str) -> str:
 RECENT_LOG_BYTES = 64 * 1024
 
 
-def append_once(rt: RunContext, scope: Any, log: str, marker: str, text: str) -> None:
+def append_once(ctx: RunContext, scope: Any, log: str, marker: str, text: str) -> None:
     """Unless the log's recent part has `marker` already: after an interruption the
     entry written just before it may be offered again. Only the last RECENT_LOG_BYTES
     are read, so the check costs the same at step 1,000 as at step 1."""
     try:
-        with open(rt.ws.paths.logs / f"{log}.md", "rb") as handle:
+        with open(ctx.ws.paths.logs / f"{log}.md", "rb") as handle:
             handle.seek(max(0, handle.seek(0, os.SEEK_END) - RECENT_LOG_BYTES))
             if marker.encode() in handle.read():
                 return
@@ -114,9 +114,9 @@ def append_once(rt: RunContext, scope: Any, log: str, marker: str, text: str) ->
     scope.append(log, text)
 
 
-def with_file(rt: RunContext, result: SpecialistResult, path: str) -> SpecialistResult:
+def with_file(ctx: RunContext, result: SpecialistResult, path: str) -> SpecialistResult:
     """`result` with `path` (the file the call must write) in its full output; not ok when missing."""
-    text = read_or_empty(rt, result.role, path)
+    text = read_or_empty(ctx, result.role, path)
     if not text:
         result.ok, result.summary = False, result.summary + f" ({path} was not written)"
     result.full_output = f"{result.summary}\n\n## {path}\n{text}" if text else result.summary
@@ -127,12 +127,12 @@ SHOWN_CHARS = 8000
 CUT = "cut short"  # how shown_files marks a file it did not show whole
 
 
-def shown_files(rt: RunContext, role: str, paths: list[str], limit: int = SHOWN_CHARS) -> str:
+def shown_files(ctx: RunContext, role: str, paths: list[str], limit: int = SHOWN_CHARS) -> str:
     """The files `role` may read, for a prompt: each once, within `limit` characters in all; a
     file cut short or left out says so. Saves the model a turn of read_file calls."""
     parts, left = ["## Files"], limit
     for path in dict.fromkeys(paths):
-        text = read_or_empty(rt, role, path) if left > 0 else ""
+        text = read_or_empty(ctx, role, path) if left > 0 else ""
         if left <= 0:
             parts.append(f"### {path}\n({CUT}: not shown, read it with read_file)")
         elif text:
@@ -142,24 +142,24 @@ def shown_files(rt: RunContext, role: str, paths: list[str], limit: int = SHOWN_
     return "\n".join(parts)
 
 
-def task_brief(rt: RunContext, description: bool = True) -> str:
+def task_brief(ctx: RunContext, description: bool = True) -> str:
     """Without the description (for roles that only run and judge), a pointer to it."""
-    task = rt.task
+    task = ctx.task
     files = ", ".join(f"submission/{p}" for p in task.editable_globs) or "(none)"
     text = re.sub(r"^Editable files:.*$", f"Editable files: {files}", task.summary(), count=1, flags=re.M)
     if not description and task.description.strip():
         text = text.split("\n\n", 1)[0] + "\n(The task's description: task/task.md.)"
-    return text + f"\nStep budget: {rt.steps} experiment steps in total."
+    return text + f"\nStep budget: {ctx.steps} experiment steps in total."
 
 
-def facts(rt: RunContext, role: str, **extra: Any) -> str:
-    editable = [f"submission/{p}" for p in rt.task.editable_globs]
-    counts = {"steps_done": rt.steps_done(), "steps_budget": rt.steps}
-    return facts_line(role=role, bus=rt.ws.file_bus, **counts, **task_facts(rt.task, editable), **extra)
+def facts(ctx: RunContext, role: str, **extra: Any) -> str:
+    editable = [f"submission/{p}" for p in ctx.task.editable_globs]
+    counts = {"steps_done": ctx.steps_done(), "steps_budget": ctx.steps}
+    return facts_line(role=role, bus=ctx.ws.file_bus, **counts, **task_facts(ctx.task, editable), **extra)
 
 
-def bus_rules(rt: RunContext) -> str:
-    if rt.ws.file_bus:
+def bus_rules(ctx: RunContext) -> str:
+    if ctx.ws.file_bus:
         return (
             "File-as-Bus: the workspace files are the shared memory. Read what other specialists wrote "
             "(paper_analysis/, plan/prioritized_tasks.md, logs/exp_log.md, logs/impl_log.md, experiments/) "
@@ -171,15 +171,15 @@ def bus_rules(rt: RunContext) -> str:
     )
 
 
-def call_brief(rt: RunContext, request: str, context: str, *after: str, description: bool = True) -> str:
+def call_brief(ctx: RunContext, request: str, context: str, *after: str, description: bool = True) -> str:
     """The task, the bus rules, the request, the orchestrator's context, then `after` (empty parts dropped)."""
     context = f"Context from the orchestrator:\n{context}" if context else ""
-    parts = [task_brief(rt, description), bus_rules(rt), request, context, *after]
+    parts = [task_brief(ctx, description), bus_rules(ctx), request, context, *after]
     return "\n\n".join(p for p in parts if p)
 
 
-def steps_used(rt: RunContext) -> str:
-    return f"Steps used so far: {rt.steps_done()} of {rt.steps}."
+def steps_used(ctx: RunContext) -> str:
+    return f"Steps used so far: {ctx.steps_done()} of {ctx.steps}."
 
 
 def tail(text: str, limit: int) -> str:

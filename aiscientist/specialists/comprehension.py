@@ -57,8 +57,8 @@ Ambiguities, Implementation details. You may add more files under paper_analysis
 End with finish(summary) - a few lines, the files you wrote."""
 
 
-def reader_files(rt: RunContext, axis: str) -> list[str]:
-    task = rt.task
+def reader_files(ctx: RunContext, axis: str) -> list[str]:
+    task = ctx.task
     if axis == "code":
         names = [*task.editable, *task.related]
     elif axis == "method":
@@ -67,60 +67,60 @@ def reader_files(rt: RunContext, axis: str) -> list[str]:
         names = [*task.protected, *task.related]
     whole = task.description.strip() in task.summary()  # then task/task.md is the brief the reader already has
     files = ([] if whole else ["task/task.md"]) + [f"submission/{n}" for n in dict.fromkeys(names) if "*" not in n]
-    policy = rt.ws.scope(ROLE).policy  # with File-as-Bus off, submission/ is not comprehension's to read
+    policy = ctx.ws.scope(ROLE).policy  # with File-as-Bus off, submission/ is not comprehension's to read
     return [f for f in files if policy.refusal("read", f) is None][:8] or ["task/task.md"]
 
 
-def run(rt: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
+def run(ctx: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
     """A reader that did not finish is a failure: no notes saved, the call not ok, naming it.
     Readers run in parallel up to the model's `max_parallel` (one at a time for a local server:
     they then share one prompt prefix, which the server's cache reuses)."""
-    axes = rt.config.specialists.readers
-    files = shown_files(rt, ROLE, [f for axis in axes for f in reader_files(rt, axis)])
-    workers = min(len(axes), rt.client(READER_ROLE).config.max_parallel or len(axes))
+    axes = ctx.config.specialists.readers
+    files = shown_files(ctx, ROLE, [f for axis in axes for f in reader_files(ctx, axis)])
+    workers = min(len(axes), ctx.client(READER_ROLE).config.max_parallel or len(axes))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        results = dict(zip(axes, pool.map(lambda axis: _read_axis(rt, key, axis, files), axes)))
+        results = dict(zip(axes, pool.map(lambda axis: _read_axis(ctx, key, axis, files), axes)))
     notes = {axis: text for axis, (text, finished) in results.items() if finished}
     failed = {axis: text for axis, (text, finished) in results.items() if not finished}
     for axis, text in failed.items():
-        rt.ws.events.record(READER_ROLE, "subagent.failed", {"key": key, "axis": axis, "error": clip(text, 1000)})
+        ctx.ws.events.record(READER_ROLE, "subagent.failed", {"key": key, "axis": axis, "error": clip(text, 1000)})
         notices.notify("failure", f"comprehension reader '{axis}' failed: {clip(text, 300)}")
-    scope = rt.ws.scope(ROLE)
+    scope = ctx.ws.scope(ROLE)
     written = []
     for axis, text in notes.items():
         path = f"paper_analysis/notes_{axis}.md"
         scope.write(path, f"# Reader notes: {axis}\n\n{text}\n")
         written.append(path)
-    box = build_toolbox(rt, ROLE)
+    box = build_toolbox(ctx, ROLE)
     user = call_brief(
-        rt,
+        ctx,
         f"Focus of this call: {args.focus}",
         args.context,
         "## Notes from readers\n"
         + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
         f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself." if failed else "",
         f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
-        facts(rt, ROLE, args=args.model_dump()),
+        facts(ctx, ROLE, args=args.model_dump()),
     )
-    result = run_specialist(rt, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
     result.artifacts = written + [a for a in box.artifacts if a not in written]
     if failed:
         failures = "; ".join(f"reader '{axis}' failed: {clip(text, 300)}" for axis, text in failed.items())
         result.ok, result.summary = False, f"{failures}\n{result.summary}"
-    return with_file(rt, result, SUMMARY)
+    return with_file(ctx, result, SUMMARY)
 
 
-def _read_axis(rt: RunContext, key: str, axis: str, files: str) -> tuple[str, bool]:
+def _read_axis(ctx: RunContext, key: str, axis: str, files: str) -> tuple[str, bool]:
     """(notes, True) when the reader finished; (why it stopped, False) otherwise. The files
     come first and are the same for every axis; the axis is the prompt's last part."""
-    box = build_toolbox(rt, READER_ROLE, scope_role=ROLE)
+    box = build_toolbox(ctx, READER_ROLE, scope_role=ROLE)
     whole = CUT not in files
     if whole:  # nothing left to read: a small model re-read whole files until its turn limit
         box.tools = {"finish": box.tools["finish"]}
-    focus = ", ".join(reader_files(rt, axis))
+    focus = ", ".join(reader_files(ctx, axis))
     start = f"Axis: {axis} - {AXES[axis]}\nLook most at: {focus}"
-    user = "\n\n".join([task_brief(rt), files, start, READER_TURN if whole else READER_CUT_TURN])
+    user = "\n\n".join([task_brief(ctx), files, start, READER_TURN if whole else READER_CUT_TURN])
     result = run_specialist(
-        rt, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6, prose_finish_chars=PROSE_NOTES
+        ctx, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6, prose_finish_chars=PROSE_NOTES
     )
     return clip(result.summary, NOTES_CHARS), result.ok

@@ -41,33 +41,32 @@ analysis to exp_log with append_log (the run's facts are logged automatically).
 End with finish(summary): outcome, metric, and what it suggests next."""
 
 
-def experiment_tool(rt: RunContext, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
+def experiment_tool(ctx: RunContext, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
     """The shared tool in its text rendering; each step is also appended to exp_log."""
 
     def log(record: StepRecord, outcome: str) -> None:
-        append_once(rt, scope, "exp_log", outcome.splitlines()[0], outcome)
-        box.note(str(rt.ws.paths.step_dir(record.step).relative_to(rt.ws.paths.root)))
+        append_once(ctx, scope, "exp_log", outcome.splitlines()[0], outcome)
+        box.note(str(ctx.ws.paths.step_dir(record.step).relative_to(ctx.ws.paths.root)))
 
-    return shared_experiment_tool(rt, box, render="text", limit=limit, on_result=log)
+    return shared_experiment_tool(ctx, box, render="text", limit=limit, on_result=log)
 
 
-def run(rt: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult:
-    scope = rt.ws.scope(ROLE)
-    box = build_toolbox(
-        rt, ROLE, extra=lambda box: [experiment_tool(rt, scope, box, limit=rt.config.specialists.experiments_per_call)]
-    )
+def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult:
+    scope = ctx.ws.scope(ROLE)
+    limit = ctx.config.specialists.experiments_per_call
+    box = build_toolbox(ctx, ROLE, extra=lambda box: [experiment_tool(ctx, scope, box, limit=limit)])
     user = call_brief(
-        rt,
+        ctx,
         f"Hypothesis: {args.hypothesis}",
         args.context,
-        steps_used(rt),
-        facts(rt, ROLE, args=args.model_dump()),
+        steps_used(ctx),
+        facts(ctx, ROLE, args=args.model_dump()),
         description=False,
     )
-    result = run_specialist(rt, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
     for step_dir in outcomes:
-        record = StepRecord.model_validate_json((rt.ws.paths.root / step_dir / STEP_RECORD).read_text())
-        result.full_output += f"\n\n{describe(rt, record)}\n{stderr_excerpt(rt, record.step, 1500)}"
+        record = StepRecord.model_validate_json((ctx.ws.paths.root / step_dir / STEP_RECORD).read_text())
+        result.full_output += f"\n\n{describe(ctx, record)}\n{stderr_excerpt(ctx, record.step, 1500)}"
     result.ok = result.ok and bool(outcomes)
     return result

@@ -21,15 +21,15 @@ You are AiScientist's helper for short auxiliary jobs. You may write only under 
 everything else is read-only. Keep it short. End with finish(summary)."""
 
 
-def run(rt: RunContext, key: str, args: HelperArgs) -> SpecialistResult:
-    box = build_toolbox(rt, ROLE)
+def run(ctx: RunContext, key: str, args: HelperArgs) -> SpecialistResult:
+    box = build_toolbox(ctx, ROLE)
     user = "\n\n".join(
         [
-            task_brief(rt),
-            bus_rules(rt),
+            task_brief(ctx),
+            bus_rules(ctx),
             f"Job: {args.job}",
             *([f"Context:\n{args.context}"] if args.context else []),
-            facts(rt, ROLE, args=args.model_dump()),
+            facts(ctx, ROLE, args=args.model_dump()),
         ]
     )
-    return run_specialist(rt, ROLE, SYSTEM, user, box, key, max_turns=min(6, rt.config.specialists.max_turns))
+    return run_specialist(ctx, ROLE, SYSTEM, user, box, key, max_turns=min(6, ctx.config.specialists.max_turns))

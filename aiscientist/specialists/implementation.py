@@ -43,27 +43,27 @@ you were given, keeping the code runnable. Do not run experiments - experimentat
 End with finish(summary): what you changed, in which files, and why."""
 
 
-def run(rt: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
-    scope = rt.ws.scope(ROLE)
-    box = build_toolbox(rt, ROLE)
+def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
+    scope = ctx.ws.scope(ROLE)
+    box = build_toolbox(ctx, ROLE)
     exp_tail = (
-        tail(read_or_empty(rt, ROLE, EXP_LOG), rt.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
+        tail(read_or_empty(ctx, ROLE, EXP_LOG), ctx.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
     )
     user = call_brief(
-        rt,
+        ctx,
         f"Mode: {args.mode}\n\nTask: {args.task}",
         args.context,
         f"## Tail of {EXP_LOG}\n{exp_tail}" if exp_tail else "",
-        facts(rt, ROLE, args=args.model_dump()),
-        shown_files(rt, ROLE, [f"submission/{f}" for f in rt.editable_files()]),  # the code as it is now: last
+        facts(ctx, ROLE, args=args.model_dump()),
+        shown_files(ctx, ROLE, [f"submission/{f}" for f in ctx.editable_files()]),  # the code as it is now: last
     )
-    result = run_specialist(rt, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
     changed = ", ".join(a for a in box.artifacts if a.startswith("submission/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
     entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"
-    append_once(rt, scope, "impl_log", marker, entry)
-    if not rt.ws.file_bus:  # the orchestrator sees the full output only without the bus
-        diff = snapshots.diff_stat(rt.ws.paths, snapshots.BASELINE_TAG, rt.editable_files())
+    append_once(ctx, scope, "impl_log", marker, entry)
+    if not ctx.ws.file_bus:  # the orchestrator sees the full output only without the bus
+        diff = snapshots.diff_stat(ctx.ws.paths, snapshots.BASELINE_TAG, ctx.editable_files())
         result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
     result.artifacts = [*box.artifacts, IMPL_LOG]
     return result

@@ -34,9 +34,9 @@ with a line `- change: {{"path": ..., "old": ..., "new": ...}}` giving an exact 
 End with finish(summary) - the top entries in a few lines."""
 
 
-def run(rt: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
-    box = build_toolbox(rt, ROLE)
+def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
+    box = build_toolbox(ctx, ROLE)
     user = call_brief(
-        rt, f"Guidance: {args.guidance}", args.context, steps_used(rt), facts(rt, ROLE, args=args.model_dump())
+        ctx, f"Guidance: {args.guidance}", args.context, steps_used(ctx), facts(ctx, ROLE, args=args.model_dump())
     )
-    return with_file(rt, run_specialist(rt, ROLE, SYSTEM, user, box, key), PLAN)
+    return with_file(ctx, run_specialist(ctx, ROLE, SYSTEM, user, box, key), PLAN)

@@ -206,14 +206,14 @@ def test_an_entry_offered_again_after_an_interruption_is_written_once(tmp_path: 
     from aiscientist.specialists.base import RECENT_LOG_BYTES, append_once
 
     ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
-    rt, scope, log = SimpleNamespace(ws=ws), ws.scope("implementation"), ws.paths.logs / "impl_log.md"
+    ctx, scope, log = SimpleNamespace(ws=ws), ws.scope("implementation"), ws.paths.logs / "impl_log.md"
     entry = "[call d1.c0] mode: full\ntask: add a warm-up"
-    append_once(rt, scope, "impl_log", "[call d1.c0] mode: full", entry)
-    append_once(rt, scope, "impl_log", "[call d1.c0] mode: full", entry)  # the same call, resumed
+    append_once(ctx, scope, "impl_log", "[call d1.c0] mode: full", entry)
+    append_once(ctx, scope, "impl_log", "[call d1.c0] mode: full", entry)  # the same call, resumed
     assert log.read_text().count("[call d1.c0]") == 1
     # only the recent part is looked at, so the check does not grow with the log
     for i in range(RECENT_LOG_BYTES // 1000 + 1):
         scope.append("impl_log", f"[call d{i + 2}.c0] mode: fix\n" + "x" * 1000)
-    append_once(rt, scope, "impl_log", "[call d1.c0] mode: full", entry)
+    append_once(ctx, scope, "impl_log", "[call d1.c0] mode: full", entry)
     assert log.read_text().count("[call d1.c0]") == 2
     assert verify_run(ws.paths.root).clean
