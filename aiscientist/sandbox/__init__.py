@@ -8,6 +8,7 @@ from collections.abc import Callable
 from aiscientist.sandbox.base import BACKENDS, CommandsResult, Mounts, Sandbox, SandboxSettings, allowed_env
 from aiscientist.sandbox.bwrap import BwrapSandbox, bwrap_works
 from aiscientist.sandbox.local import LocalSandbox
+from aiscientist.util.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +18,7 @@ class SandboxUnavailable(RuntimeError):
 
 
 Factory = Callable[[SandboxSettings], Sandbox]
-_SANDBOXES: dict[str, Factory] = {}
+SANDBOXES: Registry[Factory] = Registry("sandbox backend", SandboxUnavailable)
 
 
 def register_sandbox(name: str, factory: Factory) -> None:
@@ -25,11 +26,11 @@ def register_sandbox(name: str, factory: Factory) -> None:
     settings' `backend` type (`BackendName`) names the same set, so a config can choose it."""
     if name not in BACKENDS:
         raise ValueError(f"sandbox backend {name!r} is not a BackendName ({', '.join(BACKENDS)})")
-    _SANDBOXES[name] = factory
+    SANDBOXES.register(name, factory)
 
 
 def sandbox_names() -> list[str]:
-    return list(_SANDBOXES)
+    return SANDBOXES.names()
 
 
 def get_sandbox(choice: str | SandboxSettings | Sandbox = "auto") -> Sandbox:
@@ -38,12 +39,8 @@ def get_sandbox(choice: str | SandboxSettings | Sandbox = "auto") -> Sandbox:
     if isinstance(choice, Sandbox):
         return choice
     if isinstance(choice, SandboxSettings):
-        settings = choice
-    elif choice in _SANDBOXES:
-        settings = SandboxSettings(backend=choice)
-    else:
-        raise SandboxUnavailable(f"unknown sandbox backend {choice!r}; choose one of {', '.join(_SANDBOXES)}")
-    return _SANDBOXES[settings.backend](settings)
+        return SANDBOXES.get(choice.backend)(choice)
+    return SANDBOXES.get(choice)(SandboxSettings(backend=choice))  # an unknown name fails naming the known ones
 
 
 def _local(settings: SandboxSettings) -> Sandbox:
@@ -92,6 +89,7 @@ __all__ = [
     "Sandbox",
     "get_sandbox",
     "register_sandbox",
+    "SANDBOXES",
     "sandbox_names",
     "allowed_env",
     "LocalSandbox",

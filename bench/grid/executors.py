@@ -18,6 +18,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from aiscientist.util.registry import Registry
+
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TORCH_NUM_THREADS")
 CORES_VAR = "AISCIENTIST_RUN_CORES"  # a Ray task's CPU share (it is not pinned to cores)
 INTERRUPT_GRACE_S = 30.0  # an interrupted cell's time to leave its run resumable before its worker is killed
@@ -74,9 +76,7 @@ def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> t
 def open_executor(kind: str, address: str | None, slots: list[list[int]]):
     """The executor named `kind`, shaped by `pool_shape`: one run at once per core set in
     `slots`, each with that many cores."""
-    if kind not in EXECUTORS:
-        raise ExecutorUnavailable(f"unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}")
-    return EXECUTORS[kind](address, slots)
+    return EXECUTORS.get(kind)(address, slots)
 
 
 class CellPool(ProcessPoolExecutor):
@@ -167,4 +167,6 @@ def _run_cell(fn: Callable[..., Any], args: tuple, cwd: str, cores: int) -> Any:
 
 
 # name -> (Ray address or None, core sets) -> an executor with `submit` and the context-manager shape
-EXECUTORS: dict[str, Callable[[str | None, list[list[int]]], Any]] = {"pool": _pool, "ray": _ray}
+EXECUTORS: Registry[Callable[[str | None, list[list[int]]], Any]] = Registry("executor", ExecutorUnavailable)
+EXECUTORS.register("pool", _pool)
+EXECUTORS.register("ray", _ray)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from aiscientist.util.registry import Registry
+
 CACHE_ENV = "AISCIENTIST_PEERS_DIR"
 INSTALL_TIMEOUT_S = 3600.0
 
@@ -33,29 +35,28 @@ class PeerSpec(BaseModel):
         return f"{self.package}=={self.version}"
 
 
-PEERS: dict[str, PeerSpec] = {
-    spec.name: spec
-    for spec in (
-        PeerSpec(name="mini-swe-agent", package="mini-swe-agent", version="2.4.6", driver="run_mini_swe_agent"),
-        PeerSpec(
-            name="aide",
-            package="aideml",
-            version="0.2.2",
-            driver="run_aide",
-            runtime=(
-                *("black==24.3.0", "funcy==2.0", "humanize==4.8.0", "jsonschema==4.19.2", "numpy==1.26.2"),
-                *("pandas==2.1.4", "rich==13.7.0", "openai>=1.69.0", "anthropic>=0.20.0", "requests>=2.32.4"),
-                *("dataclasses_json>=0.6.4", "omegaconf>=2.3.0", "shutup>=0.2.0", "coolname>=2.2.0"),
-                *("igraph>=0.11.3", "genson>=1.2.0", "backoff==2.2.1"),  # backoff: imported, not declared
-            ),
-        ),
-        PeerSpec(name="openevolve", package="openevolve", version="0.4.0", driver="run_openevolve"),
-    )
-}
-
-
 class PeerEnvError(RuntimeError):
     """A peer's environment is missing or could not be built; the message names the fix."""
+
+
+PEERS: Registry[PeerSpec] = Registry("peer", PeerEnvError)
+for _peer in (
+    PeerSpec(name="mini-swe-agent", package="mini-swe-agent", version="2.4.6", driver="run_mini_swe_agent"),
+    PeerSpec(
+        name="aide",
+        package="aideml",
+        version="0.2.2",
+        driver="run_aide",
+        runtime=(
+            *("black==24.3.0", "funcy==2.0", "humanize==4.8.0", "jsonschema==4.19.2", "numpy==1.26.2"),
+            *("pandas==2.1.4", "rich==13.7.0", "openai>=1.69.0", "anthropic>=0.20.0", "requests>=2.32.4"),
+            *("dataclasses_json>=0.6.4", "omegaconf>=2.3.0", "shutup>=0.2.0", "coolname>=2.2.0"),
+            *("igraph>=0.11.3", "genson>=1.2.0", "backoff==2.2.1"),  # backoff: imported, not declared
+        ),
+    ),
+    PeerSpec(name="openevolve", package="openevolve", version="0.4.0", driver="run_openevolve"),
+):
+    PEERS.register(_peer.name, _peer)
 
 
 def cache_dir() -> Path:
@@ -63,10 +64,7 @@ def cache_dir() -> Path:
 
 
 def spec(name: str) -> PeerSpec:
-    key = name.removeprefix("peer-")
-    if key not in PEERS:
-        raise PeerEnvError(f"unknown peer {name!r}; known peers: {', '.join(PEERS)}")
-    return PEERS[key]
+    return PEERS.get(name.removeprefix("peer-"))
 
 
 def venv_python(peer: PeerSpec) -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +16,7 @@ from typing import Any
 from aiscientist.llm.facts import read_facts
 from aiscientist.llm.messages import request_hash
 from aiscientist.llm.types import RawToolCall, Reply
+from aiscientist.util.registry import Registry
 
 BANNER = "[offline policy: a deterministic engineering-only baseline, not a researcher]"
 
@@ -98,15 +98,11 @@ class PolicyContext:
 
 
 Handler = Callable[[PolicyContext], PolicyReply]
-POLICIES: dict[str, Handler] = {}
-_lock = threading.Lock()
+POLICIES: Registry[Handler] = Registry("offline policy")  # by role; a role without one gets `solo`'s
 
 
 def register_role_policy(role: str, handler: Handler, replace: bool = False) -> None:
-    with _lock:
-        if role in POLICIES and POLICIES[role] is not handler and not replace:
-            raise ValueError(f"an offline policy for role {role!r} is already registered")
-        POLICIES[role] = handler
+    POLICIES.register(role, handler, replace)
 
 
 class OfflineBackend:
@@ -115,7 +111,7 @@ class OfflineBackend:
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None = None) -> Reply:
         context = PolicyContext(messages, tools, self.seed, self.max_steps)
-        reply = POLICIES.get(context.role, POLICIES["solo"])(context)
+        reply = POLICIES.get(context.role if context.role in POLICIES else "solo")(context)
         content = reply.content if BANNER in reply.content else f"{BANNER} {reply.content}".strip()
         stem = request_hash("offline", messages, tools)[:12]
         calls = [

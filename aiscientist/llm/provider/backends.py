@@ -32,6 +32,7 @@ from aiscientist.llm.types import (
     describe_validation,
 )
 from aiscientist.llm.window import context_window
+from aiscientist.util.registry import Registry
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
 HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is abandoned
@@ -277,22 +278,20 @@ class BackendKind:
     local: bool = False
 
 
-_KINDS: dict[str, BackendKind] = {}
+_KINDS: Registry[BackendKind] = Registry("model backend", ModelConfigError)
 SCRIPTED_PREFIX = "scripted:"
 LITELLM = ""  # the kind of every name no other kind claims
 
 
 def register_backend(name: str, factory: BackendFactory, local: bool = False) -> None:
     """`name` is a model name, or a prefix when it ends with ':' or '/'."""
-    _KINDS[name] = BackendKind(factory, local)
+    _KINDS.register(name, BackendKind(factory, local))
 
 
 def backend_kind(model: str) -> BackendKind:
     """The exact name's kind, else the longest registered prefix's, else litellm's."""
-    if model in _KINDS:
-        return _KINDS[model]
     prefixes = [p for p in _KINDS if p and p[-1] in ":/" and model.startswith(p)]
-    return _KINDS[max(prefixes, key=len)] if prefixes else _KINDS[LITELLM]
+    return _KINDS.get(model if model in _KINDS else max(prefixes, key=len) if prefixes else LITELLM)
 
 
 def _offline(config: LLMConfig, run_key: str | None) -> Backend:

@@ -33,14 +33,14 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def test_a_peer_that_cannot_be_built_names_the_package_and_pips_error(tmp_path: Path, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     broken = PeerSpec(name="mini-swe-agent", package="mini-swe-agent", version="0.0.0.999", driver="none")
-    monkeypatch.setitem(sys.modules["bench.peers.specs"].PEERS, "mini-swe-agent", broken)
+    monkeypatch.setitem(sys.modules["bench.peers.specs"].PEERS.entries, "mini-swe-agent", broken)
     with pytest.raises(PeerEnvError, match=r"pip install mini-swe-agent==0\.0\.0\.999 failed .*for mini-swe-agent"):
         install("mini-swe-agent", progress=lambda line: None)
 
 
 def test_unknown_peer_and_missing_environment_are_clear_errors(tmp_path: Path):
     done = cli("peers", "install", "gpt-engineer")
-    assert done.returncode == 2 and "unknown peer 'gpt-engineer'; known peers: mini-swe-agent" in done.stderr
+    assert done.returncode == 2 and "unknown peer 'gpt-engineer'; choose one of mini-swe-agent" in done.stderr
     listed = cli("peers", "list", env={CACHE_ENV: str(tmp_path)})
     assert listed.returncode == 0 and "peer-aide\taideml==0.2.2\tnot installed" in listed.stdout
 

@@ -217,7 +217,7 @@ def test_roles_dispatch_on_the_facts_role() -> None:
             and BANNER in plain.content
         )
     finally:
-        POLICIES.pop("test-summariser", None)
+        POLICIES.entries.pop("test-summariser", None)
 
 
 def test_result_and_marker_parsing() -> None:
