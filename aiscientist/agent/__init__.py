@@ -4,7 +4,7 @@ mini-swe-agent's package declares its own: a `Model` answers, an `Environment` r
 a `Tool` is offered to the model and called, an `Agent` spends a run (a `WorkspaceAgent` in a
 workspace of its own). The implementations are looked up by name: model backends
 (`llm.provider.backends.register_backend`), sandboxes (`sandbox.get_sandbox`), agents
-(`bench.agents.AGENTS`); every tool is an `agent.tools.Tool`.
+(`bench.agents.AGENTS`); every tool is an `agent.tools.Tool` (re-exported here).
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 
+# A tool the model is offered (its schema) and a handler of its validated arguments: one class.
+from aiscientist.agent.tools import Tool
+
 # Where commands run: the sandbox's one interface (`run`; local, bwrap, docker implement `execute`),
 # declared below the kernel so the sandbox imports nothing of it.
 from aiscientist.sandbox import Sandbox as Environment
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from aiscientist.agent.context import RunContext
     from aiscientist.llm.types import Completion
 
@@ -33,18 +34,6 @@ class Model(Protocol):
     def complete(
         self, messages: Iterable[Any], tools: Iterable[dict[str, Any]] | None = None, role: str | None = None
     ) -> Completion: ...
-
-
-@runtime_checkable
-class Tool(Protocol):
-    """A tool the model is offered (its schema) and a handler of its validated arguments."""
-
-    name: str
-    description: str
-    args: type[BaseModel]
-    effect: bool  # changes the workspace: replayed from the journal on resume
-
-    def schema(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable

@@ -24,11 +24,12 @@ from aiscientist.agent.outcome import StopReason, StopRun
 from aiscientist.config import RunConfig
 from aiscientist.experiment import snapshots
 from aiscientist.experiment.engine import StepRecord
-from aiscientist.experiment.integrity import read_regular
+from aiscientist.experiment.integrity import READ_LIMIT
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.llm.budget import tracker_for_run
 from aiscientist.records import accounting
 from aiscientist.task import Task, expand_globs
+from aiscientist.util import untrusted
 
 if TYPE_CHECKING:
     from aiscientist.workspace import Workspace
@@ -211,8 +212,10 @@ class RunContext:
         return [p for p in expand_globs(self.submission, self.task.editable_globs) if self.task.is_editable(p)]
 
     def read_code(self, rel: str) -> str:
-        data = read_regular(self.submission, rel)  # never follow a link the experiment code planted
-        return data.decode(errors="replace") if data is not None else ""
+        try:  # never follow a link the experiment code planted
+            return untrusted.read_file(self.submission, rel, READ_LIMIT, hard_links=True).decode(errors="replace")
+        except untrusted.Unreadable:
+            return ""
 
     def write_code(self, rel: str, text: str) -> None:
         """Write an editable file through the workspace's role-scoped API."""

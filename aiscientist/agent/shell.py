@@ -16,9 +16,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import Tool, Toolbox, clip
-from aiscientist.experiment.integrity import read_regular
+from aiscientist.experiment.integrity import READ_LIMIT
 from aiscientist.sandbox import CommandsResult
 from aiscientist.task import expand_globs
+from aiscientist.util import untrusted
 from aiscientist.util.text import quoted_block
 
 TIMEOUT_S = 600.0
@@ -39,8 +40,10 @@ def editable_digests(ws: Any) -> dict[str, str]:
     submission = ws.paths.submission
     digests = {}
     for rel in expand_globs(submission, ws.task.editable_globs):
-        data = read_regular(submission, rel)
-        digests[rel] = hashlib.sha256(data).hexdigest() if data is not None else ""
+        try:
+            digests[rel] = hashlib.sha256(untrusted.read_file(submission, rel, READ_LIMIT, hard_links=True)).hexdigest()
+        except untrusted.Unreadable:
+            digests[rel] = ""
     return digests
 
 

@@ -93,6 +93,9 @@ def tool_schema(name: str, description: str, args: type[BaseModel]) -> dict[str,
 
 @dataclass
 class Tool:
+    """A tool the model is offered (its schema) and a handler of its validated arguments
+    (the kernel's one tool type, re-exported by `aiscientist.agent`)."""
+
     name: str
     description: str
     args: type[BaseModel]

@@ -9,9 +9,10 @@ import difflib
 from pathlib import Path
 
 from aiscientist.experiment import snapshots
-from aiscientist.experiment.integrity import Entry, read_regular
+from aiscientist.experiment.integrity import READ_LIMIT, Entry
 from aiscientist.records.paths import DIFF, RunPaths
 from aiscientist.task import Task
+from aiscientist.util import untrusted
 from aiscientist.util.text import name as shown
 
 BASELINE_TAG = snapshots.BASELINE_TAG
@@ -41,8 +42,9 @@ def write_code_evidence(
         if entry is not None and entry.kind == "link":
             chunks.append(f"Symbolic link b/{shown(rel)} -> {shown(entry.digest)} (not followed)\n")
             continue
-        data = read_regular(paths.submission, rel) if entry is not None else b""
-        if data is None:
+        try:
+            data = untrusted.read_file(paths.submission, rel, READ_LIMIT, hard_links=True) if entry is not None else b""
+        except untrusted.Unreadable:
             continue
         try:
             after = data.decode()

@@ -26,6 +26,7 @@ from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading, TestResult
 from aiscientist.sandbox import CommandsResult
 from aiscientist.task import Task, expand_globs, glob_match
+from aiscientist.util import untrusted
 
 
 class TestRunner(Scorer, Protocol):
@@ -72,11 +73,15 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
         if task.test_prepare and (result is None or result.ok):
             result = prepare_test_inputs(engine, copy)
         for rel, entry in integrity.scan(code).items():
-            data = integrity.read_regular(code, rel) if entry.kind == "file" and task.is_editable(rel) else None
-            if data is not None:
-                (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-                (copy / rel).unlink(missing_ok=True)
-                (copy / rel).write_bytes(data)
+            if entry.kind != "file" or not task.is_editable(rel):
+                continue
+            try:
+                data = untrusted.read_file(code, rel, integrity.READ_LIMIT, hard_links=True)
+            except untrusted.Unreadable:
+                continue
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            (copy / rel).unlink(missing_ok=True)
+            (copy / rel).write_bytes(data)
         for rel in engine.protected_manifest():
             (copy / rel).unlink(missing_ok=True)
             shutil.copy2(paths.pristine / "files" / rel, copy / rel)

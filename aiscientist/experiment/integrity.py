@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiscientist.task import Task, glob_match
-from aiscientist.util import safe_open, untrusted
+from aiscientist.util import untrusted
 from aiscientist.util.text import name as shown
 
 CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".pth", ".so", ".pyd", ".dylib")
@@ -45,29 +45,12 @@ class Entry:
         return cls(kind, digest)
 
 
-def open_regular(root: Path, rel: str) -> int | None:
-    """A read descriptor for regular file `root/rel`, reached without following any
-    link and never blocking on a FIFO; None for a link on the way, a special file or
-    a path leaving `root`."""
-    try:
-        return untrusted.open_file(root, rel, hard_links=True)
-    except untrusted.Unreadable:
-        return None
-
-
-def read_regular(root: Path, rel: str, max_bytes: int = READ_LIMIT) -> bytes | None:
-    """The bytes of regular file `root/rel` (at most `max_bytes`), or None (see `open_regular`)."""
-    try:
-        return untrusted.read_file(root, rel, max_bytes, hard_links=True)
-    except untrusted.Unreadable:
-        return None
-
-
 def file_digest(root: Path, rel: str) -> str | None:
     """sha256 of regular file `root/rel` reached without following any link; None for
     anything else (a link on the way, a FIFO, a folder, nothing)."""
-    fd = open_regular(root, rel)
-    if fd is None:
+    try:
+        fd = untrusted.open_file(root, rel, hard_links=True)
+    except untrusted.Unreadable:
         return None
     with open(fd, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
@@ -88,8 +71,8 @@ def put_file(root: Path, rel: str, source: Path) -> None:
             untrusted.remove_tree(root, prefix)
             break
     mode = source.stat()
-    with safe_open.file(root, parts, write=True) as fd:
-        safe_open.replace_content(fd, source.read_bytes())
+    with untrusted.file(root, parts, write=True) as fd:
+        untrusted.replace_content(fd, source.read_bytes())
         os.fchmod(fd, stat.S_IMODE(mode.st_mode))
         os.utime(fd, ns=(mode.st_atime_ns, mode.st_mtime_ns))
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from aiscientist.experiment.integrity import Entry, open_regular, scan
+from aiscientist.experiment.integrity import Entry, scan
 from aiscientist.records.paths import RunPaths, write_atomic
-from aiscientist.util import safe_open
+from aiscientist.util import untrusted
 
 BASELINE_TAG = "baseline"
 BEST_TAG = "best"
@@ -106,8 +106,11 @@ def take(
         if entry.kind == "link":
             snap.files[rel] = Item(link=entry.digest)
             continue
-        fd = open_regular(submission, rel) if entry.kind == "file" else None
-        if fd is None:
+        if entry.kind != "file":
+            continue
+        try:
+            fd = untrusted.open_file(submission, rel, hard_links=True)
+        except untrusted.Unreadable:
             continue
         try:
             info = os.fstat(fd)
@@ -197,14 +200,14 @@ def restore(paths: RunPaths, tag: str, files: Iterable[str]) -> list[str]:
         parts = rel.split("/")
         item = snap.files.get(rel)
         try:
-            with safe_open.folder(paths.submission, parts[:-1], create=item is not None) as parent:
+            with untrusted.folder(paths.submission, parts[:-1], create=item is not None) as parent:
                 if item is None or item.link is not None:
                     _unlink(parent, parts[-1])
                     if item is not None:
                         os.symlink(item.link, parts[-1], dir_fd=parent)
                 else:
                     _write(parent, parts[-1], blob(paths, item), item.exec)
-        except (OSError, safe_open.Link, safe_open.Odd) as err:
+        except (OSError, untrusted.Unreadable) as err:
             if item is not None:
                 raise SnapshotError(f"cannot restore {rel} from snapshot {tag!r}: {err}") from err
             continue
@@ -226,9 +229,9 @@ def _write(parent: int, name: str, data: bytes, executable: bool) -> None:
         info = None
     if info is not None and not stat.S_ISDIR(info.st_mode) and (not stat.S_ISREG(info.st_mode) or info.st_nlink > 1):
         _unlink(parent, name)  # a link, FIFO or hard link is replaced, never written through
-    fd = safe_open.open_file(parent, name, write=True)
+    fd = untrusted.open_at(parent, name, write=True)
     try:
-        safe_open.replace_content(fd, data)
+        untrusted.replace_content(fd, data)
         os.fchmod(fd, 0o755 if executable else 0o644)
     finally:
         os.close(fd)
@@ -243,14 +246,11 @@ def diff_stat(paths: RunPaths, tag: str, files: Iterable[str]) -> str:
             continue
         item = snap.files.get(rel)
         before = blob(paths, item) if item is not None and item.link is None else b""
-        fd = open_regular(paths.submission, rel)
-        after = b""
-        if fd is not None:
-            try:
-                after = safe_open.read_all(fd, FILE_CAP_BYTES)
-            finally:
-                os.close(fd)
-        if before == after and (item is not None) == (fd is not None):
+        try:
+            after, present = untrusted.read_head(paths.submission, rel, FILE_CAP_BYTES), True
+        except untrusted.Unreadable:
+            after, present = b"", False
+        if before == after and (item is not None) == present:
             continue
         added, removed = _counts(before, after)
         plus, minus = plus + added, minus + removed

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiscientist.util import safe_open, untrusted
+from aiscientist.util import untrusted
 from aiscientist.util.text import clean
 
 CHUNK = 1 << 20
@@ -204,15 +204,15 @@ def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, parts: lis
     """Write one member; returns the bytes written."""
     try:
         return _write_member(tar, member, dest, parts, budget)
-    except (safe_open.Link, safe_open.Odd, untrusted.Unreadable, OSError) as err:
+    except (untrusted.Unreadable, OSError) as err:
         raise ArchiveError(f"member {clean('/'.join(parts))!r}: cannot be written safely ({clean(err)})") from None
 
 
 def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, parts: list[str], budget: int) -> int:
     if member.isdir():
-        with safe_open.folder(dest, parts, create=True):
+        with untrusted.folder(dest, parts, create=True):
             return 0
-    with safe_open.folder(dest, parts[:-1], create=True) as parent:
+    with untrusted.folder(dest, parts[:-1], create=True) as parent:
         if member.issym():
             os.symlink(member.linkname, parts[-1], dir_fd=parent)
             return 0

@@ -2,7 +2,7 @@
 
 A path must be a relative string, free of `..`, NUL and lone surrogates, of sane
 length (`_clean`); the policy is asked about it as written. It is then opened
-through `safe_open`, one name at a time relative to the folder before, never
+through `aiscientist.util.untrusted`, one name at a time relative to the folder before, never
 following a link, and the read, write, listing or search works on those open
 descriptors: what is used is what was checked, whatever another process does
 meanwhile. A link anywhere on the way is refused. Refusals are recorded as
@@ -22,7 +22,7 @@ from contextlib import closing, contextmanager
 from typing import Protocol
 
 from aiscientist.records.paths import MAP_FILE, RunPaths
-from aiscientist.util import safe_open
+from aiscientist.util import untrusted
 from aiscientist.util.text import clean
 from aiscientist.util.text import name as shown_name
 from aiscientist.workspace.errors import PermissionDenied, ToolError
@@ -39,6 +39,7 @@ MAX_PATTERN_CHARS = 2000
 MAX_LIST = 500
 MAX_HITS = 200
 MAX_SEARCH_FILE_BYTES = 2_000_000
+SEARCH_LIMITS = untrusted.Limits(depth=64, bytes=1 << 30)  # one search's walk
 
 
 class ScopedWorkspace(Protocol):
@@ -66,7 +67,7 @@ class Scope:
             raise ToolError("start_line and max_lines must be at least 1")
         if rel == MAP_FILE:
             self.ws.sync_map()
-        with self._guard("read", "read", rel), safe_open.file(self.root, rel.split("/")) as fd:
+        with self._guard("read", "read", rel), untrusted.file(self.root, rel.split("/")) as fd:
             return _read_lines(fd, start_line, max_lines)
 
     def write(self, path: str, content: str) -> str:
@@ -80,8 +81,8 @@ class Scope:
         self._text("edit", rel, "new text", new, MAX_WRITE_BYTES)
         if not old:
             raise ToolError("old text must not be empty")
-        with self._guard("edit", "write", rel), safe_open.file(self.root, rel.split("/")) as fd:
-            data = safe_open.read_all(fd, MAX_EDIT_BYTES + 1)
+        with self._guard("edit", "write", rel), untrusted.file(self.root, rel.split("/")) as fd:
+            data = untrusted.read_all(fd, MAX_EDIT_BYTES + 1)
         if len(data) > MAX_EDIT_BYTES:
             raise ToolError(f"{rel} is larger than {MAX_EDIT_BYTES} bytes; it cannot be edited")
         text = data.decode("utf-8", errors="replace")
@@ -102,12 +103,12 @@ class Scope:
         """Entries of a folder the role may see; folders end with `/`. Links,
         FIFOs and hard-linked files are not listed: the API cannot open them."""
         rel = self._clean("list", path)
-        with self._guard("list", "read", rel, folder=True), safe_open.entry(self.root, _parts(rel)) as (fd, kind):
+        with self._guard("list", "read", rel, folder=True), untrusted.entry(self.root, _parts(rel)) as (fd, kind):
             if kind == "file":
                 self._deny_if("list", rel, self.policy.refusal("read", rel))
                 return [rel]
             self._deny_if("list", rel, self.policy.dir_refusal(rel))
-            found = safe_open.entries(fd)
+            found = untrusted.entries(fd)
         entries: list[str] = []
         for name, kind in found:  # names may be made by experiment code: shown escaped, one per line
             child = name if rel == "." else f"{rel}/{name}"
@@ -127,16 +128,29 @@ class Scope:
             regex = re.compile(pattern)
         except (re.error, RecursionError, OverflowError) as err:
             raise ToolError(f"invalid regular expression {pattern[:200]!r}: {err}") from None
-        with self._guard("search", "read", rel, folder=True), safe_open.entry(self.root, _parts(rel)) as (fd, kind):
+        with self._guard("search", "read", rel, folder=True), untrusted.entry(self.root, _parts(rel)) as (fd, kind):
             if kind == "file":
                 self._deny_if("search", rel, self.policy.refusal("read", rel))
-                return _matches(regex, [(rel, fd)])
+                return _matches(regex, [(rel, untrusted.read_all(fd, MAX_SEARCH_FILE_BYTES + 1))])
             self._deny_if("search", rel, self.policy.dir_refusal(rel))
-            files = safe_open.walk_files(
-                fd, rel, lambda d: self.policy.dir_refusal(d) is None, lambda f: self.policy.refusal("read", f) is None
-            )
-            with closing(files):
-                return _matches(regex, files)
+            with closing(self._texts(fd, rel)) as texts:
+                return _matches(regex, texts)
+
+    def _texts(self, fd: int, rel: str) -> Iterator[tuple[str, bytes]]:
+        """(run-relative path, bytes) of every plain file under open folder `fd` the role may
+        read, depth first and sorted, entering only folders it may see; files over
+        MAX_SEARCH_FILE_BYTES, and what changes or fails on the way, are skipped."""
+
+        def under(child: str) -> str:
+            return child if rel == "." else f"{rel}/{child}"
+
+        walker = untrusted.TreeWalk(fd, SEARCH_LIMITS, enter=lambda d: self.policy.dir_refusal(under(d)) is None)
+        for node, parent in walker:
+            if node.kind == "file" and self.policy.refusal("read", under(node.rel)) is None:
+                try:
+                    yield under(node.rel), walker.read(parent, node, MAX_SEARCH_FILE_BYTES)
+                except (untrusted.Unreadable, OSError):
+                    continue
 
     def append(self, log: str, text: str) -> str:
         """Append to `exp_log` or `impl_log`; the first append of this scope opens
@@ -153,8 +167,8 @@ class Scope:
         return f"appended to {rel} (session {session})"
 
     def _write(self, verb: str, rel: str, data: bytes) -> str:
-        with self._guard(verb, "write", rel), safe_open.file(self.root, rel.split("/"), write=True) as fd:
-            safe_open.replace_content(fd, data)
+        with self._guard(verb, "write", rel), untrusted.file(self.root, rel.split("/"), write=True) as fd:
+            untrusted.replace_content(fd, data)
         self.ws.events.record(
             self.role, "file.write", {"path": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
         )
@@ -220,9 +234,9 @@ class Scope:
         missing, so a refusal never tells whether something exists."""
         try:
             yield
-        except safe_open.Link as err:
+        except untrusted.Link as err:
             self._deny(verb, rel, self._link_reason(op, rel, err.depth, folder))
-        except safe_open.Odd as err:
+        except untrusted.Odd as err:
             self._deny(verb, rel, err.reason)
         except (FileNotFoundError, NotADirectoryError):
             if folder and self.policy.refusal("read", rel):
@@ -284,14 +298,10 @@ def _read_lines(fd: int, start_line: int, max_lines: int | None) -> str:
     return "".join(out)
 
 
-def _matches(regex: re.Pattern[str], files: Iterable[tuple[str, int]]) -> list[str]:
-    """Matching lines of text files given as (run-relative path, open descriptor)."""
+def _matches(regex: re.Pattern[str], files: Iterable[tuple[str, bytes]]) -> list[str]:
+    """Matching lines of text files given as (run-relative path, content)."""
     hits: list[str] = []
-    for file_rel, fd in files:
-        try:
-            data = safe_open.read_all(fd, MAX_SEARCH_FILE_BYTES + 1)
-        except OSError:
-            continue
+    for file_rel, data in files:
         if len(data) > MAX_SEARCH_FILE_BYTES or b"\0" in data[:1024]:
             continue
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):

@@ -22,7 +22,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from aiscientist.experiment.integrity import read_regular
 from aiscientist.util import untrusted
 from aiscientist.util.text import clean
 from aiscientist.util.untrusted import loads_json
@@ -50,8 +49,9 @@ class _Check(BaseModel):
                 "exists but was not produced by the reproduction" if _present(root, self.file) else "was not produced"
             )
             return CheckOutcome(passed=False, explanation=f"{self.file} {where}")
-        data = read_regular(root, self.file, CHECK_BYTES)  # untrusted: no link followed, bounded
-        if data is None:
+        try:  # untrusted: no link followed, bounded
+            data = untrusted.read_file(root, self.file, CHECK_BYTES, hard_links=True)
+        except untrusted.Unreadable:
             return CheckOutcome(
                 passed=False,
                 explanation=f"{self.file} is not a regular file inside the submission of at most {CHECK_BYTES} bytes"

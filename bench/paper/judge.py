@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from aiscientist.util import safe_open, untrusted
+from aiscientist.util import untrusted
 from aiscientist.util.text import clean, quoted, quoted_block
 from bench.paper.reproduce import GRADER_FILES, LOG, SCRIPT, Reproduction
 from bench.paper.rubric import CODE_DEV, LeafGrade, NodePath, RubricNode, first_error, graded_targets
@@ -128,7 +128,7 @@ def read_files(root: Path, names: list[str] | None = None, budget: int = EVIDENC
         except untrusted.Unreadable:
             continue
         try:
-            size, head = os.fstat(fd).st_size, safe_open.read_all(fd, min(_MAX_SCAN_BYTES, budget))
+            size, head = os.fstat(fd).st_size, untrusted.read_all(fd, min(_MAX_SCAN_BYTES, budget))
         finally:
             os.close(fd)
         budget -= len(head)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, field_serializer
 
 from aiscientist.sandbox import LocalSandbox, Sandbox, SandboxUnavailable, get_sandbox
-from aiscientist.util import safe_open, untrusted
+from aiscientist.util import untrusted
 from aiscientist.util.text import escape_surrogates
 
 SCRIPT = "reproduce.sh"
@@ -91,25 +91,25 @@ def copy_submission(submission: Path, dest: Path) -> Path:
         if node.rel in GRADER_FILES or node.kind == "other":
             continue
         try:
-            with safe_open.folder(dest, parts[:-1]) as into:
+            with untrusted.folder(dest, parts[:-1]) as into:
                 if node.kind == "dir":
                     os.mkdir(parts[-1], 0o755, dir_fd=into)
                 elif node.kind == "link":
                     os.symlink(node.target, parts[-1], dir_fd=into)
                 else:
                     budget -= _copy_file(parent, parts[-1], into, budget)
-        except (OSError, safe_open.Link, safe_open.Odd):
+        except (OSError, untrusted.Unreadable):
             continue  # below a folder that was not copied, or not a plain file
     return dest
 
 
 def _copy_file(source_dir: int, name: str, into: int, budget: int) -> int:
     """Copy one plain, singly linked file between two open folders (mode kept); returns its size."""
-    source = safe_open.open_file(source_dir, name)
+    source = untrusted.open_at(source_dir, name)
     try:
         info = os.fstat(source)
         if info.st_size > budget:
-            raise safe_open.Odd("over the copy's byte limit")
+            raise untrusted.Odd("over the copy's byte limit")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         target = os.open(name, flags, info.st_mode & 0o777, dir_fd=into)
         try:
@@ -127,10 +127,10 @@ def _append_note(copy_dir: Path, note: str) -> None:
     """Append to the copy's log, which the script may have replaced by a link, FIFO or
     hard link to a host file: such a log is left as it is and gets no note."""
     try:
-        with safe_open.file(copy_dir, [LOG], write=True) as fd:
+        with untrusted.file(copy_dir, [LOG], write=True) as fd:
             os.lseek(fd, 0, os.SEEK_END)
             os.write(fd, note.encode())
-    except (OSError, safe_open.Link, safe_open.Odd):
+    except (OSError, untrusted.Unreadable):
         return
 
 

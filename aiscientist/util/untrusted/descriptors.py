@@ -1,11 +1,12 @@
-"""Open files and folders under a trusted root without ever following a link.
+"""Open files and folders under a root without ever following a link, by descriptor.
 
 Every path is walked one name at a time, each folder opened relative to the
 descriptor of the one before it with O_NOFOLLOW|O_DIRECTORY, and the final file
 with O_NOFOLLOW|O_NONBLOCK (a FIFO cannot block) and checked with fstat on the
 open descriptor. What is read or written is therefore the file that was checked:
 a process that swaps a folder for a link between a check and a write makes the
-open fail instead of redirecting it (finding 5 of issue #18).
+open fail instead of redirecting it (finding 5 of issue #18). Import it through
+`aiscientist.util.untrusted`.
 """
 
 from __future__ import annotations
@@ -13,31 +14,38 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-MAX_DEPTH = 64
 Kind = Literal["dir", "file"]
 
 
-class Link(Exception):
+class Unreadable(Exception):
+    """A path the host will not open: why (a link, not a regular file, too large, missing);
+    `rel` names it when known. Every refusal of this package is one."""
+
+    def __init__(self, rel: str, reason: str):
+        super().__init__(f"{rel}: {reason}" if rel else reason)
+        self.rel, self.reason = rel, reason
+
+
+class Link(Unreadable):
     """The first `depth` names of the path end at a symbolic link."""
 
     def __init__(self, depth: int):
-        super().__init__(f"symbolic link at depth {depth}")
+        super().__init__("", f"symbolic link at depth {depth}")
         self.depth = depth
 
 
-class Odd(Exception):
+class Odd(Unreadable):
     """Not safe to open whatever its name says (a FIFO, a device, a hard link)."""
 
     def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
+        super().__init__("", reason)
 
 
 def odd(info: os.stat_result, hard_links: bool = False) -> str | None:
@@ -93,7 +101,7 @@ def folder(root: Path, parts: list[str], create: bool = False) -> Iterator[int]:
         os.close(fd)
 
 
-def open_file(dir_fd: int, name: str, depth: int = 0, write: bool = False, hard_links: bool = False) -> int:
+def open_at(dir_fd: int, name: str, depth: int = 0, write: bool = False, hard_links: bool = False) -> int:
     """An open regular file (with one link unless `hard_links`) in folder `dir_fd`;
     write opens create it but do not truncate."""
     info = _lstat(dir_fd, name)
@@ -127,7 +135,7 @@ def file(root: Path, parts: list[str], write: bool = False, hard_links: bool = F
     """The descriptor of regular file root/parts; folders on the way are made
     when writing. The caller truncates before writing."""
     with folder(root, parts[:-1], create=write) as parent:
-        fd = open_file(parent, parts[-1], len(parts), write, hard_links)
+        fd = open_at(parent, parts[-1], len(parts), write, hard_links)
     try:
         yield fd
     finally:
@@ -146,7 +154,7 @@ def entry(root: Path, parts: list[str]) -> Iterator[tuple[int, Kind]]:
         if info is not None and stat.S_ISDIR(info.st_mode):
             fd, kind = _child_dir(parent, parts[-1], len(parts), create=False), "dir"
         else:
-            fd, kind = open_file(parent, parts[-1], len(parts), write=False), "file"
+            fd, kind = open_at(parent, parts[-1], len(parts), write=False), "file"
     try:
         yield fd, kind
     finally:
@@ -165,42 +173,8 @@ def entries(dir_fd: int) -> list[tuple[str, Kind]]:
     return out
 
 
-def walk_files(
-    dir_fd: int, rel: str, keep_dir: Callable[[str], bool], keep_file: Callable[[str], bool], depth: int = 0
-) -> Iterator[tuple[str, int]]:
-    """(run-relative path, open descriptor) of every plain file under a folder,
-    depth first and sorted, entering only folders `keep_dir(rel)` accepts and
-    yielding only files `keep_file(rel)` accepts. Descriptors close after each
-    yield; anything that changes or fails on the way is skipped."""
-    try:
-        found = entries(dir_fd)
-    except OSError:
-        return
-    for name, kind in found:
-        child = name if rel == "." else f"{rel}/{name}"
-        if kind == "dir":
-            if depth >= MAX_DEPTH or not keep_dir(child):
-                continue
-            try:
-                sub = _child_dir(dir_fd, name, 0, create=False)
-            except (OSError, Link):
-                continue
-            try:
-                yield from walk_files(sub, child, keep_dir, keep_file, depth + 1)
-            finally:
-                os.close(sub)
-        elif keep_file(child):
-            try:
-                fd = open_file(dir_fd, name, 0, write=False)
-            except (OSError, Link, Odd):
-                continue
-            try:
-                yield child, fd
-            finally:
-                os.close(fd)
-
-
 def read_all(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes of an open file, from its start."""
     chunks, size = [], 0
     while size < limit:
         chunk = os.pread(fd, min(1 << 20, limit - size), size)
