@@ -8,7 +8,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 
 class ModelError(Exception):
-    """A model call failed for good; the caller turns it into a failed step."""
+    """A model call failed for good; the caller turns it into a failed step. `cause` is the
+    failure in words without the model's name ('connection refused (...)', 'API key refused: ...')."""
+
+    def __init__(self, message: str, cause: str | None = None):
+        super().__init__(message)
+        self.cause = cause or message
 
 
 class ModelUnavailable(ModelError):

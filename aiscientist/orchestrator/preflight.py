@@ -234,7 +234,9 @@ def check_commands(task: Task, lookup: ProgramLookup = on_host) -> None:
 
 def check_model(model: str, models_file: Path | None, timeout_s: float = 600) -> None:
     """One tiny request with no retries, waiting up to `timeout_s` (a local model on a CPU
-    may take minutes to answer first); offline, scripted and replayed models are skipped."""
+    may take minutes to answer first); offline, scripted and replayed models are skipped.
+    The TaskError leads with the cause (missing API key, unknown model, connection refused,
+    host unreachable, timed out, ...); only a timeout suggests waiting longer."""
     from aiscientist.llm import ModelConfigError, ModelError, load_llm_config, make_client
     from aiscientist.llm.config import REPLAY_ENV
 
@@ -243,13 +245,13 @@ def check_model(model: str, models_file: Path | None, timeout_s: float = 600) ->
     try:
         config = load_llm_config(model, models_file, max_attempts=1, max_tokens=8, timeout_s=timeout_s)
         make_client(model, None, "preflight", config).complete([{"role": "user", "content": "Reply with the word OK."}])
-    except (ModelError, ModelConfigError) as err:
-        raise TaskError(
-            "--model",
-            model,
-            f"the model does not answer within {timeout_s:g} s ({err}); a slow local model may need more: "
-            f"--set preflight_model_timeout_s=SECONDS, or --no-preflight",
-        ) from None
+    except ModelConfigError as err:
+        raise TaskError("--model", model, str(err)) from None
+    except ModelError as err:
+        hint = "--no-preflight skips this check"
+        if err.cause.startswith("timed out"):
+            hint = f"a slow local model may need more: --set preflight_model_timeout_s=SECONDS, or {hint}"
+        raise TaskError("--model", model, f"{err.cause}; {hint}") from None
 
 
 def preflight(
@@ -259,6 +261,7 @@ def preflight(
     models_file: Path | None = None,
     model_timeout_s: float = 600,
 ) -> None:
-    """The commands' programs and scripts (looked up inside the sandbox the steps use), then the model."""
-    check_commands(task, sandbox_lookup(task, sandbox))
+    """The model first (a missing key or a refused connection is named within seconds), then the
+    commands' programs and scripts (looked up inside the sandbox the steps use)."""
     check_model(model, models_file, model_timeout_s)
+    check_commands(task, sandbox_lookup(task, sandbox))

@@ -46,7 +46,7 @@ def test_rate_limit_5xx_and_a_hang_are_survived_with_exact_accounting(tmp_path: 
     assert first["outcome"] == "ok" and first["attempts"] == 5
     assert [r["status"] for r in first["retry_log"]] == [429, 500, 503, None]
     assert first["retry_log"][0]["wait_s"] >= 1.0  # Retry-After honoured
-    assert first["retry_log"][3]["error"] == f"timed out ({server.api_base})"
+    assert first["retry_log"][3]["error"].startswith(f"timed out ({server.api_base}): no answer within")
     assert "model unavailable, retry 1 in 1 s (orchestrator: HTTP 429: planned HTTP 429)" in done.stdout
     assert_accounted(run, server.usage)
     assert_verified(run)

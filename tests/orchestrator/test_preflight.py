@@ -79,7 +79,7 @@ def test_model_must_answer(tmp_path, monkeypatch):
     with FakeOpenAI([reply("OK"), error(500)]) as server:
         models.write_text(yaml.safe_dump({"models": {"openai/fake-model": {"api_base": server.api_base}}}))
         check_model("openai/fake-model", models)
-        with pytest.raises(TaskError, match="the model does not answer"):
+        with pytest.raises(TaskError, match="--model: openai/fake-model: HTTP 500: planned HTTP 500"):
             check_model("openai/fake-model", models)
         assert len(server.requests) == 2 and server.requests[0]["max_tokens"] == 8
     check_model("offline", None)  # offline models are not asked

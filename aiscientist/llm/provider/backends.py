@@ -21,7 +21,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.llm.config import LLMConfig
-from aiscientist.llm.provider.errors import context_sizes, describe, network_failure, provider_message
+from aiscientist.llm.provider.errors import (
+    CONNECT_TIMEOUT_S,
+    context_sizes,
+    describe,
+    network_failure,
+    provider_message,
+)
 from aiscientist.llm.types import (
     ContextOverflow,
     ModelConfigError,
@@ -80,9 +86,8 @@ class LiteLLMBackend:
         worker.start()
         worker.join(self.config.timeout_s + HARD_LIMIT_GRACE_S)
         if worker.is_alive():
-            raise Transient(
-                f"no complete answer within the hard limit of {self.config.timeout_s + HARD_LIMIT_GRACE_S:g}s"
-            )
+            limit_s = self.config.timeout_s + HARD_LIMIT_GRACE_S
+            raise Transient(f"timed out: no complete answer within the hard limit of {limit_s:g} s")
         if "error" in outcome:
             raise outcome["error"]
         return outcome["reply"]
@@ -99,11 +104,13 @@ class LiteLLMBackend:
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         if tools:
             kwargs["tools"] = tools
+        import httpx  # litellm's own HTTP client
+
         try:
             response = litellm.completion(
                 model=cfg.model,
                 messages=messages,
-                timeout=cfg.timeout_s,
+                timeout=httpx.Timeout(cfg.timeout_s, connect=min(cfg.timeout_s, CONNECT_TIMEOUT_S)),
                 num_retries=0,
                 max_retries=0,
                 drop_params=True,  # e.g. temperature on models that refuse it
@@ -112,20 +119,21 @@ class LiteLLMBackend:
         except litellm.ContextWindowExceededError as err:
             raise context_overflow(err, cfg.model) from err
         except Exception as err:  # litellm maps provider errors onto OpenAI-style exceptions
-            network = network_failure(err, cfg.api_base)
+            network = network_failure(err, cfg.api_base, cfg.timeout_s)
             status = None if network else getattr(err, "status_code", None)
-            text = network or describe(err, cfg.api_base)
+            text = network or describe(err, cfg.api_base, cfg.timeout_s)
             if (
                 network
                 or isinstance(err, litellm.Timeout)
                 or (isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500))
             ):
                 raise Transient(text, retry_after(err), status) from err
-            raise ModelError(f"{cfg.model}: {text}") from err
+            raise ModelError(f"{cfg.model}: {text}", cause=text) from err
         try:
             return _reply_from_response(response)
         except (AttributeError, IndexError, TypeError) as err:
-            raise ModelError(f"{cfg.model}: malformed response ({type(err).__name__}: {err})") from err
+            text = f"malformed response ({type(err).__name__}: {err})"
+            raise ModelError(f"{cfg.model}: {text}", cause=text) from err
 
 
 def _reply_from_response(response: Any) -> Reply:
@@ -155,7 +163,7 @@ def check_credentials(model: str, api_base: str | None) -> None:
         litellm.get_llm_provider(model)
     except Exception:
         raise ModelConfigError(
-            f"unknown model {model!r}: use a litellm name with a provider prefix "
+            f"unknown model {model!r}: no provider has this name; use a litellm name with a provider prefix "
             "(openai/..., anthropic/..., gemini/..., openrouter/..., ollama/..., hosted_vllm/...), "
             "'offline' or 'scripted:PATH'"
         ) from None
@@ -163,7 +171,7 @@ def check_credentials(model: str, api_base: str | None) -> None:
     missing = [k for k in found.get("missing_keys", []) if not (api_base and k.endswith(("_API_BASE", "_BASE_URL")))]
     if not found.get("keys_in_environment") and missing:
         raise ModelConfigError(
-            f"model {model} needs environment variable(s) {', '.join(missing)}, which are not set "
+            f"missing API key: model {model} needs environment variable(s) {', '.join(missing)}, which are not set "
             "(a local OpenAI-compatible server without authentication accepts any value)"
         )
 

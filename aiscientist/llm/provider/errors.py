@@ -2,13 +2,16 @@
 
 litellm wraps a provider's error in several layers ("litellm.BadRequestError:
 ContextWindowExceededError: OpenAIException - <the provider's message>"), and reports
-a refused connection as an HTTP 500. `describe` digs out what happened: the provider's
-own message with its status, or the network failure under the HTTP layers.
+a refused connection as an HTTP 500. `describe` digs out what happened and names it
+first: connection refused, host unreachable, unknown host, timed out (no answer), API
+key refused, unknown model, or the provider's own message with its status.
 """
 
 from __future__ import annotations
 
+import errno
 import re
+import socket
 from collections.abc import Iterator
 
 # how providers state the context limit and the request's size: (pattern, group of the limit, group of the size)
@@ -22,11 +25,10 @@ LIMIT_PATTERNS = [
     (r"requested tokens \((\d+)\) exceed context window of (\d+)", 2, 1),  # llama.cpp's library
     (r"maximum context length is (\d+)", 1, None),
 ]
-NETWORK = {
-    ConnectionRefusedError: "connection refused",
-    ConnectionResetError: "connection reset by the server",
-    TimeoutError: "timed out",
-}
+UNREACHABLE = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EHOSTDOWN}
+CONNECT_TIMEOUTS = ("ConnectTimeout",)  # httpx's and httpcore's: no connection was made in time
+CONNECT_TIMEOUT_S = 20.0  # a host that takes longer to accept a connection is reported unreachable
+STATUS_WORDS = {401: "API key refused", 403: "API key refused", 404: "unknown model (or a wrong api_base path)"}
 MESSAGE_LIMIT = 2000  # long enough for any provider's message; the cause comes first anyway
 
 
@@ -40,32 +42,49 @@ def chain(err: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def network_failure(err: BaseException, api_base: str | None = None) -> str | None:
-    """'connection refused (http://...)' and the like, when the request never got an
-    HTTP answer; None otherwise."""
+def network_failure(err: BaseException, api_base: str | None = None, timeout_s: float | None = None) -> str | None:
+    """'connection refused (http://...): nothing listens there' and the like, when the
+    request never got an HTTP answer; None otherwise."""
     where = f" ({api_base})" if api_base else ""
+    within = f" within {timeout_s:g} s" if timeout_s else ""
     errors = list(chain(err))
     for inner in errors:  # the operating system's words first, wherever they are in the chain
-        for kind, words in NETWORK.items():
-            if isinstance(inner, kind):
-                return words + where
+        if isinstance(inner, ConnectionRefusedError):
+            return f"connection refused{where}: nothing listens there (start the server or fix api_base)"
+        if isinstance(inner, socket.gaierror):
+            return f"unknown host{where}: the name does not resolve"
+        if isinstance(inner, OSError) and inner.errno in UNREACHABLE:
+            return f"host unreachable{where}: {inner.strerror}"
+    for inner in errors:
+        if type(inner).__name__ in CONNECT_TIMEOUTS:
+            connect_s = min(timeout_s or CONNECT_TIMEOUT_S, CONNECT_TIMEOUT_S)
+            return f"host unreachable{where}: no connection within {connect_s:g} s"
+    for inner in errors:
+        if isinstance(inner, ConnectionResetError):
+            return f"connection reset by the server{where}"
+        if isinstance(inner, TimeoutError):
+            return f"timed out{where}: no answer{within}"
     for inner in errors:
         if type(inner).__name__ in ("ConnectError", "RemoteProtocolError", "ReadError"):  # httpx's
             return (_clean(str(inner)) or "connection failed") + where
     return None
 
 
-def describe(err: BaseException, api_base: str | None = None) -> str:
-    """'connection refused (http://...)', 'HTTP 429: <provider message>', 'timed out:
-    ...', or the provider's message: one line, cause first."""
-    network = network_failure(err, api_base)
+def describe(err: BaseException, api_base: str | None = None, timeout_s: float | None = None) -> str:
+    """One line, cause first: a network failure (`network_failure`), 'timed out: ...',
+    'API key refused: HTTP 401: <provider message>', 'unknown model ...: HTTP 404: ...',
+    'HTTP 429: ...', or the provider's message."""
+    network = network_failure(err, api_base, timeout_s)
     if network:
         return network
     message = provider_message(err)
     status = getattr(err, "status_code", None)
     if type(err).__name__ == "Timeout":
         return f"timed out: {message}"
-    return f"HTTP {status}: {message}" if isinstance(status, int) else message
+    if not isinstance(status, int):
+        return message
+    named = f"{STATUS_WORDS[status]}: " if status in STATUS_WORDS else ""
+    return f"{named}HTTP {status}: {message}"
 
 
 def provider_message(err: BaseException) -> str:

@@ -60,14 +60,16 @@ def send_with_patience(
             if (cfg.max_attempts is not None and attempts.count >= cfg.max_attempts) or left <= 0:
                 raise ModelUnavailable(
                     f"{cfg.model}: {err} (model unavailable: gave up after {attempts.count} attempts over "
-                    f"{failing_s:.0f} s of failure; patience_s={cfg.patience_s:g})"
+                    f"{failing_s:.0f} s of failure; patience_s={cfg.patience_s:g})",
+                    cause=str(err),
                 ) from err
             delay = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** (attempts.count - 1)) * random.uniform(0.5, 1.0)
             if err.retry_after is not None:
                 if err.retry_after > left:
                     raise ModelUnavailable(
                         f"{cfg.model}: {err} (model unavailable: the server asked to retry after {err.retry_after:g} "
-                        f"s, past the remaining patience of {left:.0f} s)"
+                        f"s, past the remaining patience of {left:.0f} s)",
+                        cause=str(err),
                     ) from err
                 delay = max(delay, err.retry_after)
             delay = min(delay, left)  # the last attempt comes when the patience ends
