@@ -3,11 +3,12 @@
 Counts every `.py` file outside `tests/` and `bench/tasks/` (the task repositories are
 data), in total and as code only (no blank lines, comments or docstrings), and checks:
 no folder with more than 12 modules of its own; at most 4 top-level modules in
-`aiscientist/`; no cycle among module-level imports (an import inside a function or
-under `if TYPE_CHECKING:` is not one at import time) and no import that runs back up
-the layers (`LAYERS`; nothing in `aiscientist` imports `bench`); no file over 400
-lines and no line over 120 characters; run-folder file names spelled only in
-`aiscientist/records/`; no block of REPEAT_LINES lines repeated to the letter (`repeated_blocks`).
+`aiscientist/`; no import cycle, function-local imports included (only imports under
+`if TYPE_CHECKING:` are left out: they never run) and no module-level import that runs back
+up the layers (`LAYERS`; nothing in `aiscientist` imports `bench`); no file over 400 lines
+and no line over 120 characters; run-folder file names spelled only in `aiscientist/records/`;
+no block of REPEAT_LINES lines repeated to the letter (`repeated_blocks`); no class name
+defined in two modules (`duplicated_classes`: one name per thing).
 Exit 1 when a goal is not met.
 
     python benchmarks/structure.py [--json FILE]
@@ -70,21 +71,44 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _imported(statements: list[ast.stmt]) -> set[str]:
+    """Every name the import statements among `statements` (and below them) import, with
+    `from a import b` as both `a` and `a.b`; blocks under `if TYPE_CHECKING:` never run."""
+    found: set[str] = set()
+    work = list(statements)
+    while work:
+        node = work.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            work += node.orelse
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        work += [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
+    return found
+
+
 def imports_at_load(tree: ast.Module, modules: set[str]) -> set[str]:
     """The project modules a module imports when it is loaded."""
-    found: set[str] = set()
-    for statement in tree.body:
-        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
-            continue
-        if not isinstance(statement, (ast.Import, ast.ImportFrom, ast.If, ast.Try)):
-            continue
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add(node.module)
-                found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found & modules
+    loaded = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom, ast.If, ast.Try))]
+    return _imported(loaded) & modules
+
+
+def all_imports(tree: ast.Module, modules: set[str]) -> set[str]:
+    """The project modules a module imports at load or later (inside a function)."""
+    return _imported(tree.body) & modules
+
+
+def duplicated_classes(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
+    """Class names defined in more than one module (nested classes too), with the modules."""
+    where: dict[str, set[str]] = {}
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, set()).add(path.relative_to(ROOT).as_posix())
+    return {name: sorted(found) for name, found in sorted(where.items()) if len(found) > 1}
 
 
 def _room(module: str) -> str:
@@ -210,6 +234,7 @@ def measure() -> dict:
     trees = {p: ast.parse(text) for p, text in sources.items()}
     names = {module_name(p): p for p in files}
     graph = {name: imports_at_load(trees[path], set(names)) - {name} for name, path in names.items()}
+    every_import = {name: all_imports(trees[path], set(names)) - {name} for name, path in names.items()}
     lines = {p.relative_to(ROOT).as_posix(): len(text.splitlines()) for p, text in sources.items()}
     by_package: Counter[str] = Counter()
     for rel, count in lines.items():
@@ -229,13 +254,14 @@ def measure() -> dict:
         ],
         "crowded_folders": crowded_folders(files),
         "top_level_modules": sorted(p.name for p in (ROOT / "aiscientist").glob("*.py")),
-        "import_cycles": cycles(graph),
+        "import_cycles": cycles(every_import),
         "upward_imports": upward_imports(graph),
         "run_file_names": run_file_names(trees),
         "repeated_blocks": repeated_blocks(
             {p.relative_to(ROOT).as_posix(): text for p, text in sources.items()},
             {p.relative_to(ROOT).as_posix(): tree for p, tree in trees.items()},
         ),
+        "duplicated_classes": duplicated_classes(trees),
     }
 
 
@@ -264,6 +290,8 @@ def main() -> int:
     for key in ("import_cycles", "upward_imports", "over_limit", "long_lines", "run_file_names", "repeated_blocks"):
         for item in figures[key][:20]:
             print(f"{key.replace('_', ' ')}: {' <-> '.join(item) if key == 'import_cycles' else item}")
+    for name, modules in figures["duplicated_classes"].items():
+        print(f"duplicated class: {name} in {', '.join(modules)}")
     for folder, count in figures["crowded_folders"].items():
         print(f"crowded folder: {folder} ({count} modules)")
     met = goals(figures)

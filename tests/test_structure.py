@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import textwrap
 from pathlib import Path
@@ -59,3 +60,21 @@ def test_a_repeated_block_is_found_but_shared_imports_and_signatures_are_not():
     protocol = f"{imports}\nclass P:\n    def run(\n{params}    ) -> int: ...\n"
     implementation = f"{imports}\nclass Q:\n    def run(\n{params}    ) -> int:\n        return 0\n"
     assert structure.repeated_blocks({"p.py": protocol, "q.py": implementation}) == []
+
+
+def test_a_function_local_import_closes_a_cycle_but_a_type_checking_one_does_not():
+    a = "import os\n\n\ndef f():\n    from pkg import b\n\n    return b\n"
+    b = "from typing import TYPE_CHECKING\n\nimport pkg.a\n\nif TYPE_CHECKING:\n    import pkg.c\n"
+    modules = {"pkg", "pkg.a", "pkg.b", "pkg.c"}
+    assert structure.imports_at_load(ast.parse(a), modules) == set()
+    graph = {name: structure.all_imports(ast.parse(text), modules) for name, text in (("pkg.a", a), ("pkg.b", b))}
+    assert graph == {"pkg.a": {"pkg", "pkg.b"}, "pkg.b": {"pkg.a"}}
+    assert structure.cycles(graph | {"pkg": set(), "pkg.c": set()}) == [["pkg.a", "pkg.b"]]
+
+
+def test_a_class_name_defined_in_two_modules_is_found():
+    trees = {
+        structure.ROOT / "x.py": ast.parse("class Node:\n    pass\n\n\nclass Only:\n    pass\n"),
+        structure.ROOT / "y.py": ast.parse("def f():\n    class Node:\n        pass\n"),
+    }
+    assert structure.duplicated_classes(trees) == {"Node": ["x.py", "y.py"]}

@@ -44,7 +44,7 @@ def finish_run(
     test = ws.engine.run_test(best.step) if final and best is not None and task.test_commands else None
     if started is not None:
         fields["wall_time_s"] = round(time.monotonic() - started, 3)
-    result = summarise(task, agent, steps, test=test, stop_reason=stop_reason, stop_detail=stop_detail, **fields)
+    result = summarize_run(task, agent, steps, test=test, stop_reason=stop_reason, stop_detail=stop_detail, **fields)
     write_result(ws.paths.result, result)
     return result
 
@@ -59,7 +59,7 @@ def measure_baseline(ws: Workspace, test: bool = True, started: float | None = N
     return record, result
 
 
-def summarise(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
+def summarize_run(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
     """Counts and the best eligible step from a run's step records (`aiscientist.records.accounting`);
     `extra` sets or overrides fields (a run's own model usage replaces the steps' sum)."""
     best = accounting.best_step(steps, task.metric.direction) if task.metric else None

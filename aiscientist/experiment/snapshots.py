@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from aiscientist.experiment import legacy_git
 from aiscientist.experiment.integrity import Entry, scan
 from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.util import untrusted
@@ -173,13 +174,32 @@ def exists(paths: RunPaths, tag: str) -> bool:
 def load(paths: RunPaths, tag: str) -> Snapshot:
     """The snapshot a tag names; a run folder from before the store is converted once."""
     if not (_store(paths) / "tags.json").is_file() and paths.git_dir.is_dir():
-        from aiscientist.experiment.legacy_git import import_legacy
-
-        import_legacy(paths)
+        _import_legacy(paths)
     tree = _tags(paths).get(tag)
     if tree is None:
         raise SnapshotError(f"no snapshot tagged {tag!r} in {_store(paths)}")
     return Snapshot.model_validate_json((_store(paths) / "trees" / f"{tree}.json").read_text())
+
+
+def _import_legacy(paths: RunPaths) -> None:
+    """Copy the `baseline` and `best` tags of a run's legacy git history into the store."""
+    tags: dict[str, str] = {}
+    try:
+        for tag in (BASELINE_TAG, BEST_TAG):
+            if not legacy_git.has_tag(paths, tag):
+                continue
+            snap = Snapshot(message=f"{tag} (from the run's git history)", at=datetime.now(UTC).isoformat())
+            for file in legacy_git.tag_files(paths, tag):
+                snap.files[file.rel] = (
+                    Item(link=os.fsdecode(file.data))
+                    if file.link
+                    else Item(sha=put_bytes(paths, file.data), size=len(file.data), exec=file.mode == "100755")
+                )
+            tags[tag] = save_tree(paths, snap)
+    except legacy_git.LegacyHistoryError as err:
+        raise SnapshotError(str(err)) from None
+    _store(paths).mkdir(parents=True, exist_ok=True)
+    write_atomic(_store(paths) / "tags.json", json.dumps(tags, indent=1, sort_keys=True))
 
 
 def blob(paths: RunPaths, item: Item) -> bytes:

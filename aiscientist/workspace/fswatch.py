@@ -70,7 +70,7 @@ EVERY_WRITE = [*CHANGED, FileModifiedEvent]
 EVERY_WRITE_IN = "submission"
 
 
-class Change(NamedTuple):
+class FileChange(NamedTuple):
     """One change the observer saw."""
 
     kind: str  # watchdog's event type: created, modified, closed, deleted, moved
@@ -102,7 +102,7 @@ class _Collector(FileSystemEventHandler):
     def __init__(self, spec: WatchSpec):
         self.spec, self.prefix = spec, spec.root + os.sep
         self.lock = threading.Lock()
-        self.changes: list[Change] = []
+        self.changes: list[FileChange] = []
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.is_directory and event.event_type == "modified":
@@ -117,11 +117,11 @@ class _Collector(FileSystemEventHandler):
                 continue
             inside = rel.removeprefix("submission/")
             digest = self.spec.protected.get(inside) if rel.startswith("submission/") else None
-            change = Change(event.event_type, rel, at, ts, None if digest is None else intact(path, digest))
+            change = FileChange(event.event_type, rel, at, ts, None if digest is None else intact(path, digest))
             with self.lock:
                 self.changes.append(change)
 
-    def take(self) -> list[Change]:
+    def take(self) -> list[FileChange]:
         with self.lock:
             taken, self.changes = self.changes, []
         return taken
@@ -163,7 +163,7 @@ class ObserverProcess:
 
     interpreter: str = sys.executable  # the child runs on the run's own Python
 
-    def __init__(self, spec: WatchSpec, on_changes: Callable[[list[Change]], None]):
+    def __init__(self, spec: WatchSpec, on_changes: Callable[[list[FileChange]], None]):
         self.spec, self.on_changes = spec, on_changes
         self._reader = threading.Thread(target=self._read, name="workspace-watcher-reader", daemon=True)
 
@@ -217,7 +217,7 @@ class ObserverProcess:
 
 
 if __name__ == "__main__":  # the child: `python -m aiscientist.workspace.fswatch FD`
-    from aiscientist.workspace import fswatch  # by its real name, so the parent can unpickle its Changes
+    import aiscientist.workspace.fswatch as fswatch  # by its real name, so the parent can unpickle its Changes
 
     channel = Connection(int(sys.argv[1]))
     fswatch.observe(channel.recv(), channel)

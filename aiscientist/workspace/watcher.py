@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from aiscientist.experiment.engine import ExperimentEngine
 from aiscientist.records.paths import EVENTS_LOG, LLM_CALLS_LOG, MAP_FILE, PAGE, RunPaths
 from aiscientist.workspace.eventlog import EventLog, line_hashes
-from aiscientist.workspace.fswatch import EVERY_WRITE_IN, Change, ObserverProcess, WatchSpec, intact
+from aiscientist.workspace.fswatch import EVERY_WRITE_IN, FileChange, ObserverProcess, WatchSpec, intact
 from aiscientist.workspace.permissions import PermissionsFile
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class Watcher:
             except Exception:  # the watcher must never take a run down
                 log.exception("workspace watcher flush failed")
 
-    def _receive(self, changes: list[Change]) -> None:
+    def _receive(self, changes: list[FileChange]) -> None:
         """Queue a batch from the observer, each change attributed to whoever was
         active when it happened."""
         try:
@@ -114,7 +114,7 @@ class Watcher:
         except Exception:  # the watcher must never take a run down
             log.exception("workspace watcher could not queue changes")
 
-    def _queue(self, change: Change) -> None:
+    def _queue(self, change: FileChange) -> None:
         who, step, commands = self.ws.activity_at(change.at)
         rel = change.rel
         if change.intact is False:  # hashed by the observer when the change arrived

@@ -57,7 +57,7 @@ STAGE_TEXT = {
 }
 
 
-class Node(BaseModel):
+class AideNode(BaseModel):
     id: int
     parent: int | None
     stage: str
@@ -70,18 +70,18 @@ class Node(BaseModel):
     debug_depth: int = 0
 
 
-class Journal(BaseModel):
+class AideJournal(BaseModel):
     target: str
-    nodes: list[Node] = []
+    nodes: list[AideNode] = []
 
-    def good(self) -> list[Node]:
+    def good(self) -> list[AideNode]:
         return [n for n in self.nodes if not n.buggy and n.metric is not None]
 
-    def best(self, direction: str) -> Node | None:
+    def best(self, direction: str) -> AideNode | None:
         sign = 1.0 if direction == "max" else -1.0
         return max(self.good(), key=lambda n: sign * n.metric, default=None)  # type: ignore[operator]
 
-    def debuggable(self) -> list[Node]:
+    def debuggable(self) -> list[AideNode]:
         parents = {n.parent for n in self.nodes}
         return [n for n in self.nodes if n.buggy and n.id not in parents and n.debug_depth < MAX_DEBUG_DEPTH]
 
@@ -133,7 +133,7 @@ class Aide:
             base_code = parent.code if parent is not None else baseline_code
             answer = ctx.complete(ROLE, self._messages(ctx, journal, stage, parent, base_code, direction)).content
             plan, code = extract_code(answer, python=journal.target.endswith(".py"))
-            node = Node(
+            node = AideNode(
                 id=len(journal.nodes),
                 parent=parent.id if parent else None,
                 stage=stage,
@@ -157,7 +157,7 @@ class Aide:
         return Outcome(stop=StopReason.STEP_BUDGET)
 
     def _messages(
-        self, ctx: RunContext, journal: Journal, stage: str, parent: Node | None, code: str, direction: str
+        self, ctx: RunContext, journal: AideJournal, stage: str, parent: AideNode | None, code: str, direction: str
     ) -> list[dict[str, Any]]:
         # stable first (task, target, stage, the code it starts from, the answer's form), what changes
         # last (memory, the error, the steps left): a prefix cache reuses the rest of the previous request
@@ -189,10 +189,10 @@ class Aide:
     def _path(ctx: RunContext):
         return ctx.ws.paths.agent_state
 
-    def _load(self, ctx: RunContext) -> Journal:
+    def _load(self, ctx: RunContext) -> AideJournal:
         path = self._path(ctx)
         if path.is_file():
-            journal = Journal.model_validate_json(path.read_text())
+            journal = AideJournal.model_validate_json(path.read_text())
             done = {s.step for s in ctx.step_records()}
             journal.nodes = [n for n in journal.nodes if n.step in done]
             return journal
@@ -203,9 +203,9 @@ class Aide:
         target = ctx.options.get("target_file") or (in_task_order[0] if in_task_order else None)
         if target is None or target not in files:
             raise ValueError(f"aide needs one editable target file; editable files: {files}")
-        return Journal(target=target)
+        return AideJournal(target=target)
 
-    def _save(self, ctx: RunContext, journal: Journal) -> None:
+    def _save(self, ctx: RunContext, journal: AideJournal) -> None:
         write_atomic(self._path(ctx), json.dumps(journal.model_dump(), indent=1))
         status = {True: "buggy", False: "good"}
         nodes = [

@@ -40,7 +40,7 @@ class RubricSummary(BaseModel):
     anomalies: list[WeightAnomaly]
 
 
-def summarise(root: RubricNode, file: str) -> RubricSummary:
+def summarize(root: RubricNode, file: str) -> RubricSummary:
     """Counts of a valid rubric, and the weights that make part of it count for nothing."""
     nodes = list(root.walk_paths())
     leaves = [node for _, node in nodes if node.is_leaf]
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, console: Console) -> int:
     for name in args.rubric:
-        summary = summarise(rubric.load(name).root, name)
+        summary = summarize(rubric.load(name).root, name)
         if args.json:
             print(summary.model_dump_json())
             continue

@@ -38,7 +38,7 @@ from bench.paper.grading import grade_task
 from bench.scoring.contribution_judge import judge_diff
 from bench.scoring.embed import code_text, get_embedder
 from bench.scoring.fml_metrics import range_of
-from bench.scoring.metrics import RunSummary, diversity, summarise_steps
+from bench.scoring.metrics import RunSummary, diversity, summarize_steps
 
 PAPER_AGENTS = ("basic", "iterative", "aiscientist", "aiscientist-nobus", "aiscientist-flat")
 
@@ -92,7 +92,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ws.engine.env.update(thread_env())
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
-    summary = summarise_cell(spec, config, task, ws, out, stop, timing.close())
+    summary = summarize_cell(spec, config, task, ws, out, stop, timing.close())
     (folder / "error.txt").unlink(missing_ok=True)
     (folder / RESULT).write_text(summary.model_dump_json(indent=1))
     return str(stop)
@@ -132,7 +132,7 @@ def _guard(solve: Callable[[], Outcome]) -> Outcome:
         return Outcome(stop=StopReason.MODEL_ERROR, detail=str(err)[:600])
 
 
-def summarise_cell(
+def summarize_cell(
     spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome, wall: float
 ) -> RunSummary:
     """The run's end (`experiment.finish`), then diversity, judge labels and the bench summary."""
@@ -153,7 +153,7 @@ def summarise_cell(
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
-    usage = summarise_steps(steps, direction)
+    usage = summarize_steps(steps, direction)
     usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.llm_calls)), steps)
     return RunSummary(
         task=spec.task,

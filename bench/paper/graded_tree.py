@@ -20,7 +20,7 @@ from bench.paper.rubric import (
     NodePath,
     RubricError,
     RubricNode,
-    Tree,
+    SubTaskTree,
     first_error,
     parse_tree,
     path_label,
@@ -32,7 +32,7 @@ SUBTREE = "Subtree"
 GRADED_BYTES = 64 << 20
 
 
-class PaperBenchNode(Tree, BaseModel):
+class PaperBenchNode(SubTaskTree, BaseModel):
     """One node of a PaperBench graded tree; unknown keys are kept."""
 
     model_config = ConfigDict(extra="allow")

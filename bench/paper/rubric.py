@@ -51,7 +51,7 @@ def first_error(err: ValidationError) -> str:
     return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
 
 
-class Tree:
+class SubTaskTree:
     """Walking a tree of nodes that hold their children in `sub_tasks` (rubrics and graded trees)."""
 
     sub_tasks: list
@@ -71,7 +71,7 @@ class Tree:
         return (node for _, node in self.walk_paths())
 
 
-class RubricNode(Tree, BaseModel):
+class RubricNode(SubTaskTree, BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: str = Field(min_length=1)
@@ -228,7 +228,7 @@ class LeafGrade(BaseModel):
     cost: float = 0.0
 
 
-class GradedNode(Tree, BaseModel):
+class GradedNode(SubTaskTree, BaseModel):
     id: str
     requirements: str
     weight: int | float

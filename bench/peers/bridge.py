@@ -88,7 +88,7 @@ class Bridge(LoopbackServer):
 
 
 def _handler(bridge: Bridge) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class BridgeHandler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             if self.headers.get("X-Bridge-Token") != bridge.token:
                 self._send(403, {"error": "bad token"})
@@ -110,4 +110,4 @@ def _handler(bridge: Bridge) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass
 
-    return Handler
+    return BridgeHandler

@@ -77,7 +77,7 @@ def _hung_up(peer: socket.socket, endpoint: socket.socket) -> bool:
 
 
 def _handler(meter: Meter) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class MeterHandler(BaseHTTPRequestHandler):
         def _relay(self) -> None:
             data = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
             dropped = HOP_HEADERS | KEY_HEADERS
@@ -110,4 +110,4 @@ def _handler(meter: Meter) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             pass
 
-    return Handler
+    return MeterHandler

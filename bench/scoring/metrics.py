@@ -134,7 +134,7 @@ def load_runs(results: Path) -> list[RunSummary]:
     ]
 
 
-def summarise_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
+def summarize_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
     """The step-derived fields of a RunSummary (`aiscientist.records.accounting`)."""
     best = best_step(steps, direction)
     return {

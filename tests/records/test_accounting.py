@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiscientist.experiment.finish import summarise
+from aiscientist.experiment.finish import summarize_run
 from aiscientist.llm.budget import BudgetTracker
 from aiscientist.llm.config import BudgetLimits
 from aiscientist.records.accounting import (
@@ -23,7 +23,7 @@ from aiscientist.records.accounting import (
 )
 from aiscientist.records.step import StepRecord
 from aiscientist.task import load_task
-from bench.scoring.metrics import summarise_steps
+from bench.scoring.metrics import summarize_steps
 
 TASK = load_task(Path(__file__).resolve().parents[2] / "tests/fixtures/tiny/task.yaml")  # direction min
 
@@ -95,7 +95,7 @@ def test_gain_is_positive_exactly_when_better(value: float, baseline: float, dir
 @settings(max_examples=100, deadline=None)
 @given(trajectories)
 def test_result_json_and_bench_summary_agree_with_accounting(steps: list[StepRecord]):
-    result, summary, counts = summarise(TASK, "a", steps), summarise_steps(steps, "min"), totals(steps)
+    result, summary, counts = summarize_run(TASK, "a", steps), summarize_steps(steps, "min"), totals(steps)
     best = best_step(steps, "min")
     assert result.best_step == summary["best_step"] == (best.step if best else None)
     assert result.best_metric == summary["best_val"]

@@ -19,7 +19,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from aiscientist.llm import candidates
+from aiscientist.llm.candidates import find_candidates, perturb
 
 MARK = "CHANGE "
 NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf"
@@ -134,9 +134,9 @@ def options_of(contents: dict[str, str]) -> list[Edit]:
     """Each candidate up and down (flags toggled)."""
     out = []
     for path in sorted(contents):
-        for cand in candidates.find_candidates(contents[path]):
+        for cand in find_candidates(contents[path]):
             for up in (True, False) if cand.kind == "number" else (None,):
-                change = candidates.perturb(contents[path], cand, random.Random(0), up)
+                change = perturb(contents[path], cand, random.Random(0), up)
                 if change is not None:
                     out.append(Edit(path, cand.name, cand.line, change.before, change.after, change.old, change.new))
     return out
@@ -149,7 +149,7 @@ def identify(contents: dict[str, str], path: str, old: str, new: str) -> Edit | 
 
 def undo(contents: dict[str, str], edit: Edit) -> Edit | None:
     """The exact edit that sets `edit`'s literal back, if the file still holds its new value."""
-    for cand in candidates.find_candidates(contents.get(edit.path, "")):
+    for cand in find_candidates(contents.get(edit.path, "")):
         if (cand.name, cand.line, cand.value) == (edit.name, edit.line, edit.after):
             line = contents[edit.path].splitlines()[cand.line - 1]
             if contents[edit.path].count(line) == 1:

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 import aiscientist.llm.offline.search as search
-from aiscientist.llm import candidates
+from aiscientist.llm.candidates import find_candidates
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.llm.offline.solo import Call, editable, read_call, replay, tries
 from aiscientist.records.paths import EXP_LOG
@@ -72,7 +72,7 @@ def _digest(found: list[tuple[str, str]], evaluation: bool) -> str:
     found = [(n, t.strip()) for n, t in found]
     doc = next((t.strip('"# ') for _, t in found if t.startswith(('"""', "#"))), "")
     defs = [m for _, t in found for m in re.findall(r"^(?:def|class) (\w+)", t)]
-    knobs = [] if evaluation else [f"{c.name}={c.value}" for _, t in found for c in candidates.find_candidates(t)]
+    knobs = [] if evaluation else [f"{c.name}={c.value}" for _, t in found for c in find_candidates(t)]
     metric_lines = [
         f"line {n}: {t[:100]}" for n, t in found if evaluation and not t.startswith(("def ", "class ", '"""', "#"))
     ]

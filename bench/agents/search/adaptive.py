@@ -29,7 +29,7 @@ import numpy as np
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
+from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 from bench.agents.search.greedy import Chain, log_rows, replay
 from bench.scoring.fml_metrics import range_of
 
@@ -74,7 +74,7 @@ class AdaptiveOptions(Options):
 # ---- the rules (pure: tested on constructed histories) ------------------------------
 
 
-def curve(nodes: list[Node], fitness, start: float, span: float) -> list[float]:
+def curve(nodes: list[SearchNode], fitness, start: float, span: float) -> list[float]:
     """The normalised improvement after each phase-1 step (the greedy head is the best so far)."""
     best, out = start, []
     for node in nodes:
@@ -151,7 +151,7 @@ class AdaptiveSearch(SearchAgent):
             else:
                 run.expand([self._branch_job(data["branches"])])
 
-    def _stagnated(self, phase1: list[Node]) -> bool:
+    def _stagnated(self, phase1: list[SearchNode]) -> bool:
         run, task = self.run, self.run.ctx.task
         if task.baseline is None:
             return False  # no improvement curve without a baseline
@@ -160,7 +160,7 @@ class AdaptiveSearch(SearchAgent):
         values = curve(phase1, run.fitness, run.start, span)
         return stagnated(values, self.options.p1_window, self.options.p1_epsilon)
 
-    def _chains(self, forks: list[int | None]) -> list[tuple[Node | None, list[Node], Chain]]:
+    def _chains(self, forks: list[int | None]) -> list[tuple[SearchNode | None, list[SearchNode], Chain]]:
         out = []
         for b, fork_id in enumerate(forks):
             fork = self.run.by_id(fork_id)
@@ -194,7 +194,7 @@ class AdaptiveSearch(SearchAgent):
         text = (hint.format(reach=reach, effdim=effdim) + "\n" if hint else "") + CHANGE_TEXT
         return Job(chain.head, "improve", group, context, text)
 
-    def _journal(self, chains: list[tuple[Node | None, list[Node], Chain]]) -> str:
+    def _journal(self, chains: list[tuple[SearchNode | None, list[SearchNode], Chain]]) -> str:
         rows = sorted(((n, i, c) for i, (_, mine, c) in enumerate(chains) for n in mine), key=lambda r: r[0].id)
         lines = [
             f"- branch {i} node {n.id}: {c.labels.get(n.id, 'pending')}, "
@@ -203,7 +203,7 @@ class AdaptiveSearch(SearchAgent):
         ]
         return "## Cross-branch journal\n" + "\n".join(lines) if lines else ""
 
-    def _embed(self, node: Node | None) -> np.ndarray:
+    def _embed(self, node: SearchNode | None) -> np.ndarray:
         from bench.scoring.embed import get_embedder  # loads torch: only once phase 2 needs the sub-rules
 
         key = node.id if node is not None else -1

@@ -17,7 +17,7 @@ import random
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
+from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 
 ROLE = "ai-scientist-v2"
 INSTRUCTIONS = """
@@ -63,7 +63,7 @@ def stage_at(steps_done: int, budget: int, shares: tuple[float, ...]) -> int:
     return next((i for i, end in enumerate(stage_bounds(budget, shares)) if steps_done < end), len(shares) - 1)
 
 
-def root_of(run: Search, node: Node) -> int:
+def root_of(run: Search, node: SearchNode) -> int:
     """The id of the node's tree within its stage: its first ancestor of the same stage."""
     while node.parent is not None and (up := run.by_id(node.parent)) is not None and up.group == node.group:
         node = up

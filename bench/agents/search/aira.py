@@ -17,7 +17,7 @@ import math
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
+from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 
 ROLE = "aira-mcts"
 INSTRUCTIONS = """
@@ -37,12 +37,12 @@ class AiraOptions(Options):
     max_debug_depth: int = 3
 
 
-class Tree:
+class UctTree:
     """UCT statistics recomputed from the nodes (so a resumed run sees the same tree)."""
 
-    def __init__(self, nodes: list[Node], sign: float, options: AiraOptions):
+    def __init__(self, nodes: list[SearchNode], sign: float, options: AiraOptions):
         self.nodes, self.options = nodes, options
-        self.kids: dict[int | None, list[Node]] = {}
+        self.kids: dict[int | None, list[SearchNode]] = {}
         for n in nodes:
             self.kids.setdefault(n.parent, []).append(n)
         scores = [sign * n.metric for n in nodes if n.status == "good" and n.metric is not None]
@@ -71,13 +71,13 @@ class Tree:
     def q(self, node_id: int) -> float:
         return self.total.get(node_id, 0.0) / self.visits[node_id] if self.visits.get(node_id) else 0.0
 
-    def uct(self, parent: int | None, child: Node) -> float:
+    def uct(self, parent: int | None, child: SearchNode) -> float:
         n = self.visits.get(child.id, 0)
         if n == 0:
             return math.inf  # an unvisited child first
         return self.q(child.id) + self.options.uct_c * math.sqrt(math.log(max(1, self.visits.get(parent, 1))) / n)
 
-    def operator(self, node: Node | None) -> str | None:
+    def operator(self, node: SearchNode | None) -> str | None:
         """How `node` is expanded (None: it cannot be)."""
         if node is None:
             return "draft"
@@ -87,7 +87,7 @@ class Tree:
             return "debug"
         return None
 
-    def open(self, node: Node | None) -> bool:
+    def open(self, node: SearchNode | None) -> bool:
         """Whether `node` or a node below it can still be expanded."""
         if (
             self.operator(node) is not None
@@ -96,9 +96,9 @@ class Tree:
             return True
         return any(self.open(k) for k in self.kids.get(node.id if node else None, []) if k.status != "pending")
 
-    def select(self) -> Node | None | bool:
+    def select(self) -> SearchNode | None | bool:
         """The node to expand (None: the root), or False when the whole tree is closed."""
-        node: Node | None = None
+        node: SearchNode | None = None
         while True:
             key = node.id if node else None
             kids = self.kids.get(key, [])
@@ -116,7 +116,7 @@ class AiraMcts(SearchAgent):
     def search(self, run: Search, options: AiraOptions) -> None:
         ctx = run.ctx
         while ctx.steps_left() > 0:
-            tree = Tree(run.nodes, run.sign, options)
+            tree = UctTree(run.nodes, run.sign, options)
             parent = tree.select()
             if parent is False:  # every branch is closed: widen the root
                 parent = None

@@ -54,7 +54,7 @@ class Options(BaseModel):
             raise ValueError(f"bad --option for {agent}: {problems} (its options: {keys})") from None
 
 
-class Node(BaseModel):
+class SearchNode(BaseModel):
     id: int
     parent: int | None  # None: from the baseline
     operator: str
@@ -71,13 +71,13 @@ class Node(BaseModel):
 
 class State(BaseModel):
     agent: str
-    nodes: list[Node] = []
+    nodes: list[SearchNode] = []
     data: dict[str, Any] = {}  # what else the agent keeps between steps
 
 
 @dataclass
 class Job:
-    parent: Node | None
+    parent: SearchNode | None
     operator: str
     group: str | None = None
     context: str = ""  # what the agent shows the model beside the code (memory, top programs, log)
@@ -136,33 +136,33 @@ class Search:
             write_tree(paths.root, Tree(agent=self.agent, nodes=tree))
 
     @property
-    def nodes(self) -> list[Node]:
+    def nodes(self) -> list[SearchNode]:
         return self.state.nodes
 
-    def done(self) -> list[Node]:
+    def done(self) -> list[SearchNode]:
         return [n for n in self.nodes if n.status != "pending"]
 
-    def good(self) -> list[Node]:
+    def good(self) -> list[SearchNode]:
         return [n for n in self.nodes if n.status == "good"]
 
-    def fitness(self, node: Node) -> float:
+    def fitness(self, node: SearchNode) -> float:
         """Higher is better whatever the metric's direction."""
         return self.sign * node.metric if node.metric is not None else float("-inf")
 
-    def best(self, among: list[Node] | None = None) -> Node | None:
+    def best(self, among: list[SearchNode] | None = None) -> SearchNode | None:
         return max(
             (n for n in (self.good() if among is None else among) if n.status == "good"), key=self.fitness, default=None
         )
 
-    def best_start(self, among: list[Node] | None = None) -> Node | None:
+    def best_start(self, among: list[SearchNode] | None = None) -> SearchNode | None:
         """The best node if it beats the baseline; None: start from the baseline."""
         best = self.best(among)
         return best if best is not None and self.fitness(best) > self.start else None
 
-    def by_id(self, node_id: int | None) -> Node | None:
+    def by_id(self, node_id: int | None) -> SearchNode | None:
         return next((n for n in self.nodes if n.id == node_id), None)
 
-    def children(self, node: Node | None) -> list[Node]:
+    def children(self, node: SearchNode | None) -> list[SearchNode]:
         return [n for n in self.nodes if n.parent == (node.id if node is not None else None)]
 
     # ---- proposing and measuring ---------------------------------------------------
@@ -197,7 +197,7 @@ class Search:
         )
         return [system_prompt(self.role, self.instructions + FORMAT), {"role": "user", "content": "\n\n".join(parts)}]
 
-    def propose(self, job: Job) -> Node:
+    def propose(self, job: Job) -> SearchNode:
         """One model call; the node it answers, not yet measured."""
         with self._lock:
             node_id, self._next_id = self._next_id, self._next_id + 1
@@ -208,7 +208,7 @@ class Search:
         if not applied:
             problems.append("no edit applied: the parent's code is measured again")
         marker = search.parse_marker(plan)
-        return Node(
+        return SearchNode(
             id=node_id,
             parent=job.parent.id if job.parent is not None else None,
             operator=job.operator,
@@ -219,7 +219,7 @@ class Search:
             depth=(job.parent.depth + 1) if job.operator == "debug" and job.parent is not None else 0,
         )
 
-    def measure(self, node: Node) -> Node | None:
+    def measure(self, node: SearchNode) -> SearchNode | None:
         """One counted step on the node's code (None: no step was left for it)."""
         with self._lock:
             if self.ctx.steps_left() <= 0:
@@ -238,11 +238,11 @@ class Search:
             self.save()
             return node
 
-    def expand(self, jobs: list[Job], width: int = 1) -> list[Node]:
+    def expand(self, jobs: list[Job], width: int = 1) -> list[SearchNode]:
         """Propose and measure `jobs` (at most as many as steps are left), `width` at a time."""
         jobs = [replace(job, sibling=i) for i, job in enumerate(jobs[: self.ctx.steps_left()])]
         width = max(1, min(width, len(jobs), self.cores()))
-        work: Callable[[Job], Node | None] = lambda job: self.measure(self.propose(job))  # noqa: E731
+        work: Callable[[Job], SearchNode | None] = lambda job: self.measure(self.propose(job))  # noqa: E731
         if width == 1:
             out = [work(job) for job in jobs]
         else:
@@ -255,14 +255,14 @@ class Search:
         return max(1, min(len(os.sched_getaffinity(0)), int(cpus) if cpus else 1 << 16))
 
     @staticmethod
-    def _settle(node: Node, record: Any) -> None:
+    def _settle(node: SearchNode, record: Any) -> None:
         node.step, node.metric, node.error = record.step, record.metric, record.error
         node.status = "good" if record.eligible and record.metric is not None else "buggy"
 
-    def _outcome(self, node: Node) -> str:
+    def _outcome(self, node: SearchNode) -> str:
         return f"metric {node.metric:.6g}" if node.status == "good" and node.metric is not None else "failed"
 
-    def summary(self, nodes: list[Node], title: str) -> str:
+    def summary(self, nodes: list[SearchNode], title: str) -> str:
         if not nodes:
             return ""
         lines = [f"- node {n.id} ({n.operator}): {self._outcome(n)}: {n.plan[:200]}" for n in nodes]

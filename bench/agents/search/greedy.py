@@ -18,19 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bench.agents.search.common import Job, Node
+from bench.agents.search.common import Job, SearchNode
 
 Label = Literal["keep", "discard", "crash"]
 
 
 @dataclass
 class Chain:
-    head: Node | None  # None: the baseline
+    head: SearchNode | None  # None: the baseline
     best: float  # the head's fitness
     crashes: int = 0  # crashes in a row since the last working node
-    pending: Node | None = None  # a crashed node the next experiment debugs
+    pending: SearchNode | None = None  # a crashed node the next experiment debugs
     labels: dict[int, Label] = field(default_factory=dict)  # node id -> what the chain did with it
-    kept: list[Node] = field(default_factory=list)
+    kept: list[SearchNode] = field(default_factory=list)
 
     def job(self, context: str, text: str, group: str | None = None) -> Job:
         """The chain's next experiment: debug the pending crash, else one change to the head."""
@@ -41,11 +41,11 @@ class Chain:
 
 
 def replay(
-    nodes: list[Node],
-    fitness: Callable[[Node], float],
+    nodes: list[SearchNode],
+    fitness: Callable[[SearchNode], float],
     start: float,
     max_debug_retries: int,
-    head: Node | None = None,
+    head: SearchNode | None = None,
 ) -> Chain:
     """The chain after `nodes` (measured, in the order they ran), from `head` at fitness `start`."""
     chain = Chain(head=head, best=start)
@@ -70,7 +70,7 @@ def replay(
     return chain
 
 
-def log_rows(nodes: list[Node], chain: Chain, rows: int) -> str:
+def log_rows(nodes: list[SearchNode], chain: Chain, rows: int) -> str:
     """autoresearch's results log: node, metric, status, description."""
     lines = [
         f"{n.id}\t{n.metric if n.metric is not None else 'crash'}\t{chain.labels.get(n.id, 'pending')}\t"

@@ -20,7 +20,7 @@ from aiscientist.agent.context import register_role_sampling
 from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.offline import register_role_policy
 from bench.agents.search import answer
-from bench.agents.search.common import Job, Node, Options, Search, SearchAgent
+from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 
 ROLE = "openevolve"
 TEMPERATURE = 0.7  # openevolve's LLMConfig default
@@ -44,7 +44,7 @@ class EvolveOptions(Options):
     max_debug_depth: int = 2
 
 
-def features(node: Node, baseline: dict[str, str]) -> tuple[int, int]:
+def features(node: SearchNode, baseline: dict[str, str]) -> tuple[int, int]:
     """Code size and lines changed against the baseline."""
     size = sum(len(t) for t in node.files.values())
     changed = sum(
@@ -54,7 +54,9 @@ def features(node: Node, baseline: dict[str, str]) -> tuple[int, int]:
     return size, changed
 
 
-def elites(nodes: list[Node], baseline: dict[str, str], fitness, bins: int = 5) -> dict[tuple[int, int], Node]:
+def elites(
+    nodes: list[SearchNode], baseline: dict[str, str], fitness, bins: int = 5
+) -> dict[tuple[int, int], SearchNode]:
     """MAP-Elites: each cell (features min-max scaled over `nodes`, `bins` per axis) keeps its
     best working program (the earlier on a tie)."""
     coords = {n.id: features(n, baseline) for n in nodes}
@@ -65,7 +67,7 @@ def elites(nodes: list[Node], baseline: dict[str, str], fitness, bins: int = 5) 
         share = (value - lows[i]) / (highs[i] - lows[i]) if highs[i] > lows[i] else 0.5
         return min(bins - 1, int(share * bins))
 
-    grid: dict[tuple[int, int], Node] = {}
+    grid: dict[tuple[int, int], SearchNode] = {}
     for node in nodes:
         if node.status != "good":
             continue
@@ -79,11 +81,11 @@ def island_of(generation: int, islands: int) -> int:
     return generation % islands
 
 
-def members(nodes: list[Node], island: int, options: EvolveOptions, fitness) -> list[Node]:
+def members(nodes: list[SearchNode], island: int, options: EvolveOptions, fitness) -> list[SearchNode]:
     """The island's own programs plus the migrants it received from both ring neighbours."""
     own = [n for n in nodes if n.group == f"island {island}"]
     rounds = len(nodes) // (options.num_islands * options.migration_interval)
-    migrants: list[Node] = []
+    migrants: list[SearchNode] = []
     for r in range(1, rounds + 1):  # at each migration, each neighbour's top programs so far move over
         cut = r * options.num_islands * options.migration_interval
         for source in {(island - 1) % options.num_islands, (island + 1) % options.num_islands} - {island}:
@@ -95,8 +97,8 @@ def members(nodes: list[Node], island: int, options: EvolveOptions, fitness) -> 
 
 
 def sample_parent(
-    population: list[Node], archive: list[Node], rng: random.Random, options: EvolveOptions, fitness
-) -> Node | None:
+    population: list[SearchNode], archive: list[SearchNode], rng: random.Random, options: EvolveOptions, fitness
+) -> SearchNode | None:
     """Exploration: any program of the island; exploitation: an archive elite; else by fitness rank."""
     working = [n for n in population if n.status == "good"]
     roll = rng.random()

@@ -25,8 +25,8 @@ from bench.agents.search.adaptive import (
 )
 from bench.agents.search.ai_scientist_v2 import STAGES, V2Options, stage_at, stage_budgets
 from bench.agents.search.aira import AiraOptions
-from bench.agents.search.aira import Tree as UctTree
-from bench.agents.search.common import Node
+from bench.agents.search.aira import UctTree
+from bench.agents.search.common import SearchNode
 from bench.agents.search.greedy import replay
 from bench.agents.search.openevolve import EvolveOptions, elites, members, sample_parent
 
@@ -35,13 +35,15 @@ BASE = {"train.py": "lr = 0.1\nepochs = 40\n"}
 TINY = Path(__file__).resolve().parents[2] / "fixtures/tiny/task.yaml"
 
 
-def node(i: int, parent: int | None = None, metric: float | None = 1.0, group: str | None = None, **kw) -> Node:
+def node(i: int, parent: int | None = None, metric: float | None = 1.0, group: str | None = None, **kw) -> SearchNode:
     status = kw.pop("status", "good" if metric is not None else "buggy")
     files = kw.pop("files", BASE)
-    return Node(id=i, parent=parent, operator="improve", group=group, files=files, metric=metric, status=status, **kw)
+    return SearchNode(
+        id=i, parent=parent, operator="improve", group=group, files=files, metric=metric, status=status, **kw
+    )
 
 
-def fit(n: Node) -> float:
+def fit(n: SearchNode) -> float:
     return n.metric if n.metric is not None else -math.inf
 
 
@@ -49,8 +51,8 @@ def fit(n: Node) -> float:
 
 
 @st.composite
-def trees(draw) -> list[Node]:
-    nodes: list[Node] = []
+def trees(draw) -> list[SearchNode]:
+    nodes: list[SearchNode] = []
     for i in range(draw(st.integers(1, 14))):
         parent = draw(st.sampled_from([None, *[n.id for n in nodes]]))
         metric = draw(st.one_of(st.none(), st.floats(-5, 5)))
@@ -60,7 +62,7 @@ def trees(draw) -> list[Node]:
 
 @settings(max_examples=60, deadline=None)
 @given(trees(), st.floats(-5, 5))
-def test_uct_picks_an_unvisited_child_first(nodes: list[Node], metric: float):
+def test_uct_picks_an_unvisited_child_first(nodes: list[SearchNode], metric: float):
     tree = UctTree(nodes, 1.0, AiraOptions())
     fresh = node(99, None, metric, status="pending")  # not measured: no visit yet
     kids = [n for n in nodes if n.parent is None] + [fresh]
@@ -69,11 +71,11 @@ def test_uct_picks_an_unvisited_child_first(nodes: list[Node], metric: float):
 
 @settings(max_examples=60, deadline=None)
 @given(trees(), st.sampled_from([1.0, -1.0]))
-def test_uct_statistics_back_propagate_normalised_values(nodes: list[Node], sign: float):
+def test_uct_statistics_back_propagate_normalised_values(nodes: list[SearchNode], sign: float):
     options = AiraOptions()
     tree = UctTree(nodes, sign, options)
 
-    def subtree(i: int | None) -> list[Node]:
+    def subtree(i: int | None) -> list[SearchNode]:
         below = [n for n in nodes if n.parent == i]
         return below + [m for n in below for m in subtree(n.id)]
 
@@ -252,14 +254,16 @@ def test_aides_next_draft_repeats_the_previous_prompt_up_to_what_changed(tmp_pat
     of working solutions and the step count come last."""
     from aiscientist.agent.context import RunContext
     from aiscientist.workspace import Workspace
-    from bench.agents.aide import Aide, Journal, Node
+    from bench.agents.aide import Aide, AideJournal, AideNode
 
     ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
     ctx = RunContext(agent="aide", ws=ws, model="offline", steps=3)
-    journal = Journal(target="config.py")
+    journal = AideJournal(target="config.py")
     code = (ws.paths.submission / "config.py").read_text()
     first = Aide()._messages(ctx, journal, "draft", None, code, "min")[1]["content"]
-    journal.nodes.append(Node(id=0, parent=None, stage="draft", plan="more epochs", code=code, metric=0.5, buggy=False))
+    journal.nodes.append(
+        AideNode(id=0, parent=None, stage="draft", plan="more epochs", code=code, metric=0.5, buggy=False)
+    )
     ctx.steps = 2  # a step less left
     second = Aide()._messages(ctx, journal, "draft", None, code, "min")[1]["content"]
     shared = os.path.commonprefix([first, second])

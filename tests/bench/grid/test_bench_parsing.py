@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.agents.ai_scientist import parse_ideas
-from bench.agents.aide import MAX_DEBUG_DEPTH, Journal, Node, extract_code
+from bench.agents.aide import MAX_DEBUG_DEPTH, AideJournal, AideNode, extract_code
 from bench.cli.bench import parse_options
 
 
@@ -25,12 +25,12 @@ def test_extract_code_prefers_code_that_compiles_and_reads_a_block_cut_short():
 
 def node(
     i: int, parent: int | None, buggy: bool, metric: float | None = None, depth: int = 0, stage: str = "draft"
-) -> Node:
-    return Node(id=i, parent=parent, stage=stage, plan="p", code="c", buggy=buggy, metric=metric, debug_depth=depth)
+) -> AideNode:
+    return AideNode(id=i, parent=parent, stage=stage, plan="p", code="c", buggy=buggy, metric=metric, debug_depth=depth)
 
 
 def test_journal_best_and_debuggable_leaves():
-    journal = Journal(
+    journal = AideJournal(
         target="train.py",
         nodes=[
             node(0, None, False, 0.5),

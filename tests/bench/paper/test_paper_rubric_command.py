@@ -189,7 +189,7 @@ def _rubric(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_check_summarises_a_rubric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_summarizes_a_rubric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _rubric(tmp_path)
     assert main(["rubric", "check", path, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)

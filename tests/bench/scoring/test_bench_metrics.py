@@ -21,7 +21,7 @@ from bench.scoring.metrics import (
     signed_gain,
     span,
     steps_to_target,
-    summarise_steps,
+    summarize_steps,
 )
 
 
@@ -82,7 +82,7 @@ def test_best_so_far_skips_failed_tampered_and_constraint_violating_steps_direct
         step(6, 0.45),
     ]
     assert best_so_far(steps, "min") == [0.5, 0.5, 0.5, 0.5, 0.4, 0.4]
-    assert summarise_steps(steps, "min")["successful"] == 3
+    assert summarize_steps(steps, "min")["successful"] == 3
     assert steps_to_target(best_so_far(steps, "min"), 0.45, "min") == 5
     assert steps_to_target(best_so_far(steps, "min"), 0.3, "min") is None
 
@@ -93,7 +93,7 @@ def test_all_steps_failed():
     assert curve == [None, None]
     assert steps_to_target(curve, 0.0, "max") is None
     assert auc(curve, 1.0, 4) == 0.0
-    summary = summarise_steps(steps, "max")
+    summary = summarize_steps(steps, "max")
     assert (summary["completed"], summary["successful"], summary["best_step"], summary["best_val"]) == (
         2,
         0,
@@ -109,7 +109,7 @@ def test_single_step():
     assert steps_to_target(curve, 0.9, "max") == 1
     # normalised value 0.4/0.5 = 0.8 at step 1, carried over the 3 unrun steps of a 4-step budget
     assert auc(curve, 0.5, 4) == pytest.approx(0.8)
-    assert summarise_steps(steps, "max") | {"curve": None} == {
+    assert summarize_steps(steps, "max") | {"curve": None} == {
         "completed": 1,
         "successful": 1,
         "best_step": 1,
