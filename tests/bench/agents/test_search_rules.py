@@ -24,8 +24,7 @@ from bench.agents.search.adaptive import (
     subrules,
 )
 from bench.agents.search.ai_scientist_v2 import STAGES, V2Options, stage_at, stage_budgets
-from bench.agents.search.aira import AiraOptions
-from bench.agents.search.aira import UctTree
+from bench.agents.search.aira import AiraOptions, UctTree
 from bench.agents.search.common import SearchNode
 from bench.agents.search.greedy import replay
 from bench.agents.search.openevolve import EvolveOptions, elites, members, sample_parent
