@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.experiment.engine import StepRecord
+from aiscientist.records.accounting import baseline_measurements, beats_baseline, progress
 from aiscientist.records.paths import STDERR
 from aiscientist.util.text import quoted, quoted_block
 from aiscientist.workspace.errors import ToolError
@@ -44,15 +45,33 @@ def run_step_once(ctx: RunContext, key: str, hypothesis: str) -> StepRecord:
 
 
 def improved(ctx: RunContext, record: StepRecord) -> bool:
-    """`record` beats both the stated baseline and every earlier step."""
+    """`record` is a new best: no repeat, better than every earlier step and than the baseline
+    (every measurement of the unchanged code when there is one, else the stated baseline)."""
     task = ctx.task
-    if not record.eligible or record.metric is None or task.metric is None:
+    if task.metric is None or record.metric is None or not progress(record):
         return False
     earlier = ctx.best_step(before=record.step)
-    for reference in (task.baseline, earlier.metric if earlier else None):
-        if reference is not None and not task.metric.better(record.metric, reference):
-            return False
-    return True
+    if earlier is not None and not task.metric.better(record.metric, earlier.metric):  # type: ignore[arg-type]
+        return False
+    return beats_baseline(record.metric, task.baseline, measured_baseline(ctx, record.step), task.metric.direction)
+
+
+def measured_baseline(ctx: RunContext, before: int) -> list[float]:
+    """The unchanged code's metric values known before step `before` (`accounting.baseline_measurements`)."""
+    return baseline_measurements(ctx.task.baseline_runs, [s for s in ctx.step_records() if s.step < before])
+
+
+def baseline_line(ctx: RunContext, record: StepRecord) -> str:
+    """How the step compares with the baseline, measured (best value and spread) or stated; "" without one."""
+    metric, value, measured = ctx.task.metric, record.metric, measured_baseline(ctx, record.step)
+    if metric is None or value is None or (not measured and ctx.task.baseline is None):
+        return ""
+    better = "better" if beats_baseline(value, ctx.task.baseline, measured, metric.direction) else "not better"
+    if not measured:
+        return f"vs baseline {ctx.task.baseline}: {value - ctx.task.baseline:+.6g} ({better})"  # type: ignore[operator]
+    best = min(measured) if metric.direction == "min" else max(measured)
+    spread = f", noise (spread) {max(measured) - min(measured):.3g}" if len(measured) > 1 else ""
+    return f"vs the baseline's code measured {best!r} (best of {len(measured)}{spread}): {value - best:+.6g} ({better})"
 
 
 def step_report(record: StepRecord, metric_label: str) -> str:
@@ -77,6 +96,7 @@ def step_result(record: StepRecord, steps_left: int) -> dict[str, Any]:
         "success": record.eligible and record.metric is not None,
         "metric": record.metric,
         "error": record.error,
+        "repeat_of": record.repeat_of,
         "steps_left": steps_left,
     }
 
@@ -89,9 +109,7 @@ def describe(ctx: RunContext, record: StepRecord) -> str:
     if record.success:
         label, direction = (metric.label, metric.direction) if metric else ("metric", "")
         lines.append(f"success: true; metric: {record.metric!r} ({label}, {direction})")
-        if task.baseline is not None and record.metric is not None and metric is not None:
-            better = "better" if metric.better(record.metric, task.baseline) else "not better"
-            lines.append(f"vs baseline {task.baseline}: {record.metric - task.baseline:+.6g} ({better})")
+        lines += [line] if (line := baseline_line(ctx, record)) else []
         if task.target is not None:
             reached = record.metric is not None and metric is not None and not metric.better(task.target, record.metric)
             lines.append(f"target {task.target}: {'reached' if reached else 'not reached'}")
@@ -101,7 +119,11 @@ def describe(ctx: RunContext, record: StepRecord) -> str:
         lines.append("constraint violated: this step cannot count as best")
     if not record.valid:
         lines.append("INVALID: protected files were changed during the run")
+    if record.repeat_of is not None:
+        again = f"step {record.repeat_of}'s" if record.repeat_of else "the baseline's"
+        lines.append(f"repeat: the same editable files as {again}; not a new experiment")
     verdict = "new best" if improved(ctx, record) else ("failed" if not record.success else "no improvement")
+    verdict = "repeat" if record.repeat_of is not None and record.success else verdict
     lines.append(f"verdict: {verdict}" + (f" (best so far: step {best.step}, metric {best.metric!r})" if best else ""))
     lines.append(f"details: experiments/step_{record.step:04d}/ (stdout.txt, stderr.txt, diff.patch)")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from pathlib import Path
 from aiscientist.experiment import integrity, quota, snapshots
 from aiscientist.experiment.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
 from aiscientist.experiment.hidden import run_hidden_test
+from aiscientist.experiment.repeats import Repeats, code_digest
 from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
 from aiscientist.experiment.scoring import read_metrics, score_run, survivors_error
 from aiscientist.records import accounting
@@ -78,6 +79,7 @@ class ExperimentEngine:
         self._lock = threading.Lock()
         self._baseline_code: dict[str, str] | None = None  # editable files at the baseline commit
         self._last_step: int | None = None
+        self.repeats = Repeats(task, paths, self.baseline_tree)
 
     # ---- setup and protected files ---------------------------------------------------
 
@@ -192,8 +194,11 @@ class ExperimentEngine:
             self._last_step = max(done, default=0)
         return self._last_step + 1
 
-    def run_step(self, agent: str, hypothesis: str, tokens: int = 0, cost: float = 0.0) -> StepRecord:
-        """Run the experiment command list once on the current code and record it."""
+    def run_step(
+        self, agent: str, hypothesis: str, tokens: int = 0, cost: float = 0.0, baseline: bool = False
+    ) -> StepRecord:
+        """Run the experiment command list once on the current code and record it; code an earlier
+        measured step (or, unless this step measures the `baseline`, the baseline) ran is a repeat."""
         with self._lock:
             self.ensure_setup()
             step = self.next_step()
@@ -230,14 +235,9 @@ class ExperimentEngine:
             )
             broken = [v for v in broken if v.split(":", 1)[0] not in tampered]
             if broken:
+                files = [v.split(":", 1)[0] for v in broken[:50]]
                 self.on_event(
-                    "integrity.violation",
-                    {
-                        "step": step,
-                        "files": [v.split(":", 1)[0] for v in broken[:50]],
-                        "found": "after run",
-                        "problem": broken[0],
-                    },
+                    "integrity.violation", {"step": step, "files": files, "found": "after run", "problem": broken[0]}
                 )
             over, removed = quota.enforce(self.task, self.paths.submission, allowed, tree, self.baseline_folders())
             if over:
@@ -251,9 +251,11 @@ class ExperimentEngine:
             record = self._record(
                 step, agent, hypothesis, started, result, metrics_path, tampered, tokens, cost, broken, scored
             )
+            digest = code_digest(self.task, tree)
+            update = {"code_sha256": digest, "repeat_of": None if baseline else self.repeats.find(digest)}
             if over and not tampered:
-                update = {"success": False, "valid": False, "error": over, "cause": FailureCause.DISK_QUOTA}
-                record = record.model_copy(update=update)
+                update |= {"success": False, "valid": False, "error": over, "cause": FailureCause.DISK_QUOTA}
+            record = record.model_copy(update=update)
             if tampered:
                 self.on_event("protected.tampered", {"step": step, "files": tampered, "found": "after run"})
                 self.restore_protected()
@@ -277,6 +279,7 @@ class ExperimentEngine:
             )
             os.replace(tmp, step_dir / STEP_RECORD)
             self._last_step = step
+            self.repeats.add(record)
             self.on_event("experiment.recorded", {"step": step})
             return record
 

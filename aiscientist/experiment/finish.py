@@ -53,7 +53,7 @@ def measure_baseline(ws: Workspace, test: bool = True, started: float | None = N
     """Run the unchanged code as one step (and the hidden test on it when `test`); the wall
     time counts from `started` (default: now)."""
     started = time.monotonic() if started is None else started
-    record = ws.engine.run_step(agent=BASELINE_AGENT, hypothesis=BASELINE_HYPOTHESIS)
+    record = ws.engine.run_step(agent=BASELINE_AGENT, hypothesis=BASELINE_HYPOTHESIS, baseline=True)
     done = "baseline done"
     result = finish_run(ws, BASELINE_AGENT, [record], StopReason.FINISHED, done, final=test, started=started)
     return record, result

@@ -4,7 +4,10 @@ and the totals of a run (FML-bench's conventions).
 
 A step is *completed* when it was run and recorded, whatever its outcome, and
 *successful* when it produced a finite target metric, was not tampered with and
-respected the task's constraints (`StepRecord.eligible`).
+respected the task's constraints (`StepRecord.eligible`). A *repeat* (`repeat_of` set: it
+ran the editable files of an earlier measured step, or the baseline's) is never progress:
+it is not the best step and does not move the best-so-far curve. Its metric, when it
+repeats the baseline's code, is a measurement of the baseline (`baseline_measurements`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class Step(Protocol):
 
     step: int
     metric: float | None
+    repeat_of: int | None
     tokens: int
     cost: float
     duration_s: float | None
@@ -45,14 +49,34 @@ def successful(step: Step) -> bool:
     return step.eligible and step.metric is not None
 
 
+def progress(step: Step) -> bool:
+    """A successful step that is not a repeat: it may be the best."""
+    return successful(step) and step.repeat_of is None
+
+
+def baseline_measurements(runs: Sequence[float], steps: Iterable[Step]) -> list[float]:
+    """The metric values the unchanged code got: the task's `baseline_runs`, then this run's
+    successful steps that ran the baseline's editable files (`repeat_of == 0`)."""
+    return [*runs, *(s.metric for s in steps if s.repeat_of == 0 and successful(s))]  # type: ignore[misc]
+
+
+def beats_baseline(value: float, stated: float | None, measured: Sequence[float], direction: Direction) -> bool:
+    """`value` is better than the baseline: than every measurement of the unchanged code when there
+    is one (so a value within their spread, the baseline's own noise, is not), else than the stated
+    baseline (a written number, perhaps rounded); True when there is neither."""
+    if measured:
+        return all(is_better(value, m, direction) for m in measured)
+    return stated is None or is_better(value, stated, direction)
+
+
 S = TypeVar("S", bound=Step)
 
 
 def best_step(steps: Sequence[S], direction: Direction) -> S | None:
-    """The successful step with the best metric (earliest on ties)."""
+    """The successful step with the best metric (earliest on ties); never a repeat."""
     best: S | None = None
     for step in sorted(steps, key=lambda s: s.step):
-        if successful(step) and (
+        if progress(step) and (
             best is None or is_better(step.metric, best.metric, direction)  # type: ignore[arg-type]
         ):
             best = step
@@ -60,11 +84,11 @@ def best_step(steps: Sequence[S], direction: Direction) -> S | None:
 
 
 def best_so_far(steps: Sequence[Step], direction: Direction) -> list[float | None]:
-    """After each completed step (in step order), the best successful metric so far."""
+    """After each completed step (in step order), the best successful metric so far (repeats skipped)."""
     curve: list[float | None] = []
     best: float | None = None
     for step in sorted(steps, key=lambda s: s.step):
-        if successful(step) and (best is None or is_better(step.metric, best, direction)):  # type: ignore[arg-type]
+        if progress(step) and (best is None or is_better(step.metric, best, direction)):  # type: ignore[arg-type]
             best = step.metric
         curve.append(best)
     return curve

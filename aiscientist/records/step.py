@@ -36,6 +36,8 @@ class StepRecord(BaseModel):
     diff_path: str
     code_path: str
     score_isolated: bool | None = None  # False: the code it ran shared a process with scoring (could forge it)
+    code_sha256: str = ""  # the editable files it ran (`experiment.repeats.code_digest`)
+    repeat_of: int | None = None  # an earlier measured step that ran the same editable files (0: the baseline's)
     tokens: int = 0
     cost: float = 0.0
 

@@ -163,6 +163,9 @@ class Task(BaseModel):
     constraints: list[Constraint] = Field(default_factory=list)
     baseline: float | None = None
     baseline_test: float | None = None
+    baseline_runs: list[float] = Field(
+        default_factory=list, description="the metric of the unchanged code, one value per measurement (the noise)"
+    )
     target: float | None = None
     score_range: ScoreRange | None = None
     test_commands: list[str] = Field(default_factory=list)
@@ -197,7 +200,8 @@ class Task(BaseModel):
         for name in (*names, "score", "test_score", "test_prepare"):
             if any(not c.strip() for c in getattr(self, name)):
                 raise ValueError(f"{name}: empty command in the list")
-        for number, name in ((self.baseline, "baseline"), (self.target, "target")):
+        runs = [(v, "baseline_runs") for v in self.baseline_runs]
+        for number, name in ((self.baseline, "baseline"), (self.target, "target"), *runs):
             if number is not None and not math.isfinite(number):
                 raise ValueError(f"{name}: must be a finite number")
         if self.score or self.test_score or self.test_prepare:

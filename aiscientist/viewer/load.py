@@ -40,6 +40,7 @@ class StepView(BaseModel):
     error: str | None = None
     cause: str | None = None  # the failure's class (command not found, timeout, ...)
     metric: float | None = None
+    repeat_of: int | None = None  # the earlier measured step whose code it ran again (0: the baseline's)
     duration_s: float | None = None
     tokens: int = 0
     cost: float = 0.0
@@ -205,6 +206,8 @@ def _steps(root: Path, direction: str, baseline: float | None) -> list[StepView]
             step.outcome = "failed"
         elif not successful(step):
             step.outcome = "constraint violated" if step.constraint_violated else "invalid"
+        elif step.repeat_of is not None:
+            step.outcome = f"repeat of step {step.repeat_of}" if step.repeat_of else "repeat of the baseline's code"
         elif best is None or is_better(step.metric, best, direction):
             best = step.metric
             beats = baseline is None or is_better(best, baseline, direction)
