@@ -1,4 +1,5 @@
 """The agent kernel every agent runs on: tools, the shell tool, the tool-set table, one loop,
+one turn handler (`agent.turn`, the orchestrator's graph answers its calls through it too),
 conversation memory, a typed outcome. Its seams are declared here, in one place, as
 mini-swe-agent's package declares its own: a `Model` answers, an `Environment` runs commands,
 a `Tool` is offered to the model and called, an `Agent` spends a run (a `WorkspaceAgent` in a

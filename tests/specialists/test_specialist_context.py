@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.agent.loop import NOT_FINISHED
+from aiscientist.agent.turn import NOT_FINISHED
 from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.orchestrator import solve
