@@ -1,5 +1,6 @@
-"""The Tier-0 LangGraph: one node, `turn`, that runs the calls the last decision made
-(`act`) and then makes the next decision (`decide`: one model call on thin state).
+"""The Tier-0 agent, `Orchestrator`: a LangGraph of one node, `turn` (`Orchestrator.step`), that
+runs the calls the last decision made (`act`, through the kernel's turn handler, as every agent's
+calls are answered) and then makes the next decision (`decide`: one model call on thin state).
 
 The same graph runs the flat ablation (`hierarchy: false`): one agent whose tools are
 the file tools and `run_experiment`, with one growing conversation. Every turn's output
@@ -12,6 +13,7 @@ and checkpoint writes per decision.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,30 +22,34 @@ from pydantic import ValidationError
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.journal import journaled_call
-from aiscientist.agent.loop import terminal
 from aiscientist.agent.memory import bound_turns, forget_turns
-from aiscientist.agent.outcome import StopReason
+from aiscientist.agent.outcome import StopReason, StopRun
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip, submit_tool, tool_schema
 from aiscientist.agent.toolsets import toolset
+from aiscientist.agent.turn import TurnHandler
 from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, Completion, ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
-from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, stage_of, stop
+from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, initial_state, stage_of, stop
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.util import notices
 
 TURN = "turn"  # the graph's one node
+THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
 FINAL_ONLY = "Error: not run: the step budget is spent; only submit(reason) is possible now"
 
 
-class Agent:
-    """The tools and prompt of the deciding agent: orchestrator, or the flat agent."""
+class Orchestrator:
+    """The deciding agent of Tier 0 (the orchestrator, or the flat agent) and the graph it runs
+    in. `run` drives the graph, whose one node is `step`: act on the last decision (its calls go
+    through the kernel's turn handler to `execute`), then `decide` the next (`query`: one model
+    call on thin state)."""
 
-    def __init__(self, ctx: RunContext):
-        self.ctx = ctx
+    def __init__(self, ctx: RunContext, checkpointer: Any):
+        self.ctx, self.config = ctx, ctx.config
         self.flat = not ctx.config.hierarchy
         self.role = "flat" if self.flat else "orchestrator"
         ctx.ws.set_active(self.role)
@@ -56,29 +62,104 @@ class Agent:
             if name in offered
         ]
         self.schemas = specialists + self.box.schemas()  # the same at every decision: a prompt prefix that stays
+        self.turns = TurnHandler(self.box)  # the kernel's: refusals, repeats, the journal
+        graph = StateGraph(OrchestratorState)
+        graph.add_node(TURN, self.step)
+        graph.add_edge(START, TURN)
+        graph.add_conditional_edges(TURN, lambda state: END if state.get("stop_reason") else TURN, [TURN, END])
+        self.graph = graph.compile(checkpointer=checkpointer)
 
-    def messages(self, state: OrchestratorState) -> list[dict[str, Any]]:
-        return flat_messages(self.ctx, state) if self.flat else orchestrator_messages(self.ctx, state)
+    def run(self, reopen: bool, on_state: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Drive the graph from its last checkpoint (or the start) to a stop; the final state.
+        `reopen`: a run that stopped may go on (a larger step budget, a stop by a failing model):
+        it restarts at a decision with the model error counter reset."""
+        checkpoint = self.graph.get_state(THREAD)
+        if checkpoint.values and not checkpoint.next and reopen:
+            reset = {"stop_reason": "", "stop_detail": "", "final_call": False, "model_errors": 0, "to_act": False}
+            self.graph.update_state(THREAD, reset, as_node=TURN)
+        state: dict[str, Any] = {}
+        # durability "sync": a decision's tool calls are on disk before any of them runs
+        start = None if checkpoint.values else initial_state()
+        for state in self.graph.stream(start, THREAD, stream_mode="values", durability="sync"):
+            if on_state is not None:
+                on_state(state)
+        return state if state.get("stop_reason") else self.graph.get_state(THREAD).values
 
-    @property
-    def grows(self) -> bool:
-        """Whether the conversation itself carries results (no thin control)."""
-        return self.flat or not self.ctx.ws.file_bus
+    def step(self, state: OrchestratorState) -> dict[str, Any]:
+        """The graph's one node: run the last decision's calls, then make the next decision."""
+        acted = self.act(state) if state.get("to_act") else {}
+        if acted.get("stop_reason"):
+            return _changed(state, acted)
+        return _changed(state, {**acted, **self.decide({**state, **acted})})
 
-    @property
-    def cap(self) -> int | None:
-        """The characters of recent turns a growing conversation keeps (None: a count of turns)."""
-        return self.ctx.config.orchestrator.no_bus_context_chars if self.grows else None
+    def decide(self, state: OrchestratorState) -> dict[str, Any]:
+        """The next decision (its calls wait in `pending_calls`), or the stop fields."""
+        ctx, config = self.ctx, self.config
+        if ctx.out_of_time():
+            return stop(StopReason.WALL_TIME, "wall-time budget used")
+        steps_done = ctx.steps_done()
+        final = steps_done >= ctx.steps
+        if final and state.get("final_call"):
+            return stop(StopReason.STEP_BUDGET, "step budget used")
+        limit = config.orchestrator.max_decisions_per_step * ctx.steps + 10
+        if state.get("decision", 0) >= limit:
+            return stop(StopReason.DECISION_LIMIT, f"{limit} decisions without spending the step budget")
+        if self.flat:
+            stage = "submit" if final else "research"
+        else:
+            stage = stage_of(state.get("calls", {}), steps_done, ctx.steps)
+        view = {**state, "final_call": final, "stage": stage}
+        try:
+            completion, turns = self.query(view)
+        except BudgetExhausted as err:
+            return stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
+        except ModelUnavailable as err:
+            error = {"error": str(err)[:1000], "unavailable": True}
+            ctx.ws.events.record(self.role, "orchestrator.model_error", error)
+            return stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
+        except ModelError as err:
+            errors = state.get("model_errors", 0) + 1
+            error = {"error": str(err)[:1000], "consecutive": errors}
+            ctx.ws.events.record(self.role, "orchestrator.model_error", error)
+            if errors >= config.orchestrator.model_error_limit:
+                why = f"{errors} in a row; last: {clip(str(err), 600)}"
+                return {"model_errors": errors, **stop(StopReason.MODEL_ERROR, why)}
+            return {"model_errors": errors, "pending": None, "pending_calls": [], "to_act": True}
+        decision = state.get("decision", 0) + 1
+        ctx.ws.events.record(
+            self.role,
+            "orchestrator.decision",
+            {
+                "decision": decision,
+                "stage": stage,
+                "steps_done": steps_done,
+                "prompt_tokens": completion.prompt_tokens,
+                "tools": [c.name for c in completion.tool_calls],
+            },
+        )
+        silent = 0 if completion.tool_calls else state.get("no_tool_calls", 0) + 1
+        if silent >= config.orchestrator.no_tool_call_limit:
+            why = f"the model answered {silent} times in a row without calling a tool (text only, no call to read)"
+            return {"decision": decision, "no_tool_calls": silent, **stop(StopReason.AGENT_FAILED, why)}
+        return {
+            "decision": decision,
+            "no_tool_calls": silent,
+            "stage": stage,
+            "final_call": final,
+            "model_errors": 0,
+            "pending": completion.message,
+            "pending_calls": [c.model_dump() for c in completion.tool_calls],
+            "to_act": True,
+            "turns": turns,
+        }
 
-    def complete(
-        self, view: OrchestratorState, tools: list[dict[str, Any]]
-    ) -> tuple[Completion, list[list[dict[str, Any]]]]:
+    def query(self, view: OrchestratorState) -> tuple[Completion, list[list[dict[str, Any]]]]:
         """The decision and the turns it saw. A growing conversation that no longer fits
         the model's context window forgets its oldest turns (`agent.memory.forget_turns`) until it does."""
         turns = view.get("turns", [])
         while True:
             try:
-                return self.ctx.complete(self.role, self.messages({**view, "turns": turns}), tools), turns
+                return self.ctx.complete(self.role, self.messages({**view, "turns": turns}), self.schemas), turns
             except ContextOverflow as err:
                 if not self.grows or not turns:
                     raise
@@ -95,144 +176,70 @@ class Agent:
                 )
                 turns = kept
 
-
-def build_graph(ctx: RunContext, checkpointer: Any):
-    agent = Agent(ctx)
-    config = ctx.config
-
-    def decide(state: OrchestratorState) -> dict[str, Any]:
-        if ctx.out_of_time():
-            return stop(StopReason.WALL_TIME, "wall-time budget used")
-        steps_done = ctx.steps_done()
-        final = steps_done >= ctx.steps
-        if final and state.get("final_call"):
-            return stop(StopReason.STEP_BUDGET, "step budget used")
-        limit = config.orchestrator.max_decisions_per_step * ctx.steps + 10
-        if state.get("decision", 0) >= limit:
-            return stop(StopReason.DECISION_LIMIT, f"{limit} decisions without spending the step budget")
-        stage = (
-            ("submit" if final else "research")
-            if agent.flat
-            else stage_of(state.get("calls", {}), steps_done, ctx.steps)
-        )
-        view = {**state, "final_call": final, "stage": stage}
-        try:
-            completion, turns = agent.complete(view, agent.schemas)
-        except BudgetExhausted as err:
-            return stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
-        except ModelUnavailable as err:
-            error = {"error": str(err)[:1000], "unavailable": True}
-            ctx.ws.events.record(agent.role, "orchestrator.model_error", error)
-            return stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
-        except ModelError as err:
-            errors = state.get("model_errors", 0) + 1
-            ctx.ws.events.record(
-                agent.role, "orchestrator.model_error", {"error": str(err)[:1000], "consecutive": errors}
-            )
-            if errors >= config.orchestrator.model_error_limit:
-                return {
-                    "model_errors": errors,
-                    **stop(StopReason.MODEL_ERROR, f"{errors} in a row; last: {clip(str(err), 600)}"),
-                }
-            return {"model_errors": errors, "pending": None, "pending_calls": [], "to_act": True}
-        decision = state.get("decision", 0) + 1
-        ctx.ws.events.record(
-            agent.role,
-            "orchestrator.decision",
-            {
-                "decision": decision,
-                "stage": view["stage"],
-                "steps_done": steps_done,
-                "prompt_tokens": completion.prompt_tokens,
-                "tools": [c.name for c in completion.tool_calls],
-            },
-        )
-        silent = 0 if completion.tool_calls else state.get("no_tool_calls", 0) + 1
-        if silent >= config.orchestrator.no_tool_call_limit:
-            why = f"the model answered {silent} times in a row without calling a tool (text only, no call to read)"
-            return {"decision": decision, "no_tool_calls": silent, **stop(StopReason.AGENT_FAILED, why)}
-        return {
-            "decision": decision,
-            "no_tool_calls": silent,
-            "stage": view["stage"],
-            "final_call": final,
-            "model_errors": 0,
-            "pending": completion.message,
-            "pending_calls": [c.model_dump() for c in completion.tool_calls],
-            "to_act": True,
-            "turns": turns,
-        }
-
-    def act(state: OrchestratorState) -> dict[str, Any]:
-        decision = state["decision"]
+    def act(self, state: OrchestratorState) -> dict[str, Any]:
+        """Answer the last decision's calls through the kernel's turn handler (a nudge when it
+        made none); keep the turn among the recent ones; the stop fields when a call ended the run."""
+        decision, config = state["decision"], self.config
         tally = Tally.of(state)
         turn: list[dict[str, Any]] = [state["pending"]] if state.get("pending") else []
         pending = [ToolCall.model_validate(c) for c in state.get("pending_calls", [])]
         if not pending:
             turn.append({"role": "user", "content": NUDGE})
+        answers, ended = self.turns.answer(
+            pending,
+            f"d{decision}.c",
+            lambda call, key: self.execute(call, key, decision, tally),
+            _final_only if state.get("final_call") else None,
+        )
         stopped: dict[str, str] = {}
-        for i, call in enumerate(pending):
-            if state.get("final_call") and call.name != "submit":
-                turn.append({"role": "tool", "tool_call_id": call.id, "content": FINAL_ONLY})
-                continue
-            try:
-                content, stopped = execute(call, f"d{decision}.c{i}", decision, tally)
-            except BudgetExhausted as err:
-                content, stopped = (
-                    f"Error: {err}",
-                    stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})"),
-                )
-            except ModelUnavailable as err:  # a specialist's model call ran out of patience
-                content, stopped = f"Error: {err}", stop(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600))
-            if not agent.grows:
-                content = clip(content, config.orchestrator.tool_result_chars)
-            turn.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            if stopped:
-                break
-        # every tool call needs an answer, even when the decision stopped early
-        answered = {m.get("tool_call_id") for m in turn if m.get("role") == "tool"}
-        turn += [
-            {"role": "tool", "tool_call_id": c.id, "content": "not run: the run stopped"}
-            for c in pending
-            if c.id not in answered
-        ]
+        if ended is not None and ended.stop is StopReason.SUBMITTED:
+            event = {"decision": decision, "reason": ended.summary[:1000]}
+            self.ctx.ws.events.record(self.role, "orchestrator.submit", event)
+            stopped = stop(StopReason.SUBMITTED, clip(ended.summary, 300))
+        elif ended is not None:
+            stopped = stop(ended.stop, ended.detail)
+        cap = config.orchestrator.no_bus_context_chars if self.grows else None
         return {
             **tally.update(config),
-            "turns": bound_turns([*state.get("turns", []), turn], config.orchestrator.recent_turns, agent.cap),
+            "turns": bound_turns([*state.get("turns", []), turn + answers], config.orchestrator.recent_turns, cap),
             "pending": None,
             "pending_calls": [],
             "to_act": False,
             **(stopped or {"stop_reason": state.get("stop_reason", ""), "stop_detail": state.get("stop_detail", "")}),
         }
 
-    def execute(call: ToolCall, key: str, decision: int, tally: Tally) -> tuple[str, dict[str, str]]:
-        """(tool result, the stop fields or {}) for one call of the deciding agent."""
-        if call.name in SPECIALISTS and not agent.flat and call.error is None:
-            result = _run_specialist(ctx, call, key)
-            if isinstance(result, str):  # arguments did not validate
-                return result, {}
-            tally.count(call, result, decision, config)
-            return result.for_orchestrator(ctx.ws.file_bus, config.orchestrator.tool_result_chars), {}
-        content = journaled_call(ctx.journal, ctx.ws.paths.logs, agent.box, call, key)
-        if terminal(agent.box, call) is StopReason.SUBMITTED:
-            reason = str(call.arguments.get("reason", ""))
-            ctx.ws.events.record(agent.role, "orchestrator.submit", {"decision": decision, "reason": reason[:1000]})
-            return content, stop(StopReason.SUBMITTED, clip(reason, 300))
+    def execute(self, call: ToolCall, key: str, decision: int, tally: Tally) -> str:
+        """One call of the deciding agent: a specialist or a tool (journaled). The model budget
+        or a model out of patience inside it ends the run (StopRun)."""
+        try:
+            if call.name in SPECIALISTS and not self.flat and call.error is None:
+                result = _run_specialist(self.ctx, call, key)
+                if isinstance(result, SpecialistResult):  # else: arguments that did not validate, said
+                    tally.count(call, result, decision, self.config)
+                    result = result.for_orchestrator(self.ctx.ws.file_bus, self.config.orchestrator.tool_result_chars)
+                content = result
+            else:
+                content = journaled_call(self.ctx.journal, self.ctx.ws.paths.logs, self.box, call, key)
+        except BudgetExhausted as err:
+            raise StopRun(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})") from err
+        except ModelUnavailable as err:  # a specialist's model call ran out of patience
+            raise StopRun(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600)) from err
         if call.name == "run_experiment":
             tally.last_outcome = f"run_experiment (decision {decision}): {_verdict(content)}"
-        return content, {}
+        return content if self.grows else clip(content, self.config.orchestrator.tool_result_chars)
 
-    def turn(state: OrchestratorState) -> dict[str, Any]:
-        acted = act(state) if state.get("to_act") else {}
-        if acted.get("stop_reason"):
-            return _changed(state, acted)
-        return _changed(state, {**acted, **decide({**state, **acted})})
+    def messages(self, state: OrchestratorState) -> list[dict[str, Any]]:
+        return flat_messages(self.ctx, state) if self.flat else orchestrator_messages(self.ctx, state)
 
-    graph = StateGraph(OrchestratorState)
-    graph.add_node(TURN, turn)
-    graph.add_edge(START, TURN)
-    graph.add_conditional_edges(TURN, lambda state: END if state.get("stop_reason") else TURN, [TURN, END])
-    return graph.compile(checkpointer=checkpointer)
+    @property
+    def grows(self) -> bool:
+        """Whether the conversation itself carries results (no thin control)."""
+        return self.flat or not self.ctx.ws.file_bus
+
+
+def _final_only(call: ToolCall, failed: bool) -> str | None:
+    """The refusal of every call but submit once the step budget is spent."""
+    return None if call.name == "submit" else FINAL_ONLY
 
 
 def _changed(state: OrchestratorState, update: dict[str, Any]) -> dict[str, Any]:

@@ -27,14 +27,11 @@ from aiscientist.experiment.engine import StepRecord
 from aiscientist.experiment.finish import finish_run
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
-from aiscientist.orchestrator.graph import TURN, build_graph
-from aiscientist.orchestrator.state import initial_state
+from aiscientist.orchestrator.graph import Orchestrator
 from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD, RunPaths, write_atomic
 from aiscientist.records.result import RunResult
 from aiscientist.records.step import folder_hashes
 from aiscientist.task import Task, TaskError, load_task
-
-THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
 
 
 class RunInfo(BaseModel):
@@ -111,40 +108,21 @@ def solve(
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.checkpoints, check_same_thread=False)))
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # survives a killed process; only power loss can drop the last commit
-        graph = build_graph(ctx, SqliteSaver(conn))
+        orchestrator = Orchestrator(ctx, SqliteSaver(conn))
         stack.enter_context(ws.watch())
-        checkpoint = graph.get_state(THREAD)
-        has_checkpoint = bool(checkpoint.values)
-        if (
-            has_checkpoint
-            and not checkpoint.next
-            and (ctx.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable))
-        ):
-            # a run given a larger step budget, or stopped by a failing model: reopen it
-            # at a decision with the model error counter reset
-            graph.update_state(
-                THREAD,
-                {"stop_reason": "", "stop_detail": "", "final_call": False, "model_errors": 0, "to_act": False},
-                as_node=TURN,
-            )
         ws.events.record(
             "orchestrator",
             "run.resume" if resumed else "run.start",
             {"model": info.model, "steps": info.steps, "arm": info.config.arm, "steps_done": ctx.steps_done()},
         )
-        state: dict[str, Any] = {}
+        # a run given a larger step budget, or stopped by a failing model, is reopened
+        reopen = ctx.steps_left() > 0 or (info.stop_reason is not None and info.stop_reason.resumable)
         try:
-            # durability "sync": a decision's tool calls are on disk before any of them runs
-            for state in graph.stream(
-                None if has_checkpoint else initial_state(), THREAD, stream_mode="values", durability="sync"
-            ):
-                if progress is not None:
-                    progress(snapshot(ctx, state))
+            final_state = orchestrator.run(reopen, (lambda state: progress(snapshot(ctx, state))) if progress else None)
         except KeyboardInterrupt:
             ws.events.record("orchestrator", "run.interrupted", {"steps_done": ctx.steps_done()})
             _save(ws, info.model_copy(update={"stop_reason": StopReason.INTERRUPTED}))
             raise
-        final_state = state if state.get("stop_reason") else graph.get_state(THREAD).values
     stop_reason = StopReason(final_state.get("stop_reason") or StopReason.FINISHED)
     detail = final_state.get("stop_detail", "")
     resumable = stop_reason.resumable

@@ -73,3 +73,14 @@ def test_scripted_run_uses_every_specialist(tmp_path):
     assert verify_run(run_dir).clean
     saved = json.loads((run_dir / "result.json").read_text())
     assert saved["best_step"] == 2 and saved["test"]["success"] is True
+
+
+def test_the_orchestrator_answers_its_calls_through_the_kernels_turn_handler(tmp_path):
+    """The same read four times ends the run as it ends a specialist's loop (the repeat rule)."""
+    task = load_task(FIXTURES / "tiny" / "task.yaml")
+    script = FIXTURES / "orchestrator" / "repeat_read.yaml"
+    result = solve(task, tmp_path / "run", RunConfig(sandbox="local"), model=f"scripted:{script}", steps=1)
+    assert result.stop_reason is StopReason.TURN_LIMIT
+    assert result.stop_detail.startswith("the same read_file call given this same result 4 times")
+    decisions = [e for e in _events(tmp_path / "run") if e["kind"] == "orchestrator.decision"]
+    assert len(decisions) == 4 and result.steps_total == 0
