@@ -34,6 +34,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from aiscientist.records.cell import BaselinePaths, cell_folders, task_folders
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -109,7 +111,7 @@ def row(agent: str, task: str, runs: list[RunSummary], out: Path, timeout: float
     if not runs:
         return cut_off(agent, task, out, timeout)
     first = runs[0]
-    steps = [s for r in runs for s in load_steps(RunPaths(r.folder(out) / "ws"))]
+    steps = [s for r in runs for s in load_steps(r.cell(out).run)]
     done = sum(r.completed for r in runs)
     reasons = [(getattr(r.stop_reason, "value", r.stop_reason), r.stop_detail[:120]) for r in runs]
     stops = sorted({f"{reason}: {detail}" for reason, detail in reasons if reason != "step_budget"})
@@ -128,14 +130,14 @@ def row(agent: str, task: str, runs: list[RunSummary], out: Path, timeout: float
 
 def cut_off(agent: str, task: str, out: Path, timeout: float) -> list[str]:
     """A cell stopped at --timeout leaves no result.json: what its step and call records say (no hidden test ran)."""
-    folders = sorted((out / "runs" / task / agent).glob("round_*/ws"))
+    folders = [c.ws for c in cell_folders(out, task, agent) if c.ws.is_dir()]
     if not folders:
         return [agent, task, "-", "-", "0 / 0", "0", "-", "-", "not started (see the agent's log)"]
     steps = [s for ws in folders for s in load_steps(RunPaths(ws))]
     calls = [c for ws in folders if RunPaths(ws).llm_calls.is_file() for c in read_records(RunPaths(ws).llm_calls)]
     tokens = sum(int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0) for c in calls)
     good = [s.metric for s in steps if s.eligible and s.metric is not None]
-    base = json.loads((out / "baselines" / task / "baseline.json").read_text())
+    base = json.loads(BaselinePaths.of(out, task).record.read_text())
     direction = load_task_direction(folders[0])
     best = (min if direction == "min" else max)(good, default=None)
     return [
@@ -152,7 +154,7 @@ def cut_off(agent: str, task: str, out: Path, timeout: float) -> list[str]:
 
 
 def load_task_direction(ws: Path) -> Direction:
-    task = json.loads((ws / "task" / "task.json").read_text())
+    task = json.loads(RunPaths(ws).task_record.read_text())
     return (task.get("metric") or {}).get("direction", "max")
 
 
@@ -166,7 +168,7 @@ def table(out: Path, agents: list[str], args: argparse.Namespace) -> Table:
         shown.add_column(column)
     for column in ("tok/step", "s/step", "stops other than the budget"):
         shown.add_column(column)
-    for task in sorted(p.name for p in (out / "runs").iterdir()) if (out / "runs").is_dir() else []:
+    for task in [p.name for p in task_folders(out)]:
         for agent in agents:
             cells = [r for r in runs if r.task == task and r.agent == agent]
             shown.add_row(*row(agent, task, cells, out, args.timeout))

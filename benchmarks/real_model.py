@@ -40,13 +40,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from aiscientist.records.cell import cell_folders
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aiscientist.llm.budget import read_records  # noqa: E402
 from aiscientist.llm.config import load_llm_config  # noqa: E402
 from aiscientist.llm.local.server import ensure_server  # noqa: E402
-from aiscientist.records.paths import RESULT, RunPaths  # noqa: E402
+from aiscientist.records.paths import RunPaths  # noqa: E402
 
 AGENTS = "aiscientist,aiscientist-flat,aide,linear,basic"
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
@@ -78,8 +80,8 @@ def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_
                 os.killpg(bench.pid, signal.SIGKILL)
                 bench.wait()
     wall = time.monotonic() - started
-    found = sorted((out / "bench" / "runs").glob(f"*/{agent}/round_*/ws/{RESULT}"))
-    return (found[0].parent if found else None), wall
+    found = [c.ws for c in cell_folders(out / "bench", agent=agent) if c.run.result.is_file()]
+    return (found[0] if found else None), wall
 
 
 def rendered(request: dict[str, Any]) -> str:
@@ -208,10 +210,12 @@ def main() -> int:
 def recorded_rows(results: Path) -> list[dict[str, Any]]:
     """Rows for every cell of a bench output folder whose requests were recorded in RESULTS/requests."""
     rows = []
-    for result in sorted((results / "runs").glob(f"*/*/round_*/ws/{RESULT}")):
-        agent, task = result.parents[2].name, result.parents[3].name
-        wall = json.loads(result.read_text()).get("wall_time_s", 0.0)
-        rows.append(measure(agent, task, result.parent, wall, results / "requests"))
+    for cell in cell_folders(results):
+        if not cell.run.result.is_file():
+            continue
+        agent, task = cell.root.parent.name, cell.root.parent.parent.name
+        wall = json.loads(cell.run.result.read_text()).get("wall_time_s", 0.0)
+        rows.append(measure(agent, task, cell.ws, wall, results / "requests"))
     return rows
 
 

@@ -132,7 +132,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="aisci-scale-") as tmp:
         scratch = Path(tmp)
-        task = burning_task(scratch / "task", args.burn)
+        task = burning_task(scratch / "burning_task", args.burn)
         print(
             f"grid: hpsearch x {args.rounds} rounds x {args.steps} steps, ~{args.burn:g} CPU-s per experiment, "
             f"sandbox {args.grid_sandbox}"

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from aiscientist.records.paths import DIFF, STDERR, STDOUT
+from aiscientist.records.paths import DIFF, STDERR, STDOUT, in_submission
 from aiscientist.task import load_task
 from aiscientist.workspace import EventLog, Workspace, verify_run
 
@@ -63,10 +63,10 @@ def fill_experiments(ws: Workspace, count: int) -> None:
     real = ws.steps()[0]
     for step in range(real.step + 1, count + 1):
         folder = ws.paths.step_dir(step)
-        (folder / "code").mkdir(parents=True, exist_ok=True)
+        ws.paths.step_code(step).mkdir(parents=True, exist_ok=True)
         for name in (STDOUT, STDERR, DIFF):
             (folder / name).write_text(f"{name} of step {step}\n")
-        (folder / "code" / "train.py").write_text("# snapshot\n")
+        (ws.paths.step_code(step) / "train.py").write_text("# snapshot\n")
         record = real.model_copy(
             update={"step": step, "metric": 0.2 + (step * 7919 % 1000) / 2000, "hypothesis": f"hypothesis {step}"}
         )
@@ -94,7 +94,7 @@ def step_seconds(base: Path, runs: int, churn: int) -> tuple[list[float], list[f
             f"\nimport pathlib\nout = pathlib.Path('out'); out.mkdir(exist_ok=True)\nfor i in range({churn}):\n    "
             f"(out / f'ckpt_{{i}}.txt').write_text(str(i) * 100)\n"
         )
-        scope.write("submission/train.py", scope.read("submission/train.py") + code)
+        scope.write(in_submission("train.py"), scope.read(in_submission("train.py")) + code)
     ws.engine.run_step("bench", "warm-up")
     off, on, cpu_off, cpu_on = [], [], [], []
     for _ in range(runs):

@@ -45,9 +45,35 @@ def test_the_project_meets_every_structure_goal():
     figures = structure.measure()
     unmet = [goal for goal, met in structure.goals(figures).items() if not met]
     shown = {k: figures[k] for k in ("import_cycles", "upward_imports", "over_limit", "crowded_folders")}
-    shown |= {k: figures[k][:10] for k in ("long_lines", "run_file_names", "repeated_blocks")}
+    shown |= {k: figures[k][:10] for k in ("long_lines", "run_folder_literals", "repeated_blocks")}
     assert unmet == [], shown
     assert figures["files"] > 100 and figures["code_lines"] < figures["lines"]
+
+
+def test_run_folder_literals_are_counted_outside_records_only():
+    names, areas = structure.run_folder_names()
+    assert {"submission", ".pristine", "manifest.json", "task.json", "ws", "error.txt"} <= names
+    assert {"submission", "experiments", "logs", ".pristine"} <= areas and "files" not in areas
+    source = textwrap.dedent('''
+        """A docstring may say submission/train.py and .pristine/manifest.json."""
+        a = root / ".pristine" / "manifest.json"
+        b = f"submission/{rel}"
+        c = area == "logs"
+        d = "see runs/.../error.txt for it"
+        e = payload["files"], "files" in payload, key == "code", "https://x.org/files/code"
+        ''')
+    trees = {
+        structure.ROOT / "bench" / "x.py": ast.parse(source),
+        structure.ROOT / "aiscientist/records/y.py": ast.parse(source),
+    }
+    found = structure.run_folder_literals(trees)
+    assert [f.split(" ")[0] for f in found] == [
+        "bench/x.py:3",
+        "bench/x.py:3",
+        "bench/x.py:4",
+        "bench/x.py:5",
+        "bench/x.py:6",
+    ]
 
 
 def test_a_repeated_block_is_found_but_shared_imports_and_signatures_are_not():

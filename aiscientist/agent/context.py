@@ -28,6 +28,7 @@ from aiscientist.experiment.integrity import READ_LIMIT
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.llm.budget import tracker_for_run
 from aiscientist.records import accounting
+from aiscientist.records.paths import in_submission
 from aiscientist.task import Task, expand_globs
 from aiscientist.util import untrusted
 
@@ -219,7 +220,7 @@ class RunContext:
 
     def write_code(self, rel: str, text: str) -> None:
         """Write an editable file through the workspace's role-scoped API."""
-        self.ws.scope("agent").write(f"submission/{rel}", text)
+        self.ws.scope("agent").write(in_submission(rel), text)
 
     def reset_to_baseline(self) -> None:
         """Put every editable file back to its baseline version (the snapshot store;
@@ -228,7 +229,7 @@ class RunContext:
 
     def code_of_step(self, step: int) -> dict[str, str]:
         """The editable files as snapshotted by `step`."""
-        code = self.ws.paths.step_dir(step) / "code"
+        code = self.ws.paths.step_code(step)
         return {rel: (code / rel).read_text(errors="replace") for rel in expand_globs(code, ["**/*"])}
 
     def restore_step(self, step: int) -> None:

@@ -16,7 +16,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.experiment.engine import StepRecord
 from aiscientist.records.accounting import baseline_measurements, beats_baseline, progress
-from aiscientist.records.paths import STDERR
+from aiscientist.records.paths import DIFF, STDERR, STDOUT, step_dir_name
 from aiscientist.util.text import quoted, quoted_block
 from aiscientist.workspace.errors import ToolError
 
@@ -125,7 +125,7 @@ def describe(ctx: RunContext, record: StepRecord) -> str:
     verdict = "new best" if improved(ctx, record) else ("failed" if not record.success else "no improvement")
     verdict = "repeat" if record.repeat_of is not None and record.success else verdict
     lines.append(f"verdict: {verdict}" + (f" (best so far: step {best.step}, metric {best.metric!r})" if best else ""))
-    lines.append(f"details: experiments/step_{record.step:04d}/ (stdout.txt, stderr.txt, diff.patch)")
+    lines.append(f"details: {step_dir_name(record.step)}/ ({STDOUT}, {STDERR}, {DIFF})")
     return "\n".join(lines)
 
 

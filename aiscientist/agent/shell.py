@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import Tool, Toolbox, clip
 from aiscientist.experiment.integrity import READ_LIMIT
+from aiscientist.records.paths import SUBMISSION, in_submission
 from aiscientist.sandbox import CommandsResult
 from aiscientist.task import expand_globs
 from aiscientist.util import untrusted
@@ -75,7 +76,7 @@ def sandboxed_shell(ws: Any, role: str, command: str, on_change: Callable[[str],
     )
     code = result.returncodes[-1] if result.returncodes else None
     after = editable_digests(ws)
-    changed = [f"submission/{rel}" for rel in sorted(before.keys() | after.keys()) if before.get(rel) != after.get(rel)]
+    changed = [in_submission(rel) for rel in sorted(before.keys() | after.keys()) if before.get(rel) != after.get(rel)]
     payload = {
         "command": clip(command, 2000),
         "exit_code": code,
@@ -95,7 +96,7 @@ def shell_tool(ws: Any, role: str, box: Toolbox | None = None) -> Tool:
 
     return Tool(
         "bash",
-        "Run a bash command in submission/ (sandboxed: no network; only your writable areas can be changed).",
+        f"Run a bash command in {SUBMISSION}/ (sandboxed: no network; only your writable areas can be changed).",
         BashArgs,
         bash,
         effect=True,

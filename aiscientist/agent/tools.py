@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from aiscientist.agent.outcome import StopRun
 from aiscientist.llm.types import BudgetExhausted, ToolCall
+from aiscientist.records.paths import in_submission
 from aiscientist.workspace.errors import ToolError
 
 READ_LIMIT = 200
@@ -26,7 +27,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ReadFileArgs(BaseModel):
-    path: str = Field(description="path relative to the run folder, e.g. submission/train.py")
+    path: str = Field(description=f"path relative to the run folder, e.g. {in_submission('train.py')}")
     start_line: int = Field(1, ge=1)
     max_lines: int = Field(READ_LIMIT, ge=1, description="the read stops earlier at 200,000 characters")
 
@@ -226,7 +227,7 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
 
     def append_log(a: AppendLogArgs) -> str:
         scope.append(a.log, a.text)
-        box.note(f"logs/{a.log}.md")
+        box.note(scope.policy.logs[a.log])
         return f"appended to {a.log}"
 
     def chunk(a: ReadChunkArgs) -> str:

@@ -7,6 +7,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from aiscientist.records.paths import RUNS_HOME
 from aiscientist.sandbox import BACKENDS
 from aiscientist.task import MetricChoice, Task, TaskError, load_task
 
@@ -16,7 +17,7 @@ _METRIC = re.compile(r"^(?P<dataset>[^/]+)/(?P<name>[^:]+)(?::(?P<direction>max|
 def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="a task.yaml, or an FML-bench task folder (config.json + prompt.json)")
     add_selection_arguments(parser)
-    parser.add_argument("--run-dir", type=Path, help="run folder (default: runs/<task>-<time>)")
+    parser.add_argument("--run-dir", type=Path, help=f"run folder (default: {RUNS_HOME}/<task>-<time>)")
     parser.add_argument(
         "--sandbox", default="auto", choices=BACKENDS, help="experiment sandbox backend (default: auto)"
     )
@@ -56,4 +57,4 @@ def task_from_args(args: argparse.Namespace) -> Task:
 
 
 def default_run_dir(task: Task) -> Path:
-    return Path("runs") / f"{task.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    return Path(RUNS_HOME) / f"{task.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"

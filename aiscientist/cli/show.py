@@ -6,14 +6,16 @@ import argparse
 import time
 from pathlib import Path
 
+from aiscientist.records.cell import CellPaths
 from aiscientist.util.console import make_console
 
 console = make_console()
+CELL_HELP = CellPaths.of(Path("OUT"), "TASK", "AGENT", "K").root
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "run_dir", type=Path, help="a run folder made by solve, or a bench cell's folder (OUT/runs/TASK/AGENT/round_K)"
+        "run_dir", type=Path, help=f"a run folder made by solve, or a bench cell's folder ({CELL_HELP})"
     )
     parser.add_argument(
         "--watch",

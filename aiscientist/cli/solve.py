@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aiscientist.cli.common import add_selection_arguments, default_run_dir, task_from_args
 from aiscientist.config import load_config
+from aiscientist.records.paths import RUN_INFO, RUNS_HOME
 from aiscientist.resources import CONFIGS_DIR, resolve_config
 from aiscientist.sandbox import BACKENDS
 from aiscientist.task import TaskError
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="experiment steps (default: config, else the task's budget); with --resume, extends the budget",
     )
-    parser.add_argument("--run-dir", type=Path, help="run folder (default: runs/<task>-<time>)")
+    parser.add_argument("--run-dir", type=Path, help=f"run folder (default: {RUNS_HOME}/<task>-<time>)")
     parser.add_argument(
         "--config",
         action="append",
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if args.task:
             raise TaskError("--resume", "task", "give either TASK or --resume RUN_DIR, not both")
         if not is_run_folder(args.resume):
-            raise TaskError(args.resume, "run_dir", "not a run folder made by solve (state/run.json missing)")
+            raise TaskError(args.resume, "run_dir", f"not a run folder made by solve ({RUN_INFO} missing)")
         task, config, run_dir = None, None, args.resume
     else:
         if not args.task:

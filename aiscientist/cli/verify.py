@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from aiscientist.records.paths import LOGS, RunPaths
 from aiscientist.util.console import make_console
 
 console = make_console()
@@ -20,8 +21,8 @@ def run(args: argparse.Namespace) -> int:
     from aiscientist.task import TaskError
     from aiscientist.workspace.verify import verify_run
 
-    if not (args.run_dir / "logs").is_dir():
-        raise TaskError(args.run_dir, "run_dir", "not a run folder (no logs/)")
+    if not RunPaths(args.run_dir).logs.is_dir():
+        raise TaskError(args.run_dir, "run_dir", f"not a run folder (no {LOGS}/)")
     report = verify_run(args.run_dir)
     # notes and problems quote names from the folder: printed as text, never read as markup
     for note in report.tamper_events:

@@ -29,7 +29,7 @@ from aiscientist.experiment.runenv import clean_outputs, conda_command, in_envir
 from aiscientist.experiment.scoring import read_metrics, score_run, survivors_error
 from aiscientist.records import accounting
 from aiscientist.records.causes import FailureCause
-from aiscientist.records.paths import DIFF, STDERR, STDOUT, RunPaths
+from aiscientist.records.paths import DIFF, STDERR, STDOUT, STEP_CODE, RunPaths
 from aiscientist.records.step import (
     PENDING_RECORD,
     STEP_RECORD,
@@ -85,7 +85,7 @@ class ExperimentEngine:
 
     @property
     def _manifest_path(self) -> Path:
-        return self.paths.pristine / "manifest.json"
+        return self.paths.pristine_manifest
 
     @property
     def setup_done(self) -> bool:
@@ -111,14 +111,14 @@ class ExperimentEngine:
         check_after_setup(self.task, submission)
         manifest = {}
         for rel in expand_globs(submission, self.task.protected):
-            target = self.paths.pristine / "files" / rel
+            target = self.paths.pristine_files / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(submission / rel, target)
             manifest[rel] = sha256_file(target)
         self.paths.pristine.mkdir(parents=True, exist_ok=True)
         self._manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
         tree = integrity.scan(submission)
-        integrity.keep_pristine(self.task, submission, tree, self.paths.pristine / "files")
+        integrity.keep_pristine(self.task, submission, tree, self.paths.pristine_files)
         self._folders_path.write_text(json.dumps(integrity.folders(submission)))
         self._tree_path.write_text(json.dumps({rel: e.to_json() for rel, e in tree.items()}, indent=1, sort_keys=True))
         snapshots.take(self.paths, self.BASELINE_TAG, "baseline", tree=tree)
@@ -129,11 +129,11 @@ class ExperimentEngine:
 
     @property
     def _tree_path(self) -> Path:
-        return self.paths.pristine / "tree.json"
+        return self.paths.pristine_tree
 
     @property
     def _folders_path(self) -> Path:
-        return self.paths.pristine / "folders.json"
+        return self.paths.pristine_folders
 
     def baseline_folders(self) -> list[str] | None:
         """The repository's folders as setup left it (None for run folders made before)."""
@@ -174,7 +174,7 @@ class ExperimentEngine:
         for rel, digest in self.protected_manifest().items():
             if integrity.file_digest(self.paths.submission, rel) == digest:
                 continue
-            integrity.put_file(self.paths.submission, rel, self.paths.pristine / "files" / rel)
+            integrity.put_file(self.paths.submission, rel, self.paths.pristine_files / rel)
             if integrity.file_digest(self.paths.submission, rel) != digest:
                 raise RuntimeError(
                     f"pristine copy of {rel} does not match its recorded hash; the run folder is corrupt"
@@ -287,7 +287,7 @@ class ExperimentEngine:
         """Back to baseline + editable files; returns the baseline tree."""
         baseline = self.baseline_tree()
         if baseline:
-            sub, pristine = self.paths.submission, self.paths.pristine / "files"
+            sub, pristine = self.paths.submission, self.paths.pristine_files
             touched = integrity.reset_tree(self.task, sub, baseline, pristine, self.baseline_folders())
             if touched:
                 self.on_event("tree.reset", {"step": step, "paths": touched[:50], "count": len(touched)})
@@ -374,7 +374,7 @@ class ExperimentEngine:
             error=error,
             cause=cause,
             diff_path=str(rel / DIFF),
-            code_path=str(rel / "code"),
+            code_path=str(rel / STEP_CODE),
             score_isolated=self.task.score_isolated,
             tokens=tokens,
             cost=cost,

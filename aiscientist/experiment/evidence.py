@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aiscientist.experiment import snapshots
 from aiscientist.experiment.integrity import READ_LIMIT, Entry
-from aiscientist.records.paths import DIFF, RunPaths
+from aiscientist.records.paths import DIFF, STEP_CODE, RunPaths
 from aiscientist.task import Task
 from aiscientist.util import untrusted
 from aiscientist.util.text import name as shown
@@ -35,7 +35,7 @@ def write_code_evidence(
     `baseline` (from `baseline_editable`)."""
     current = {rel: entry for rel, entry in tree.items() if task.is_editable(rel) and entry.kind in ("file", "link")}
     chunks: list[str] = []
-    (step_dir / "code").mkdir(parents=True, exist_ok=True)
+    (step_dir / STEP_CODE).mkdir(parents=True, exist_ok=True)
     for rel in sorted(set(current) | set(baseline)):
         before = baseline.get(rel, "")
         entry = current.get(rel)
@@ -55,7 +55,7 @@ def write_code_evidence(
                 before.splitlines(True), after.splitlines(True), f"a/{shown(rel)}", f"b/{shown(rel)}"
             )
         if entry is not None:
-            target = step_dir / "code" / rel
+            target = step_dir / STEP_CODE / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
     (step_dir / DIFF).write_text("".join(chunks))

@@ -54,7 +54,7 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
     start = time.monotonic()
     if not task.test_commands:
         return TestResult(step=step, success=False, error="task has no hidden test commands", duration_s=0.0)
-    code = paths.step_dir(step) / "code"
+    code = paths.step_code(step)
     if not code.is_dir():
         return TestResult(step=step, success=False, error=f"step {step} has no code snapshot", duration_s=0.0)
     with tempfile.TemporaryDirectory(prefix="aisci-test-") as tmp:
@@ -84,7 +84,7 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
             (copy / rel).write_bytes(data)
         for rel in engine.protected_manifest():
             (copy / rel).unlink(missing_ok=True)
-            shutil.copy2(paths.pristine / "files" / rel, copy / rel)
+            shutil.copy2(paths.pristine_files / rel, copy / rel)
         before = integrity.scan(copy)
         if result is None or result.ok:
             result = engine.run_commands(

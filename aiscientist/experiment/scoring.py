@@ -82,7 +82,7 @@ def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path,
 def _lay_out(engine: Scorer, repo: Path, test: bool) -> None:
     """The scorer files: protected ones from the pristine copies, hidden ones (the hidden
     test only) from the original repository."""
-    task, pristine = engine.task, engine.paths.pristine / "files"
+    task, pristine = engine.task, engine.paths.pristine_files
     for rel in expand_globs(task.repository, task.scorer):
         if task.is_hidden(rel):
             continue  # below, for the hidden test only

@@ -55,21 +55,17 @@ class Snapshot(BaseModel):
     skipped: list[str] = Field(default_factory=list, description="files left out: too large or over the quota")
 
 
-def _store(paths: RunPaths) -> Path:
-    return paths.snapshots
-
-
 def _is_git_data(rel: str) -> bool:
     return ".git" in rel.split("/")
 
 
 def _blob_path(paths: RunPaths, sha: str) -> Path:
-    return _store(paths) / "blobs" / sha[:2] / sha
+    return paths.snapshot_blobs / sha[:2] / sha
 
 
 def _put_blob(paths: RunPaths, fd: int) -> tuple[str, int]:
     """Copy an open file into the store; (sha256, size)."""
-    tmp = _store(paths) / "blobs" / f".incoming-{os.getpid()}"
+    tmp = paths.snapshot_blobs / f".incoming-{os.getpid()}"
     tmp.parent.mkdir(parents=True, exist_ok=True)
     digest, size, offset = hashlib.sha256(), 0, 0
     with open(tmp, "wb") as out:
@@ -127,8 +123,8 @@ def take(
     tree_sha = save_tree(paths, snap)
     tags = _tags(paths)
     tags[tag] = tree_sha
-    write_atomic(_store(paths) / "tags.json", json.dumps(tags, indent=1, sort_keys=True))
-    with open(_store(paths) / "log.jsonl", "a") as log:
+    write_atomic(paths.snapshot_tags, json.dumps(tags, indent=1, sort_keys=True))
+    with open(paths.snapshot_log, "a") as log:
         log.write(json.dumps({"tag": tag, "tree": tree_sha, "message": message, "at": snap.at}) + "\n")
     return snap
 
@@ -137,8 +133,8 @@ def save_tree(paths: RunPaths, snap: Snapshot) -> str:
     """Store a manifest; its sha256 names it."""
     body = snap.model_dump_json(indent=1)
     tree_sha = hashlib.sha256(body.encode()).hexdigest()
-    (_store(paths) / "trees").mkdir(parents=True, exist_ok=True)
-    write_atomic(_store(paths) / "trees" / f"{tree_sha}.json", body)
+    (paths.snapshot_trees).mkdir(parents=True, exist_ok=True)
+    write_atomic(paths.snapshot_trees / f"{tree_sha}.json", body)
     return tree_sha
 
 
@@ -155,15 +151,15 @@ def put_bytes(paths: RunPaths, data: bytes) -> str:
 
 def clear_incoming(paths: RunPaths) -> list[str]:
     """Remove the half-copied blobs a killed process left; their store-relative paths."""
-    blobs = _store(paths) / "blobs"
+    blobs = paths.snapshot_blobs
     left = sorted(blobs.glob(".incoming-*")) + sorted(blobs.glob("*/.incoming-*")) if blobs.is_dir() else []
     for path in left:
         path.unlink()
-    return [path.relative_to(_store(paths)).as_posix() for path in left]
+    return [path.relative_to(paths.snapshots).as_posix() for path in left]
 
 
 def _tags(paths: RunPaths) -> dict[str, str]:
-    found = _store(paths) / "tags.json"
+    found = paths.snapshot_tags
     return json.loads(found.read_text()) if found.is_file() else {}
 
 
@@ -173,12 +169,12 @@ def exists(paths: RunPaths, tag: str) -> bool:
 
 def load(paths: RunPaths, tag: str) -> Snapshot:
     """The snapshot a tag names; a run folder from before the store is converted once."""
-    if not (_store(paths) / "tags.json").is_file() and paths.git_dir.is_dir():
+    if not (paths.snapshot_tags).is_file() and paths.git_dir.is_dir():
         _import_legacy(paths)
     tree = _tags(paths).get(tag)
     if tree is None:
-        raise SnapshotError(f"no snapshot tagged {tag!r} in {_store(paths)}")
-    return Snapshot.model_validate_json((_store(paths) / "trees" / f"{tree}.json").read_text())
+        raise SnapshotError(f"no snapshot tagged {tag!r} in {paths.snapshots}")
+    return Snapshot.model_validate_json((paths.snapshot_trees / f"{tree}.json").read_text())
 
 
 def _import_legacy(paths: RunPaths) -> None:
@@ -198,8 +194,8 @@ def _import_legacy(paths: RunPaths) -> None:
             tags[tag] = save_tree(paths, snap)
     except legacy_git.LegacyHistoryError as err:
         raise SnapshotError(str(err)) from None
-    _store(paths).mkdir(parents=True, exist_ok=True)
-    write_atomic(_store(paths) / "tags.json", json.dumps(tags, indent=1, sort_keys=True))
+    paths.snapshots.mkdir(parents=True, exist_ok=True)
+    write_atomic(paths.snapshot_tags, json.dumps(tags, indent=1, sort_keys=True))
 
 
 def blob(paths: RunPaths, item: Item) -> bytes:

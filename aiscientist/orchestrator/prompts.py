@@ -6,6 +6,7 @@ from typing import Any
 
 from aiscientist.agent.context import RunContext
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
+from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, SUBMISSION
 from aiscientist.specialists.base import facts, task_brief
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
@@ -27,11 +28,11 @@ Every experimentation call runs one counted step of a fixed budget. When the bud
 spent, or nothing promising is left, call submit(reason). The best validated step is
 kept automatically (git tag `best`)."""
 
-FLAT_SYSTEM = """ROLE: flat
+FLAT_SYSTEM = f"""ROLE: flat
 You are AiScientist running as a single agent (no specialists): you have every tool
 yourself - read, list, search, write and edit files, append to the logs, bash
-(sandboxed, in submission/) and run_experiment (one counted step of a fixed budget). Understand the task, change the
-editable code under submission/, run experiments, keep what improves the metric and
+(sandboxed, in {SUBMISSION}/) and run_experiment (one counted step of a fixed budget). Understand the task, change the
+editable code under {SUBMISSION}/, run experiments, keep what improves the metric and
 revert what does not. Call submit(reason) when the budget is spent or you are done."""
 
 TURN_RULES = """Every reply of yours is one or more tool calls (prose alone does nothing); each call's
@@ -77,8 +78,8 @@ def _conversation(
 def bus_rules_for_orchestrator(ctx: RunContext) -> str:
     if ctx.ws.file_bus:
         return (
-            "File-as-Bus is on: specialists share results through workspace files (paper_analysis/, "
-            "plan/prioritized_tasks.md, logs/exp_log.md, logs/impl_log.md, experiments/). Point specialists "
+            f"File-as-Bus is on: specialists share results through workspace files ({ANALYSIS}/, "
+            f"{PLAN_FILE}, {EXP_LOG}, {IMPL_LOG}, {EXPERIMENTS}/). Point specialists "
             "to files rather than copying contents into their arguments."
         )
     return (

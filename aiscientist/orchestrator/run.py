@@ -28,7 +28,7 @@ from aiscientist.experiment.finish import finish_run
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator.graph import Orchestrator
-from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD, RunPaths, write_atomic
+from aiscientist.records.paths import RUN_INFO, STEP_RECORD, RunPaths, write_atomic
 from aiscientist.records.result import RunResult
 from aiscientist.records.step import folder_hashes
 from aiscientist.task import Task, TaskError, load_task
@@ -80,7 +80,7 @@ def solve(
         resumed = True
     else:
         if task is None:
-            raise TaskError(run_dir, "run_dir", "not a run folder to resume (state/run.json missing)")
+            raise TaskError(run_dir, "run_dir", f"not a run folder to resume ({RUN_INFO} missing)")
         config = config or RunConfig()
         task = task if isinstance(task, Task) else load_task(task)
         info = RunInfo(
@@ -166,7 +166,7 @@ def repair_interrupted(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
                 )
             )
     ended = _ended_steps(run_dir)
-    for pending in sorted((run_dir / "experiments").glob(f"step_*/{PENDING_RECORD}")):
+    for pending in RunPaths(run_dir).pending_records():
         step = int(pending.parent.name.removeprefix("step_"))
         if not (pending.parent / STEP_RECORD).exists() and ended.get(step) == folder_hashes(pending.parent):
             pending.replace(pending.parent / STEP_RECORD)  # its end event is on disk: finish the commit

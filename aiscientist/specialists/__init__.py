@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
+from aiscientist.records.paths import ANALYSIS, PLAN_FILE, SCRATCH, SUBMISSION
 from aiscientist.specialists import comprehension, experimentation, helper, implementation, prioritization
 from aiscientist.specialists.base import SpecialistResult
 
@@ -17,24 +18,24 @@ SPECIALISTS: dict[str, Spec] = {
     "comprehension": (
         comprehension.ComprehensionArgs,
         comprehension.run,
-        "Understand task, paper and code; writes paper_analysis/ (parallel readers: code, method, evaluation).",
+        f"Understand task, paper and code; writes {ANALYSIS}/ (parallel readers: code, method, evaluation).",
     ),
     "prioritization": (
         prioritization.PrioritizationArgs,
         prioritization.run,
-        "Rank diverse hypotheses by expected gain and feasibility; writes plan/prioritized_tasks.md.",
+        f"Rank diverse hypotheses by expected gain and feasibility; writes {PLAN_FILE}.",
     ),
     "implementation": (
         implementation.ImplementationArgs,
         implementation.run,
-        "Change the editable code in submission/ (mode full | fix | explore); logs to impl_log.md.",
+        f"Change the editable code in {SUBMISSION}/ (mode full | fix | explore); logs to impl_log.md.",
     ),
     "experimentation": (
         experimentation.ExperimentationArgs,
         experimentation.run,
         "Run the experiment on the current code (one counted step), compare with baseline and best, log to exp_log.md.",
     ),
-    "helper": (helper.HelperArgs, helper.run, "A short auxiliary job; writes only in scratch/."),
+    "helper": (helper.HelperArgs, helper.run, f"A short auxiliary job; writes only in {SCRATCH}/."),
 }
 
 __all__ = ["SPECIALISTS", "SpecialistResult", "RunContext"]

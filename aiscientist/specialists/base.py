@@ -18,6 +18,7 @@ from aiscientist.agent.memory import settled
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import Toolbox, clip
 from aiscientist.llm.facts import facts_line, task_facts
+from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, TASK_TEXT, in_submission
 from aiscientist.workspace.errors import ToolError
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
@@ -145,15 +146,15 @@ def shown_files(ctx: RunContext, role: str, paths: list[str], limit: int = SHOWN
 def task_brief(ctx: RunContext, description: bool = True) -> str:
     """Without the description (for roles that only run and judge), a pointer to it."""
     task = ctx.task
-    files = ", ".join(f"submission/{p}" for p in task.editable_globs) or "(none)"
+    files = ", ".join(in_submission(p) for p in task.editable_globs) or "(none)"
     text = re.sub(r"^Editable files:.*$", f"Editable files: {files}", task.summary(), count=1, flags=re.M)
     if not description and task.description.strip():
-        text = text.split("\n\n", 1)[0] + "\n(The task's description: task/task.md.)"
+        text = text.split("\n\n", 1)[0] + f"\n(The task's description: {TASK_TEXT}.)"
     return text + f"\nStep budget: {ctx.steps} experiment steps in total."
 
 
 def facts(ctx: RunContext, role: str, **extra: Any) -> str:
-    editable = [f"submission/{p}" for p in ctx.task.editable_globs]
+    editable = [in_submission(p) for p in ctx.task.editable_globs]
     counts = {"steps_done": ctx.steps_done(), "steps_budget": ctx.steps}
     return facts_line(role=role, bus=ctx.ws.file_bus, **counts, **task_facts(ctx.task, editable), **extra)
 
@@ -162,7 +163,7 @@ def bus_rules(ctx: RunContext) -> str:
     if ctx.ws.file_bus:
         return (
             "File-as-Bus: the workspace files are the shared memory. Read what other specialists wrote "
-            "(paper_analysis/, plan/prioritized_tasks.md, logs/exp_log.md, logs/impl_log.md, experiments/) "
+            f"({ANALYSIS}/, {PLAN_FILE}, {EXP_LOG}, {IMPL_LOG}, {EXPERIMENTS}/) "
             "instead of expecting it in your instructions."
         )
     return (

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
+from aiscientist.records.paths import ANALYSIS, ANALYSIS_NOTES, ANALYSIS_SUMMARY, TASK_TEXT, in_submission
 from aiscientist.specialists.base import (
     CUT,
     SpecialistResult,
@@ -24,7 +25,7 @@ from aiscientist.specialists.base import (
 from aiscientist.util import notices
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
-SUMMARY = "paper_analysis/summary.md"
+SUMMARY = ANALYSIS_SUMMARY
 NOTES_CHARS = 4000
 PROSE_NOTES = 200  # a reader that answers with this much prose instead of finish has answered (the 1.5B model did)
 
@@ -49,11 +50,11 @@ finish whose summary holds your notes on this axis."""
 READER_CUT_TURN = """The files are shown above; read_file only the parts marked as not shown or cut. Then
 call finish with your notes on this axis as its summary."""
 
-SYSTEM = """ROLE: comprehension
+SYSTEM = f"""ROLE: comprehension
 You are AiScientist's comprehension specialist. Turn the task, paper and code into a
-structured analysis other specialists can work from. Write paper_analysis/summary.md with
+structured analysis other specialists can work from. Write {ANALYSIS_SUMMARY} with
 the sections: Targets and metrics, Baseline, Method structure, Evaluation protocol,
-Ambiguities, Implementation details. You may add more files under paper_analysis/.
+Ambiguities, Implementation details. You may add more files under {ANALYSIS}/.
 End with finish(summary) - a few lines, the files you wrote."""
 
 
@@ -66,9 +67,9 @@ def reader_files(ctx: RunContext, axis: str) -> list[str]:
     else:
         names = [*task.protected, *task.related]
     whole = task.description.strip() in task.summary()  # then task/task.md is the brief the reader already has
-    files = ([] if whole else ["task/task.md"]) + [f"submission/{n}" for n in dict.fromkeys(names) if "*" not in n]
+    files = ([] if whole else [TASK_TEXT]) + [in_submission(n) for n in dict.fromkeys(names) if "*" not in n]
     policy = ctx.ws.scope(ROLE).policy  # with File-as-Bus off, submission/ is not comprehension's to read
-    return [f for f in files if policy.refusal("read", f) is None][:8] or ["task/task.md"]
+    return [f for f in files if policy.refusal("read", f) is None][:8] or [TASK_TEXT]
 
 
 def run(ctx: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
@@ -88,7 +89,7 @@ def run(ctx: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
     scope = ctx.ws.scope(ROLE)
     written = []
     for axis, text in notes.items():
-        path = f"paper_analysis/notes_{axis}.md"
+        path = ANALYSIS_NOTES.format(axis)
         scope.write(path, f"# Reader notes: {axis}\n\n{text}\n")
         written.append(path)
     box = build_toolbox(ctx, ROLE)
@@ -99,7 +100,7 @@ def run(ctx: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
         "## Notes from readers\n"
         + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
         f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself." if failed else "",
-        f"Write {SUMMARY} now (the readers' notes are already saved as paper_analysis/notes_<axis>.md).",
+        f"Write {SUMMARY} now (the readers' notes are already saved as {ANALYSIS_NOTES.format('<axis>')}).",
         facts(ctx, ROLE, args=args.model_dump()),
     )
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)

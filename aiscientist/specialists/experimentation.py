@@ -15,7 +15,7 @@ from aiscientist.agent.experiment_tool import experiment_tool as shared_experime
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import Tool, Toolbox
 from aiscientist.experiment.engine import StepRecord
-from aiscientist.records.paths import STEP_RECORD
+from aiscientist.records.paths import EXPERIMENTS, STEP_RECORD
 from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
@@ -64,7 +64,7 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
         description=False,
     )
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
-    outcomes = [a for a in box.artifacts if a.startswith("experiments/")]
+    outcomes = [a for a in box.artifacts if a.startswith(EXPERIMENTS + "/")]
     for step_dir in outcomes:
         record = StepRecord.model_validate_json((ctx.ws.paths.root / step_dir / STEP_RECORD).read_text())
         result.full_output += f"\n\n{describe(ctx, record)}\n{stderr_excerpt(ctx, record.step, 1500)}"

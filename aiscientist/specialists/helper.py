@@ -6,18 +6,19 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
+from aiscientist.records.paths import EXPERIMENTS, SCRATCH
 from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, run_specialist, task_brief
 
 ROLE = "helper"
 
 
 class HelperArgs(BaseModel):
-    job: str = Field(description="the auxiliary job, e.g. summarise the failures in experiments/")
+    job: str = Field(description=f"the auxiliary job, e.g. summarise the failures in {EXPERIMENTS}/")
     context: str = Field("", description="material from earlier calls this job needs")
 
 
-SYSTEM = """ROLE: helper
-You are AiScientist's helper for short auxiliary jobs. You may write only under scratch/;
+SYSTEM = f"""ROLE: helper
+You are AiScientist's helper for short auxiliary jobs. You may write only under {SCRATCH}/;
 everything else is read-only. Keep it short. End with finish(summary)."""
 
 

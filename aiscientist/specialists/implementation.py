@@ -12,7 +12,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
 from aiscientist.experiment import snapshots
-from aiscientist.records.paths import EXP_LOG, IMPL_LOG
+from aiscientist.records.paths import EXP_LOG, IMPL_LOG, SUBMISSION, in_submission
 from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
@@ -33,10 +33,10 @@ class ImplementationArgs(BaseModel):
     context: str = Field("", description="evidence and material the implementer needs (failure traces, plan items)")
 
 
-SYSTEM = """ROLE: implementation
+SYSTEM = f"""ROLE: implementation
 You are AiScientist's implementation specialist. Make the requested change to the
-editable files under submission/ with edit_file / write_file (protected files are
-read-only); bash runs a command in submission/ (sandboxed, no network). \
+editable files under {SUBMISSION}/ with edit_file / write_file (protected files are
+read-only); bash runs a command in {SUBMISSION}/ (sandboxed, no network). \
 Mode full: implement the planned change completely. Mode fix: repair what
 the last experiment showed broken, following the evidence. Mode explore: try the new idea
 you were given, keeping the code runnable. Do not run experiments - experimentation does.
@@ -55,10 +55,10 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         args.context,
         f"## Tail of {EXP_LOG}\n{exp_tail}" if exp_tail else "",
         facts(ctx, ROLE, args=args.model_dump()),
-        shown_files(ctx, ROLE, [f"submission/{f}" for f in ctx.editable_files()]),  # the code as it is now: last
+        shown_files(ctx, ROLE, [in_submission(f) for f in ctx.editable_files()]),  # the code as it is now: last
     )
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
-    changed = ", ".join(a for a in box.artifacts if a.startswith("submission/")) or "none"
+    changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
     entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"
     append_once(ctx, scope, "impl_log", marker, entry)

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
+from aiscientist.records.paths import PLAN_FILE
 from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
@@ -16,7 +17,7 @@ from aiscientist.specialists.base import (
 )
 
 ROLE = "prioritization"
-PLAN = "plan/prioritized_tasks.md"
+PLAN = PLAN_FILE
 
 
 class PrioritizationArgs(BaseModel):

@@ -19,7 +19,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from aiscientist.records.accounting import best_step, is_better, successful, totals
-from aiscientist.records.paths import DIFF, STEP_RECORD, RunPaths
+from aiscientist.records.cell import CELL_WS, run_folder
+from aiscientist.records.paths import DIFF, EXPERIMENTS, LOGS, PLAN, STEP_RECORD, TASK_RECORD, RunPaths
 from aiscientist.records.tree import Tree
 from aiscientist.task import TaskError
 from aiscientist.util import untrusted
@@ -28,7 +29,7 @@ from aiscientist.util.humanize import num
 DIFF_CHARS = 60_000  # a huge diff is cut, not inlined whole
 FILE_BYTES = 64 << 20  # a record, the tree, a plan file
 LOG_BYTES = 512 << 20  # the event log and the replay journal
-PLAN_MARKER = "\n\n## plan/"  # how prioritization appends the plan to its full output
+PLAN_MARKER = f"\n\n## {PLAN}/"  # how prioritization appends the plan to its full output (`with_file`)
 
 
 class StepView(BaseModel):
@@ -154,13 +155,13 @@ def _plan_versions(root: Path) -> list[tuple[str, str]]:
             _, found, rest = str(value.get("full_output", "")).partition(PLAN_MARKER)
             name, _, text = rest.partition("\n")
             if found:
-                versions.append((f"plan/{name} · version {len(versions) + 1} (call {entry.get('key')})", text))
-    plans = untrusted.walk(root / "plan").files() if (root / "plan").is_dir() else []
+                versions.append((f"{PLAN}/{name} · version {len(versions) + 1} (call {entry.get('key')})", text))
+    plans = untrusted.walk(root / PLAN).files() if (root / PLAN).is_dir() else []
     for node in plans:
-        data = _read(root, f"plan/{node.rel}") if node.rel.endswith(".md") else None
+        data = _read(root, f"{PLAN}/{node.rel}") if node.rel.endswith(".md") else None
         text = data.decode(errors="replace") if data is not None else None
         if text is not None and (not versions or versions[-1][1].strip() != text.strip()):
-            versions.append((f"plan/{node.rel} · current", text))
+            versions.append((f"{PLAN}/{node.rel} · current", text))
     return versions
 
 
@@ -170,10 +171,12 @@ def _rel(root: Path, path: Path) -> str:
 
 def run_root(folder: Path) -> Path:
     """The workspace of a run folder: itself, or `ws/` of a bench cell's round folder."""
-    for candidate in (folder, folder / "ws"):
-        if (candidate / "experiments").is_dir() and (candidate / "logs").is_dir():
-            return candidate
-    raise TaskError(folder, "RUN_DIR", "not a run folder (no experiments/ and logs/ in it or in its ws/)")
+    found = run_folder(folder)
+    if found is None:
+        raise TaskError(
+            folder, "RUN_DIR", f"not a run folder (no {EXPERIMENTS}/ and {LOGS}/ in it or in its {CELL_WS}/)"
+        )
+    return found
 
 
 def _nodes(root: Path) -> dict[int, dict[str, Any]]:
@@ -269,7 +272,7 @@ def _plan_writes(events: list[dict[str, Any]]) -> list[Moment]:
         if event.get("kind") != "file.write" or not isinstance(payload, dict):
             continue
         path = str(payload.get("path", ""))
-        if path.startswith("plan/"):
+        if path.startswith(PLAN + "/"):
             size = payload.get("bytes")
             text = f"{path}: {num(size if isinstance(size, int) else None)} bytes, "
             text += f"sha256 {str(payload.get('sha256', ''))[:12]}"
@@ -320,7 +323,7 @@ def load_run(folder: Path | str) -> RunView:
     result = _json(root, _rel(root, paths.result))
     base = _lenient(_Result, result or {})
     state = _lenient(_Result, _json(root, _rel(root, paths.run_info)) or {})
-    task_raw = _json(root, "task/task.json") or {}
+    task_raw = _json(root, TASK_RECORD) or {}
     task = _lenient(_Result, {**task_raw, "metric_spec": task_raw.get("metric")})
     spec = task.metric_spec
     direction = base.direction or (spec.get("direction") if spec.get("direction") in ("max", "min") else None) or "max"

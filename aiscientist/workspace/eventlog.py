@@ -32,11 +32,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aiscientist.records.paths import EVENTS_HEAD, EVENTS_LOG
+from aiscientist.records.paths import EVENTS_HEAD, EVENTS_LOG, PRISTINE_LOGS
 from aiscientist.util.appendfile import LockedAppendFile
 
 GENESIS = "0" * 64
-MIRROR = ".pristine/logs"
 HEAD_PAD = 512
 SESSION_MARK = "=== Session "
 _NOT_A_SESSION = re.compile("^" + re.escape(SESSION_MARK), re.M)
@@ -160,7 +159,7 @@ class EventLog:
 
     def mirror_path(self, rel: str) -> Path:
         """A copy of a markdown log kept where no role reaches, for restoring it."""
-        return self.root / MIRROR / Path(rel).name
+        return self.root / PRISTINE_LOGS / Path(rel).name
 
     def _mirror(self, rel: str, offset: int, data: bytes) -> None:
         fd = _open_for_writing(self.mirror_path(rel))

@@ -38,6 +38,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from aiscientist.records.paths import SUBMISSION, submission_rel
+
 
 class _StopRace(logging.Filter):
     """watchdog logs an error when a change arrives while its observer stops;
@@ -67,7 +69,7 @@ CHANGED = [
     DirMovedEvent,
 ]
 EVERY_WRITE = [*CHANGED, FileModifiedEvent]
-EVERY_WRITE_IN = "submission"
+EVERY_WRITE_IN = SUBMISSION
 
 
 class FileChange(NamedTuple):
@@ -115,8 +117,8 @@ class _Collector(FileSystemEventHandler):
             rel = path[len(self.prefix) :]
             if rel.startswith(self.spec.ignored):
                 continue
-            inside = rel.removeprefix("submission/")
-            digest = self.spec.protected.get(inside) if rel.startswith("submission/") else None
+            inside = submission_rel(rel)
+            digest = self.spec.protected.get(inside) if inside is not None else None
             change = FileChange(event.event_type, rel, at, ts, None if digest is None else intact(path, digest))
             with self.lock:
                 self.changes.append(change)

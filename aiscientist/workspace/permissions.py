@@ -13,11 +13,11 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from aiscientist.records.paths import LOGS, PRISTINE, SUBMISSION, in_submission, submission_rel
 from aiscientist.task import Task, glob_match
 
 Op = Literal["read", "write"]
-EDITABLE = "submission/{editable}"
-PRISTINE = ".pristine"
+EDITABLE = f"{SUBMISSION}/{{editable}}"  # the task's editable files, in permissions.yaml
 
 
 class RoleRules(BaseModel):
@@ -81,7 +81,7 @@ class Policy:
 
     def refusal(self, op: Op, rel: str) -> str | None:
         """Why `op` on `rel` is refused, or None when it is allowed."""
-        inside = _in_submission(rel)
+        inside = submission_rel(rel)
         if inside and self.task.is_hidden(inside):
             return "hidden test asset"
         if reason := self._off_limits(rel):
@@ -89,7 +89,7 @@ class Policy:
         if op == "write":
             if inside and self.task.is_protected(inside):
                 return "protected file"
-            if rel == "logs" or rel.startswith("logs/"):
+            if rel == LOGS or rel.startswith(LOGS + "/"):
                 return "logs are append-only (use append_log)"
             if not any(glob_match(rel, g) for g in self.write_globs):
                 return f"outside the files this role may write ({', '.join(self.write_globs) or 'none'})"
@@ -112,7 +112,7 @@ class Policy:
         """Refused for files and folders alike."""
         if rel == PRISTINE or rel.startswith(PRISTINE + "/"):
             return "pristine copies of protected files are off limits"
-        inside = _in_submission(rel)
+        inside = submission_rel(rel)
         if inside is not None and (inside == ".git" or inside.startswith(".git/")) and not self.system:
             return "git internals are not part of the file API"
         return None
@@ -128,15 +128,8 @@ class Policy:
 def _expand(globs: list[str], task: Task) -> list[str]:
     out: list[str] = []
     for glob in globs:
-        out += [f"submission/{p}" for p in task.editable_globs] if glob == EDITABLE else [glob]
+        out += [in_submission(p) for p in task.editable_globs] if glob == EDITABLE else [glob]
     return out
-
-
-def _in_submission(rel: str) -> str | None:
-    """The path inside submission/ ("" for the folder itself), or None."""
-    if rel == "submission":
-        return ""
-    return rel[len("submission/") :] if rel.startswith("submission/") else None
 
 
 def _static_prefix(glob: str) -> tuple[str, bool]:

@@ -18,7 +18,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, TypeAdapter, ValidationError
 
-from aiscientist.records.paths import EVENTS_HEAD, EVENTS_LOG, STEP_RECORD
+from aiscientist.records.paths import (
+    EVENTS_HEAD,
+    EVENTS_LOG,
+    EXPERIMENTS,
+    LOGS,
+    PRISTINE_FILES,
+    PRISTINE_MANIFEST,
+    STEP_PATTERN,
+    STEP_RECORD,
+    in_submission,
+    step_dir_name,
+)
 from aiscientist.records.step import folder_hashes
 from aiscientist.util import untrusted
 from aiscientist.util.text import clean, name
@@ -26,7 +37,7 @@ from aiscientist.workspace.eventlog import FIELDS, GENESIS, event_hash, line_has
 
 EVENTS_BYTES = 1 << 30
 FILE_BYTES = 256 << 20  # a markdown log, a manifest or a protected file
-_STEP_DIR = re.compile(r"step_(\d{1,9})")
+_STEP_DIR = re.compile(STEP_PATTERN)
 
 
 class Problem(BaseModel):
@@ -233,7 +244,7 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
         ends[rel] = payload["offset"] + payload["length"]
         expected.setdefault(rel, []).extend((h, event["seq"]) for h in payload["lines"])
         report.log_appends += 1
-    on_disk = {f"logs/{n.rel}" for n in untrusted.walk(root / "logs", untrusted.Limits(depth=0)).nodes}
+    on_disk = {f"{LOGS}/{n.rel}" for n in untrusted.walk(root / LOGS, untrusted.Limits(depth=0)).nodes}
     for rel in sorted(set(expected) | {r for r in on_disk if r.endswith(".md")}):
         try:
             lines = line_hashes(_read(root, rel))
@@ -270,7 +281,7 @@ def _check_markdown_logs(root: Path, events: list[dict], report: Report) -> None
 
 
 def _check_protected(root: Path, events: list[dict], report: Report) -> None:
-    manifest_rel = ".pristine/manifest.json"
+    manifest_rel = PRISTINE_MANIFEST
     recorded = [e["payload"] for e in events if e["kind"] == "protected.manifest"]
     try:
         data = _read(root, manifest_rel)
@@ -290,7 +301,7 @@ def _check_protected(root: Path, events: list[dict], report: Report) -> None:
         return
     report.protected_files = len(manifest)
     for rel, digest in sorted(manifest.items()):
-        for shown in (f"submission/{rel}", f".pristine/files/{rel}"):
+        for shown in (in_submission(rel), f"{PRISTINE_FILES}/{rel}"):
             try:
                 found = hashlib.sha256(_read(root, shown)).hexdigest()
             except untrusted.Unreadable as err:
@@ -315,7 +326,7 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
     on_disk = _step_folders(root)
     for step, event in sorted(recorded.items()):
         folder = on_disk.get(step)
-        shown = f"experiments/step_{step:04d}"
+        shown = step_dir_name(step)
         if folder is None:
             report.problems.append(Problem(file=shown, message=f"step folder missing (recorded at seq {event['seq']})"))
             continue
@@ -334,15 +345,15 @@ def _check_steps(root: Path, events: list[dict], report: Report) -> None:
         for step in sorted(set(on_disk) - set(recorded)):
             if os.path.lexists(on_disk[step] / STEP_RECORD):
                 report.problems.append(
-                    Problem(file=f"experiments/step_{step:04d}", message="a step folder with no end event in the chain")
+                    Problem(file=step_dir_name(step), message="a step folder with no end event in the chain")
                 )
 
 
 def _step_folders(root: Path) -> dict[int, Path]:
     """experiments/step_N folders by N: real folders only (a link there is not followed)."""
     found = {}
-    for node in untrusted.walk(root / "experiments", untrusted.Limits(depth=0)).nodes:
+    for node in untrusted.walk(root / EXPERIMENTS, untrusted.Limits(depth=0)).nodes:
         match = _STEP_DIR.fullmatch(node.rel)
         if match and node.kind == "dir":
-            found[int(match.group(1))] = root / "experiments" / node.rel
+            found[int(match.group(1))] = root / EXPERIMENTS / node.rel
     return found

@@ -27,7 +27,17 @@ import threading
 from typing import Any, Protocol
 
 from aiscientist.experiment.engine import ExperimentEngine
-from aiscientist.records.paths import EVENTS_LOG, LLM_CALLS_LOG, MAP_FILE, PAGE, RunPaths
+from aiscientist.records.paths import (
+    EVENTS_LOG,
+    LLM_CALLS_LOG,
+    MAP_FILE,
+    PAGE,
+    PRISTINE,
+    PRISTINE_LOGS,
+    STATE,
+    SUBMISSION,
+    RunPaths,
+)
 from aiscientist.workspace.eventlog import EventLog, line_hashes
 from aiscientist.workspace.fswatch import EVERY_WRITE_IN, FileChange, ObserverProcess, WatchSpec, intact
 from aiscientist.workspace.permissions import PermissionsFile
@@ -36,9 +46,9 @@ log = logging.getLogger(__name__)
 
 # Written all the time by the system itself (checkpoints, git, the map, the
 # model client's call log, the log mirrors, the run page); not listed as changes.
-IGNORED = ("state/", MAP_FILE, PAGE, LLM_CALLS_LOG, ".pristine/logs/")
+IGNORED = (STATE + "/", MAP_FILE, PAGE, LLM_CALLS_LOG, PRISTINE_LOGS + "/")
 # Not watched at all: every checkpoint, git commit and event-head write lands here.
-UNWATCHED = ("state",)
+UNWATCHED = (STATE,)
 MAX_LISTED = 100
 
 
@@ -119,7 +129,7 @@ class Watcher:
         rel = change.rel
         if change.intact is False:  # hashed by the observer when the change arrived
             hit = {
-                "file": rel.removeprefix("submission/"),
+                "file": rel.removeprefix(SUBMISSION + "/"),
                 "ts": change.ts,
                 "by": who,
                 "step": step,
@@ -139,7 +149,7 @@ class Watcher:
                 rel, {"path": rel, "change": change.kind, "ts": change.ts, "by": who, "count": 0}
             )
             entry.update(change=change.kind, by=who, count=entry["count"] + 1)
-            self._pristine_touched |= rel.startswith(".pristine/")
+            self._pristine_touched |= rel.startswith(PRISTINE + "/")
 
     def flush(self) -> None:
         """Handle everything queued so far."""
@@ -215,7 +225,7 @@ class Watcher:
 
     def _check_pristine(self) -> None:
         """Pristine copies cannot be restored from anywhere: flag them for verify."""
-        copies = self.ws.paths.pristine / "files"
+        copies = self.ws.paths.pristine_files
         bad = [inside for inside, digest in self._manifest.items() if not intact(str(copies / inside), digest)]
         if bad:
             self.ws.events.record(

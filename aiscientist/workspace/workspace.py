@@ -20,7 +20,15 @@ from pydantic import BaseModel, Field, ValidationError
 from aiscientist.experiment.engine import ExperimentEngine, StepRecord, best_step, load_steps
 from aiscientist.llm import read_records
 from aiscientist.records.accounting import call_usage, run_usage
-from aiscientist.records.paths import RunPaths, write_atomic
+from aiscientist.records.paths import (
+    PERMISSIONS_FILE,
+    TASK_RECORD,
+    TASK_RECORD_FILE,
+    TASK_TEXT_FILE,
+    WORKSPACE_CONFIG,
+    RunPaths,
+    write_atomic,
+)
 from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import CommandsResult, Mounts, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
@@ -30,12 +38,10 @@ from aiscientist.workspace.scope import Scope
 from aiscientist.workspace.wsmap import MapCache, build_map
 
 TEMPLATE = WORKSPACE_TEMPLATE
-CONFIG = "state/workspace.json"
-PERMISSIONS = "state/permissions.yaml"
 
 
 class WorkspaceConfig(BaseModel):
-    """`state/workspace.json`: how the run was created."""
+    """`RunPaths.workspace_config`: how the run was created."""
 
     file_bus: bool = True
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
@@ -91,7 +97,7 @@ class Workspace:
         """Lay out a new run folder and set up the baseline. On any failure the
         run folder is removed again (nothing left behind) and the error raised."""
         root = Path(run_dir).absolute()
-        if not (template / "permissions.yaml").is_file():
+        if not (template / PERMISSIONS_FILE).is_file():
             raise FileNotFoundError(
                 f"workspace template not found at {template} (it ships inside the aiscientist package; reinstall it)"
             )
@@ -102,13 +108,13 @@ class Workspace:
         try:
             paths = RunPaths(root)
             shutil.copytree(
-                template, root, ignore=shutil.ignore_patterns(".keep", "permissions.yaml"), dirs_exist_ok=True
+                template, root, ignore=shutil.ignore_patterns(".keep", PERMISSIONS_FILE), dirs_exist_ok=True
             )
             paths.state.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(template / "permissions.yaml", root / PERMISSIONS)
-            permissions = PermissionsFile.load(root / PERMISSIONS)
+            shutil.copy2(template / PERMISSIONS_FILE, paths.permissions)
+            permissions = PermissionsFile.load(paths.permissions)
             config = WorkspaceConfig(file_bus=file_bus, sandbox=box.settings, created_at=now())
-            (root / CONFIG).write_text(config.model_dump_json(indent=1))
+            paths.workspace_config.write_text(config.model_dump_json(indent=1))
             for log in permissions.logs.values():
                 (root / log).parent.mkdir(parents=True, exist_ok=True)
                 (root / log).touch()
@@ -119,7 +125,7 @@ class Workspace:
                 "system", "workspace.created", {"task": task.name, "file_bus": file_bus, "sandbox": box.name}
             )
             ws.engine.ensure_setup()
-            manifest = paths.pristine / "manifest.json"
+            manifest = paths.pristine_manifest
             ws.events.record(
                 "system",
                 "protected.manifest",
@@ -141,15 +147,15 @@ class Workspace:
         """Rebuild a run from its folder alone (resume after a crash, or a copy)."""
         root = Path(run_dir).absolute()
         paths = RunPaths(root)
-        task_json = paths.task / "task.json"
-        if not task_json.is_file() or not (root / CONFIG).is_file():
-            raise TaskError(root, "run folder", "not a run folder (task/task.json or state/workspace.json missing)")
+        task_json = paths.task_record
+        if not task_json.is_file() or not paths.workspace_config.is_file():
+            raise TaskError(root, "run folder", f"not a run folder ({TASK_RECORD} or {WORKSPACE_CONFIG} missing)")
         try:
             task = Task.model_validate_json(task_json.read_text())
-            config = WorkspaceConfig.model_validate_json((root / CONFIG).read_text())
+            config = WorkspaceConfig.model_validate_json(paths.workspace_config.read_text())
         except ValidationError as err:
             raise TaskError(root, "run folder", f"unreadable run state: {err.errors()[0]['msg']}") from None
-        permissions = PermissionsFile.load(root / PERMISSIONS)
+        permissions = PermissionsFile.load(paths.permissions)
         ws = cls(task, paths, config, permissions, get_sandbox(config.sandbox if sandbox is None else sandbox))
         ws.events.record("system", "workspace.opened", {"steps_done": len(ws.steps())})
         ws.refresh_map()
@@ -281,11 +287,11 @@ def _write_task_folder(task: Task, folder: Path) -> None:
     text = task.summary()
     if len(task.description.strip()) > 2000:
         text += "\n\n## Full description\n\n" + task.description.strip()
-    (folder / "task.md").write_text(text + "\n")
+    (folder / TASK_TEXT_FILE).write_text(text + "\n")
     for name, source in (("paper", task.paper), ("addendum", task.addendum)):
         if source is not None:
             shutil.copy2(source, folder / f"{name}{source.suffix}")
-    (folder / "task.json").write_text(task.model_dump_json(indent=1))
+    (folder / TASK_RECORD_FILE).write_text(task.model_dump_json(indent=1))
 
 
 def _make_read_only(folder: Path) -> None:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from aiscientist.records.paths import STEP_RECORD, RunPaths
+from aiscientist.records.paths import EXPERIMENTS, LOGS, STEP_DIR, STEP_RECORD, SUBMISSION, RunPaths
 from aiscientist.task import Task
 from aiscientist.util import untrusted
 from aiscientist.util.text import clean, quoted
@@ -175,16 +175,16 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
     ]
     lines.append("|---" * (4 if stable else 7) + "|")
     for area, info in ws.permissions.areas.items():
-        count, size, mtime = steps.stats if area == "experiments" else _stats(root / area)
+        count, size, mtime = steps.stats if area == EXPERIMENTS else _stats(root / area)
         main = _first_line(root / area / info.main, f"{info.main}") if info.main else "-"
         if stable:
-            lines.append(f"| {area}/ | {count} | {'-' if area == 'logs' else _size(size)} | {main} |")
+            lines.append(f"| {area}/ | {count} | {'-' if area == LOGS else _size(size)} | {main} |")
             continue
         writers = (
             "engine (experimentation)"
-            if area == "experiments"
+            if area == EXPERIMENTS
             else "append-only (API)"
-            if area == "logs"
+            if area == LOGS
             else _writers(rules, area)
         )
         lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {_size(size)} | {_stamp(mtime)} | {main} |")
@@ -196,7 +196,7 @@ def _writers(rules: dict[str, RoleRules], area: str) -> str:
     names = [
         role
         for role, r in rules.items()
-        if role != "system" and any(g == EDITABLE and area == "submission" or g.startswith(area + "/") for g in r.write)
+        if role != "system" and any(g == EDITABLE and area == SUBMISSION or g.startswith(area + "/") for g in r.write)
     ]
     return ", ".join(names) or "nobody"
 
@@ -217,7 +217,7 @@ def _stats(folder: Path) -> Stats:
 def _submission_lines(ws: MappedWorkspace) -> list[str]:
     task = ws.task
     return [
-        "submission/: editable "
+        f"{SUBMISSION}/: editable "
         + (", ".join(task.editable_globs) or "(none)")
         + " · protected (read-only) "
         + (", ".join(task.protected) or "(none)"),
@@ -227,9 +227,9 @@ def _submission_lines(ws: MappedWorkspace) -> list[str]:
 
 def _experiment_lines(ws: MappedWorkspace, steps: StepsSummary) -> list[str]:
     if not steps.count or steps.latest is None:
-        return ["experiments/: no steps yet"]
+        return [f"{EXPERIMENTS}/: no steps yet"]
     lines = [
-        f"experiments/: {steps.count} steps · {steps.ok} succeeded · {steps.count - steps.ok} failed"
+        f"{EXPERIMENTS}/: {steps.count} steps · {steps.ok} succeeded · {steps.count - steps.ok} failed"
         + (f" · {steps.invalid} invalid (tampering)" if steps.invalid else "")
     ]
     lines.append("latest: " + _describe(ws, steps.latest))
@@ -240,7 +240,7 @@ def _experiment_lines(ws: MappedWorkspace, steps: StepsSummary) -> list[str]:
 
 def _describe(ws: MappedWorkspace, step: dict[str, Any]) -> str:
     number = step.get("step")
-    name = f"step_{number:04d}" if isinstance(number, int) else str(number)
+    name = STEP_DIR.format(number) if isinstance(number, int) else str(number)
     if step.get("success"):
         label = ws.task.metric.name if ws.task.metric else "metric"
         outcome = f"{label}={step.get('metric'):.6g}" if isinstance(step.get("metric"), (int, float)) else "ok"
@@ -255,7 +255,7 @@ def _log_lines(ws: MappedWorkspace, stable: bool) -> list[str]:
     parts = [] if stable else [f"{ws.events.head().get('seq', 0)} events"]
     for name, rel in ws.permissions.logs.items():
         parts.append(f"{rel}: {ws.map_cache.sessions(ws.paths.root / rel)} sessions")
-    return ["logs/: " + " · ".join(parts)]
+    return [f"{LOGS}/: " + " · ".join(parts)]
 
 
 def _first_line(path: Path, name: str) -> str:

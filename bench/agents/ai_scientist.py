@@ -1,7 +1,7 @@
 """`ai-scientist`: The AI Scientist (v1)-style broad exploration. A model call proposes
 ideas (JSON); each is explored from the baseline code: up to 5 runs, each prepared by a
 coding turn (a short tool loop), each failed run followed by up to 4 fixes. Then new ideas,
-seeing the titles tried. `state/ai_scientist.json` lets a run resume on its idea.
+seeing the titles tried. `RunPaths.agent_state` lets a run resume on its idea.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy, search
 from aiscientist.llm.offline.solo import editable, read_call, replay
-from aiscientist.records.paths import write_atomic
+from aiscientist.records.paths import in_submission, write_atomic
 from aiscientist.util.text import quoted
 from bench.agents.tools import baseline_toolbox, system_prompt
 
@@ -39,10 +39,10 @@ list in a ```json block: [{"name": "short_snake_case", "title": "...",
 "experiment": "what to change and how to test it"}].
 """
 
-CODER_INSTRUCTIONS = """
+CODER_INSTRUCTIONS = f"""
 You are the coding assistant of an AI researcher. Implement the requested
 experiment by editing the editable files (paths are relative to the run folder,
-e.g. submission/train.py) with the file tools, then call `finish`. Do not run the
+e.g. {in_submission("train.py")}) with the file tools, then call `finish`. Do not run the
 experiment yourself: it is run after you finish and you get its result.
 """
 
@@ -151,7 +151,7 @@ class AIScientist:
                 "Plan and implement the next experiment for this idea." if progress.history else "Implement the idea."
             )
         parts.append(f"Steps left: {ctx.steps_left()}")
-        editable = [f"submission/{rel}" for rel in ctx.editable_files()]
+        editable = [in_submission(rel) for rel in ctx.editable_files()]
         parts.append(
             facts_line(
                 role=ROLE,
@@ -166,7 +166,7 @@ class AIScientist:
     @staticmethod
     def _idea_messages(ctx: RunContext, progress: Progress) -> list[dict[str, Any]]:
         code = "\n\n".join(
-            f"### submission/{rel}\n```python\n{ctx.read_code(rel)[:6000]}\n```" for rel in ctx.editable_files()
+            f"### {in_submission(rel)}\n```python\n{ctx.read_code(rel)[:6000]}\n```" for rel in ctx.editable_files()
         )
         tried = "\n".join(f"- {i.title}" for i in progress.ideas) or "(none)"
         user = (
@@ -176,19 +176,19 @@ class AIScientist:
                 role=ROLE,
                 want=IDEAS_PER_CALL,
                 tried=len(progress.ideas),
-                **task_facts(ctx.task, [f"submission/{rel}" for rel in ctx.editable_files()]),
+                **task_facts(ctx.task, [in_submission(rel) for rel in ctx.editable_files()]),
             )
         )
         return [system_prompt(ROLE, IDEA_INSTRUCTIONS), {"role": "user", "content": user}]
 
     @staticmethod
     def _load(ctx: RunContext) -> Progress:
-        path = ctx.ws.paths.state / "ai_scientist.json"
+        path = ctx.ws.paths.agent_state
         return Progress.model_validate_json(path.read_text()) if path.is_file() else Progress()
 
     @staticmethod
     def _save(ctx: RunContext, progress: Progress) -> None:
-        write_atomic(ctx.ws.paths.state / "ai_scientist.json", progress.model_dump_json(indent=1))
+        write_atomic(ctx.ws.paths.agent_state, progress.model_dump_json(indent=1))
 
 
 def offline_policy(ctx: PolicyContext) -> PolicyReply:

@@ -22,7 +22,7 @@ from aiscientist.agent.toolsets import register_toolset
 from aiscientist.experiment import snapshots
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy, search
-from aiscientist.records.paths import write_atomic
+from aiscientist.records.paths import in_submission, write_atomic
 from aiscientist.records.tree import Tree, TreeNode, write_tree
 from aiscientist.task import expand_globs
 from aiscientist.util.text import quoted
@@ -170,7 +170,7 @@ class Aide:
                 stage=stage,
                 steps_left=ctx.steps_left(),
                 code=code,
-                **task_facts(ctx.task, [f"submission/{journal.target}"]),
+                **task_facts(ctx.task, [in_submission(journal.target)]),
             )
         )
         memory = [n for n in journal.good()][-MEMORY_NODES:]

@@ -36,7 +36,8 @@ class External:
                 "agent external needs an option command=... "
                 "(e.g. --option external.command='my-agent --task $AISCI_TASK_FILE')"
             )
-        bin_dir = ctx.ws.paths.state / "external_bin"
+        folder = ctx.ws.paths.agent_dir  # the agent's own files: bin/, brief.md, output.txt
+        bin_dir = folder / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
         wrapper = bin_dir / "run_experiment"
         wrapper.write_text(
@@ -48,7 +49,7 @@ class External:
             )
         )
         wrapper.chmod(0o755)
-        task_file = ctx.ws.paths.state / "external_task.md"
+        task_file = folder / "brief.md"
         task_file.write_text(
             ctx.task.summary() + f"\n\nStep budget: {ctx.steps_left()} (each `run_experiment` call is one step)\n"
         )
@@ -60,7 +61,7 @@ class External:
         }
         env.update(ctx.ws.engine.env)
         timeout = float(ctx.options.get("timeout_s", 3600))
-        with open(ctx.ws.paths.state / "external_output.txt", "ab") as output:
+        with open(folder / "output.txt", "ab") as output:
             proc = subprocess.Popen(
                 ["bash", "-c", command],
                 cwd=ctx.submission,

@@ -13,29 +13,30 @@ from aiscientist.agent.toolsets import register_toolset
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import register_role_policy
 from aiscientist.llm.offline.solo import solo
+from aiscientist.records.paths import SCRATCH, SUBMISSION, TASK, in_submission
 from bench.agents.tools import baseline_toolbox, system_prompt
 
 KEEP_MESSAGES = 40
 
-LINEAR = """
+LINEAR = f"""
 You are an autonomous research engineer working alone in a repository. Improve the
 task's metric by changing the method in the editable files (paths relative to the
-run folder, e.g. submission/train.py). Work in a single track: keep refining your
+run folder, e.g. {in_submission("train.py")}). Work in a single track: keep refining your
 latest version, measure every change with run_experiment, and continue until the
 step budget is spent.
 """
 
-BASIC = """
+BASIC = f"""
 You are an agent solving a machine-learning research task. Use bash (it runs in
-submission/, the repository; only submission/ and scratch/ are writable), read
+{SUBMISSION}/, the repository; only {SUBMISSION}/ and {SCRATCH}/ are writable), read
 files in chunks, search files, and run_experiment to measure the current code
 (each call is one counted step). Think step by step, call one tool at a time and
 submit when you are done or the steps run out.
 """
 
-ITERATIVE = """
+ITERATIVE = f"""
 You are an agent solving a machine-learning research task, one small step at a
-time. You have bash (in submission/; only submission/ and scratch/ are writable),
+time. You have bash (in {SUBMISSION}/; only {SUBMISSION}/ and {SCRATCH}/ are writable),
 read_file_chunk, and run_experiment (one counted step each). There is no submit:
 keep working until the step budget is spent.
 """
@@ -67,12 +68,12 @@ class ReactAgent:
         task, budget = ctx.task, f"Step budget: {ctx.steps_left()}"
         if task.kind == "reproduce":
             editable = []
-            paper = f"The paper is at task/paper{task.paper.suffix}" if task.paper else "There is no paper file"
+            paper = f"The paper is at {TASK}/paper{task.paper.suffix}" if task.paper else "There is no paper file"
             commands = " ; ".join(task.commands)
-            build = f"Build the reproduction in submission/ with bash; run_experiment runs: {commands}."
-            prose = f"{task.summary()}\n\n{paper}; see task/ for the rest. {build}\n{budget}"
+            build = f"Build the reproduction in {SUBMISSION}/ with bash; run_experiment runs: {commands}."
+            prose = f"{task.summary()}\n\n{paper}; see {TASK}/ for the rest. {build}\n{budget}"
         else:
-            editable = [f"submission/{f}" for f in ctx.editable_files()]
+            editable = [in_submission(f) for f in ctx.editable_files()]
             prose = f"{task.summary()}\n\nRun folder paths of the editable files: {', '.join(editable)}\n{budget}"
         return prose + "\n" + facts_line(role=self.role, steps_budget=ctx.steps_left(), **task_facts(task, editable))
 

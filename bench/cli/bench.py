@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from aiscientist.records.cell import CELL_ERROR, REPORT, RUNS, has_runs
 from aiscientist.sandbox import BACKENDS
 from aiscientist.util.console import make_console
 from aiscientist.util.text import clean
@@ -77,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder"
     )
     report.add_argument("results", type=Path)
-    report.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/report)")
+    report.add_argument("--out", type=Path, default=None, help=f"report folder (default RESULTS/{REPORT})")
     agents = sub.add_parser(
         "agents", help="the tools each agent and role may call (the one table of aiscientist.agent.toolsets)"
     )
@@ -179,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for name, error in outcome["failed"].items():
         # a run's error may quote what its experiments printed: one escaped line, never markup
-        console.print(Text.assemble(("failed", "red"), f" {clean(name)}: {clean(error, 500)} (see runs/.../error.txt)"))
+        where = f"(see {RUNS}/.../{CELL_ERROR})"
+        console.print(Text.assemble(("failed", "red"), f" {clean(name)}: {clean(error, 500)} {where}"))
     if not args.no_report:
         _report(args.out, None)
     return 1 if outcome["failed"] else 0
@@ -206,8 +208,8 @@ def _check_models(config) -> None:
 def _report(results: Path, out: Path | None) -> int:
     from bench.scoring.report import write_report
 
-    if not (results / "runs").is_dir():
-        console.print(f"[red]error:[/red] {results} holds no runs/ folder (is it a `bench run --out` folder?)")
+    if not has_runs(results):
+        console.print(f"[red]error:[/red] {results} holds no {RUNS}/ folder (is it a `bench run --out` folder?)")
         return 2
     index = write_report(results, out)
     console.print(f"report: {index}")

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiscientist.experiment.engine import StepRecord, load_steps
 from aiscientist.records.accounting import successful
-from aiscientist.records.paths import RunPaths
+from aiscientist.records.cell import CellPaths
 from aiscientist.task import Task, expand_globs
 from bench.fml.results import ResultsError
 from bench.scoring.exploration import EXCLUDED, explore_steps
@@ -42,17 +42,16 @@ def cells(results: Path) -> dict[str, dict[str, Cell]]:
     """`{agent: {task: Cell}}` for every improve task of a `bench run` folder."""
     runs = load_runs(results)
     if not runs:
-        raise ResultsError(
-            f"{results}: no runs/<task>/<agent>/round_<k>/result.json (is it a `bench run --out` folder?)"
-        )
+        shown = CellPaths.of(Path(), "<task>", "<agent>", "<k>").result
+        raise ResultsError(f"{results}: no {shown} (is it a `bench run --out` folder?)")
     groups = group_by([s for s in runs if s.kind == "improve"], lambda s: (s.agent, s.task))
     found: dict[str, dict[str, Cell]] = {}
     for (agent, name), rounds in groups.items():
         best = best_round(rounds) or min(rounds, key=lambda s: s.round)
-        ws = best.folder(results) / "ws"
-        task = Task.model_validate_json((ws / "task" / "task.json").read_text())
-        others = [s.folder(results) for s in rounds if s is not best]
-        found.setdefault(agent, {})[name] = Cell(task, best, load_steps(RunPaths(ws)), ws, others)
+        ws = best.cell(results).run
+        task = Task.model_validate_json(ws.task_record.read_text())
+        others = [s.cell(results).root for s in rounds if s is not best]
+        found.setdefault(agent, {})[name] = Cell(task, best, load_steps(ws), ws.root, others)
     return found
 
 

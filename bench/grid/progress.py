@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 
 from aiscientist.experiment.engine import best_step, load_steps
-from aiscientist.records.paths import RESULT, RunPaths
 from aiscientist.task import Task, load_task
 from aiscientist.util.console import make_console
 from aiscientist.util.humanize import num, plural
@@ -34,20 +33,19 @@ class CellStatus(BaseModel):
 
 
 def cell_status(spec: RunSpec, task: Task, out: Path) -> CellStatus:
-    folder = spec.folder(out)
-    ws = folder / "ws"
+    cell = spec.cell(out)
     try:
-        steps = load_steps(RunPaths(ws)) if (ws / "experiments").is_dir() else []
+        steps = load_steps(cell.run) if cell.run.experiments.is_dir() else []
     except (ValidationError, ValueError, OSError):
         steps = []  # a step record being written right now
     best = best_step(task, steps) if task.metric else None
-    if (folder / RESULT).is_file():
+    if cell.result.is_file():
         state: State = "done"
-        note = str(json.loads((folder / RESULT).read_text()).get("error") or "")
-    elif (folder / "error.txt").is_file():
-        state, note = "failed", ((folder / "error.txt").read_text().strip().splitlines() or [""])[-1]
+        note = str(json.loads(cell.result.read_text()).get("error") or "")
+    elif cell.error.is_file():
+        state, note = "failed", (cell.error.read_text().strip().splitlines() or [""])[-1]
     else:
-        state, note = ("running" if ws.is_dir() else "queued"), ""
+        state, note = ("running" if cell.ws.is_dir() else "queued"), ""
     return CellStatus(
         task=spec.task,
         agent=spec.agent,
@@ -80,16 +78,16 @@ class GridProgress:
         self.live = None
         self._done: dict[Path, CellStatus] = {}
         self.reported: dict[Path, State] = {
-            s.folder(out): "done" for s in specs if (s.folder(out) / RESULT).is_file()
+            s.cell(out).root: "done" for s in specs if s.cell(out).result.is_file()
         }  # finished before
 
     def cells(self) -> list[CellStatus]:
         """Every cell's status; a finished cell's folder is read once, not every refresh."""
         cells = []
         for spec in self.specs:
-            cell = self._done.get(spec.folder(self.out)) or cell_status(spec, self.tasks[spec.task], self.out)
+            cell = self._done.get(spec.cell(self.out).root) or cell_status(spec, self.tasks[spec.task], self.out)
             if cell.state == "done":
-                self._done[spec.folder(self.out)] = cell
+                self._done[spec.cell(self.out).root] = cell
             cells.append(cell)
         return cells
 
@@ -119,8 +117,8 @@ class GridProgress:
             self.live.update(self.table(cells))
             return
         for spec, cell in zip(self.specs, cells):
-            if cell.state in ("done", "failed") and self.reported.get(spec.folder(self.out)) != cell.state:
-                self.reported[spec.folder(self.out)] = cell.state
+            if cell.state in ("done", "failed") and self.reported.get(spec.cell(self.out).root) != cell.state:
+                self.reported[spec.cell(self.out).root] = cell.state
                 self.console.print(cell_line(cell, self.config.steps), highlight=False, soft_wrap=True)
 
     def __enter__(self) -> GridProgress:

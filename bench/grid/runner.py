@@ -27,7 +27,8 @@ from aiscientist.llm import read_records
 from aiscientist.llm.config import load_llm_config
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
-from aiscientist.records.paths import RESULT, RUN_INFO, SETUP_DONE, RunPaths
+from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths
+from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace
 from bench.agents import get_agent
@@ -35,6 +36,7 @@ from bench.grid.executors import open_executor, pool_shape, thread_env
 from bench.grid.progress import GridProgress
 from bench.grid.spec import GridConfig, RunSpec
 from bench.paper.grading import grade_task
+from bench.paper.reproduce import GRADE_FILE
 from bench.scoring.contribution_judge import judge_diff
 from bench.scoring.embed import code_text, get_embedder
 from bench.scoring.fml_metrics import range_of
@@ -63,7 +65,7 @@ def run_specs(config: GridConfig) -> list[RunSpec]:
 
 
 def is_finished(spec: RunSpec, out: Path) -> bool:
-    return (spec.folder(out) / RESULT).is_file()
+    return spec.cell(out).result.is_file()
 
 
 def _seed(spec: RunSpec, base: int) -> int:
@@ -72,15 +74,15 @@ def _seed(spec: RunSpec, base: int) -> int:
 
 def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     """Run (or continue) one agent on one task; write result.json when done."""
-    folder = spec.folder(out)
+    cell = spec.cell(out)
     if is_finished(spec, out):
         return "skipped"
-    timing = Timing(folder)
+    timing = Timing(cell)
     task = load_task(spec.task_path)
     agent = get_agent(spec.agent)
-    options, seed, ws_dir = config.options.get(spec.agent, {}), _seed(spec, config.seed), folder / "ws"
+    options, seed, ws_dir = config.options.get(spec.agent, {}), _seed(spec, config.seed), cell.ws
     own = getattr(agent, "creates_workspace", False)
-    if ws_dir.exists() and not (ws_dir / (RUN_INFO if own else SETUP_DONE)).is_file():
+    if ws_dir.exists() and not (cell.run.run_info if own else cell.run.setup_done).is_file():
         shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
     if own:
         stop = _guard(
@@ -93,21 +95,21 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = summarize_cell(spec, config, task, ws, out, stop, timing.close())
-    (folder / "error.txt").unlink(missing_ok=True)
-    (folder / RESULT).write_text(summary.model_dump_json(indent=1))
+    cell.error.unlink(missing_ok=True)
+    cell.result.write_text(summary.model_dump_json(indent=1))
     return str(stop)
 
 
 class Timing:
-    """Wall time of a run over its sessions (`timing.json`). A session that was
+    """Wall time of a run over its sessions (`CellPaths.timing`). A session that was
     killed is counted up to its last step record."""
 
-    def __init__(self, folder: Path):
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / "timing.json"
+    def __init__(self, cell: CellPaths):
+        cell.root.mkdir(parents=True, exist_ok=True)
+        self.path = cell.timing
         state = json.loads(self.path.read_text()) if self.path.is_file() else {"wall_time_s": 0.0, "open_since": None}
         if state.get("open_since") is not None:
-            ends = [p.stat().st_mtime for p in RunPaths(folder / "ws").step_records()]
+            ends = [p.stat().st_mtime for p in cell.run.step_records()]
             state["wall_time_s"] += max(0.0, max(ends, default=state["open_since"]) - state["open_since"])
         self.wall, self.started = state["wall_time_s"], time.time()
         self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": self.started}))
@@ -136,7 +138,7 @@ def summarize_cell(
     spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome, wall: float
 ) -> RunSummary:
     """The run's end (`experiment.finish`), then diversity, judge labels and the bench summary."""
-    folder = spec.folder(out)
+    cell = spec.cell(out)
     steps = load_steps(ws.paths)
     direction = task.metric.direction if task.metric else "max"
     result = finish_run(
@@ -152,7 +154,7 @@ def summarize_cell(
     measured = shared_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
-    labels = label_steps(task, ws, good, folder / "labels.json", config.judge_model or config.model or "offline")
+    labels = label_steps(task, ws, good, cell, config.judge_model or config.model or "offline")
     usage = summarize_steps(steps, direction)
     usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.llm_calls)), steps)
     return RunSummary(
@@ -172,8 +174,8 @@ def summarize_cell(
         diversity=diversity,
         embedder=embedder,
         labels=labels,
-        judge_tokens=call_usage(read_records(RunPaths(folder / "judge").llm_calls)).tokens,
-        rubric_score=_rubric(task, ws, folder, config),
+        judge_tokens=call_usage(read_records(RunPaths(cell.judge).llm_calls)).tokens,
+        rubric_score=_rubric(task, ws, cell, config),
         score_range=range_of(task.name, direction, task.score_range),
         stop_reason=stop.stop,
         stop_detail=stop.detail,
@@ -188,15 +190,15 @@ def shared_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
     lock, so parallel workers share it."""
     import fcntl
 
-    folder = out / "baselines" / task.name
-    folder.mkdir(parents=True, exist_ok=True)
-    record = folder / "baseline.json"
-    with open(folder / ".lock", "w") as lock:
+    folder = BaselinePaths.of(out, task.name)
+    folder.root.mkdir(parents=True, exist_ok=True)
+    record = folder.record
+    with open(folder.lock, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if record.is_file():
             return json.loads(record.read_text())
-        shutil.rmtree(folder / "ws", ignore_errors=True)
-        step, result = measure_baseline(Workspace.create(task, folder / "ws", sandbox=sandbox))
+        shutil.rmtree(folder.ws, ignore_errors=True)
+        step, result = measure_baseline(Workspace.create(task, folder.ws, sandbox=sandbox))
         test = result.test
         measured = {
             "val": step.metric if step.eligible else None,
@@ -215,29 +217,30 @@ def _diversity(task: Task, ws: Workspace, good: list[StepRecord], prefer: str) -
     return diversity(vectors), embedder.name
 
 
-def label_steps(task: Task, ws: Workspace, good: list[StepRecord], cache: Path, model: str) -> dict[str, str]:
+def label_steps(task: Task, ws: Workspace, good: list[StepRecord], cell: CellPaths, model: str) -> dict[str, str]:
+    cache = cell.labels
     labels: dict[str, str] = json.loads(cache.read_text()) if cache.is_file() else {}
     for step in good:
         key = str(step.step)
         if key not in labels:
             diff = (ws.paths.root / step.diff_path).read_text(errors="replace")
-            labels[key] = judge_diff(task, diff, model, cache.parent / "judge")
+            labels[key] = judge_diff(task, diff, model, cell.judge)
             cache.write_text(json.dumps(labels, indent=1))
     return labels
 
 
-def _rubric(task: Task, ws: Workspace, folder: Path, config: GridConfig) -> float | None:
+def _rubric(task: Task, ws: Workspace, cell: CellPaths, config: GridConfig) -> float | None:
     """Paper tasks: reproduce and grade the final submission against the rubric (once)."""
     if task.kind != "reproduce":
         return None
-    record = folder / "grade" / "grade.json"  # the graded tree: its root holds the score
+    record = cell.grade / GRADE_FILE  # the graded tree: its root holds the score
     if record.is_file():
         return float(json.loads(record.read_text())["score"])
     return grade_task(
         task,
         ws.paths.submission,
         config.judge_model or config.model or "offline",
-        out=folder / "grade",
+        out=cell.grade,
         sandbox=config.sandbox,  # the grid's sandbox, never a silent fallback to the host
     ).score
 
@@ -251,9 +254,9 @@ def _worker_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     try:
         return execute_run(spec, config, out)
     except BaseException as err:
-        folder = spec.folder(out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "error.txt").write_text(traceback.format_exc())
+        cell = spec.cell(out)
+        cell.root.mkdir(parents=True, exist_ok=True)
+        cell.error.write_text(traceback.format_exc())
         if isinstance(err, Exception):
             raise CellFailed(f"{type(err).__name__}: {err}") from None
         raise
@@ -268,7 +271,7 @@ def _baseline_job(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
 
 def _unmeasured_baselines(todo: list[RunSpec], out: Path) -> list[Task]:
     """The improve tasks of these runs whose baseline is not measured yet."""
-    paths = {s.task: s.task_path for s in todo if not (out / "baselines" / s.task / "baseline.json").is_file()}
+    paths = {s.task: s.task_path for s in todo if not BaselinePaths.of(out, s.task).record.is_file()}
     return [task for task in map(load_task, paths.values()) if task.kind == "improve"]
 
 
@@ -278,14 +281,14 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     for name in config.agents:
         get_agent(name)  # unknown agent names fail before any work
     out.mkdir(parents=True, exist_ok=True)
-    (out / "grid.json").write_text(config.model_dump_json(indent=1))
+    (out / GRID_FILE).write_text(config.model_dump_json(indent=1))
     todo = [s for s in specs if not is_finished(s, out)]
     failures: dict[str, str] = {}
     if todo:
         # the baselines first, as jobs of their own, so no run waits for one at its end
         baselines = _unmeasured_baselines(todo, out)
         jobs: list[Job] = [(f"{t.name}/baseline", _baseline_job, (t, out, config.sandbox)) for t in baselines]
-        jobs += [(f"{s.task}/{s.agent}/round_{s.round}", _worker_run, (s, config, out)) for s in todo]
+        jobs += [(s.cell(out).label, _worker_run, (s, config, out)) for s in todo]
         workers, slots = pool_shape(len(todo), config.workers or _model_slots(config), config.cores_per_run)
         with GridProgress(specs, config, out, enabled=progress) as live:
             failures = _drain(

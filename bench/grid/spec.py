@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from aiscientist.records.cell import CellPaths
+
 
 class GridConfig(BaseModel):
     agents: list[str] = Field(min_length=1)
@@ -31,5 +33,5 @@ class RunSpec(BaseModel):
     agent: str
     round: int
 
-    def folder(self, out: Path) -> Path:
-        return out / "runs" / self.task / self.agent / f"round_{self.round}"
+    def cell(self, out: Path) -> CellPaths:
+        return CellPaths.of(out, self.task, self.agent, self.round)

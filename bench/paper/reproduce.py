@@ -21,6 +21,7 @@ SCRIPT = "reproduce.sh"
 LOG = "reproduce.log"
 # Written by the grader into a submission folder; never part of what is reproduced.
 GRADE_FILE = "grade.json"
+COPY_DIR = "submission"  # the copy reproduce.sh runs in (PaperBench's name; not a run folder's area)
 LOG_COPY = "grade_reproduce.log"
 GRADER_FILES = (GRADE_FILE, LOG_COPY)
 _SKIP_DIRS = {".git", "__pycache__"}
@@ -153,7 +154,7 @@ def reproduce(submission: Path, work_dir: Path, timeout_s: float, sandbox: Sandb
     """Copy `submission` to `work_dir/submission` and run `bash reproduce.sh` there (in
     `isolated(sandbox)`), its output going to `reproduce.log` in the copy."""
     submission = Path(submission)
-    copy_dir = copy_submission(submission, Path(work_dir) / "submission")
+    copy_dir = copy_submission(submission, Path(work_dir) / COPY_DIR)
     if not (copy_dir / SCRIPT).is_file():
         return Reproduction(
             copy_dir=copy_dir, ran=False, error=f"the submission has no {SCRIPT} at its root", timeout_s=timeout_s

@@ -1,6 +1,6 @@
 """The adapter contract: what a peer is told, in its own terms, and how its process is run.
 
-A peer gets a `PeerBrief` (JSON in `state/peer/brief.json`): the task (goal, metric and
+A peer gets a `PeerBrief` (JSON in `brief.json` of `RunPaths.agent_dir`): the task (goal, metric and
 direction, editable files, the evaluation command — our `run_experiment`), the budget (one
 counted experiment is one of our steps; the driver maps it to the peer's own iterations)
 and the model (a litellm name and, for OpenAI-compatible servers, `api_base`). The peer's
@@ -25,6 +25,8 @@ from pydantic import BaseModel
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.llm import load_llm_config
+from aiscientist.records.cell import CELL_WS
+from aiscientist.records.paths import AGENT_DIR
 from aiscientist.sandbox import get_sandbox
 from aiscientist.util.console import make_console
 from bench.peers.bridge import Bridge
@@ -32,7 +34,7 @@ from bench.peers.meter import Meter
 from bench.peers.specs import PeerEnvError, ensure, spec
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
-OUTPUT = "output.txt"  # the peer's own output, in state/peer/
+OUTPUT = "output.txt"  # the peer's own output, in RunPaths.agent_dir
 OPENAI_BASE = "https://api.openai.com/v1"
 console = make_console(stderr=True, soft_wrap=True)
 
@@ -122,7 +124,7 @@ class PeerAgent:
 
     def solve(self, ctx: RunContext) -> Outcome:
         python = ensure(self.peer)
-        folder = ctx.ws.paths.state / "peer"
+        folder = ctx.ws.paths.agent_dir
         folder.mkdir(parents=True, exist_ok=True)
         told = brief(ctx)
         upstream, key = told.model.api_base, told.model.api_key
@@ -147,7 +149,7 @@ class PeerAgent:
             "HF_HUB_OFFLINE": "1",
             "PYTHONUNBUFFERED": "1",
             "AISCI_BRIDGE_TOKEN": bridge.token,
-            "AISCI_PEER_DIR": str(bridge.ctx.ws.paths.state / "peer"),
+            "AISCI_PEER_DIR": str(bridge.ctx.ws.paths.agent_dir),
             "AISCI_SOCKETS": str(sockets),
         }
 
@@ -166,7 +168,7 @@ class PeerAgent:
             detail, stop = f"peer {self.peer} ended without calling the evaluator", StopReason.AGENT_FAILED
         else:
             return Outcome(stop=StopReason.FINISHED, detail=f"peer {self.peer} ended its own run")
-        console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail} (see ws/state/peer/{OUTPUT})")
+        console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail} (see {CELL_WS}/{AGENT_DIR}/{OUTPUT})")
         return Outcome(stop=stop, detail=detail)
 
 

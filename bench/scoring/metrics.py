@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from aiscientist.agent.outcome import StopReason
 from aiscientist.experiment.engine import StepRecord
 from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
-from aiscientist.records.paths import RESULT
+from aiscientist.records.cell import CellPaths, cell_results
 from bench.scoring.fml_metrics import Range, normalized_improvement
 
 Direction = Literal["max", "min"]
@@ -123,15 +123,13 @@ class RunSummary(BaseModel):
     def score_baseline(self) -> float | None:
         return self.baseline_test if self.has_test and self.baseline_test is not None else self.baseline
 
-    def folder(self, results: Path) -> Path:
-        return results / "runs" / self.task / self.agent / f"round_{self.round}"
+    def cell(self, results: Path) -> CellPaths:
+        return CellPaths.of(results, self.task, self.agent, self.round)
 
 
 def load_runs(results: Path) -> list[RunSummary]:
     """Every finished run's summary under RESULTS/runs/."""
-    return [
-        RunSummary.model_validate_json(p.read_text()) for p in sorted((results / "runs").glob(f"*/*/round_*/{RESULT}"))
-    ]
+    return [RunSummary.model_validate_json(p.read_text()) for p in cell_results(results)]
 
 
 def summarize_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aiscientist.agent import toolsets
-from aiscientist.records.paths import RunPaths
+from aiscientist.records.cell import REPORT, cell_folders, task_folders
 from aiscientist.util.humanize import MISSING, num, plural, pm
 from bench.agents import AGENTS, agent_class
 from bench.scoring.metrics import (
@@ -183,9 +183,9 @@ def write_run_pages(results: Path, runs: Sequence[RunSummary], out: Path) -> dic
 
     pages = {}
     for run in runs:
-        folder = run.folder(results)
-        if (folder / "ws" / "experiments").is_dir():
-            pages[(run.task, run.agent, run.round)] = os.path.relpath(write_page(folder), out)
+        cell = run.cell(results)
+        if cell.run.experiments.is_dir():
+            pages[(run.task, run.agent, run.round)] = os.path.relpath(write_page(cell.root), out)
     return pages
 
 
@@ -232,7 +232,7 @@ def column_notes(table: Table) -> list[tuple[str, str]]:
 
 def write_report(results: Path, out: Path | None = None, run_pages: bool = True) -> Path:
     """Write every table, plot and page; return the path of index.html."""
-    out = out or results / "report"
+    out = out or results / REPORT
     out.mkdir(parents=True, exist_ok=True)
     for pattern in OUTPUTS:  # a previous report's files (this one may have fewer tables or tasks)
         for old in out.glob(pattern):
@@ -348,8 +348,8 @@ def forgeable_note(results: Path) -> list[str]:
     """One line naming the tasks whose steps were scored next to code the agent could edit
     (`score_isolated: false` in their step records, docs/contracts.md "Scoring")."""
     tasks = set()
-    for task_dir in sorted((results / "runs").glob("*")):
-        for record in (RunPaths(ws).step_record(1) for ws in task_dir.glob("*/round_*/ws")):
+    for task_dir in task_folders(results):
+        for record in (cell.run.step_record(1) for cell in cell_folders(results, task_dir.name)):
             try:
                 isolated = json.loads(record.read_text()).get("score_isolated")
             except (OSError, ValueError, AttributeError):

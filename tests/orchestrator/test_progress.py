@@ -49,10 +49,10 @@ def test_grid_progress_reports_each_finished_cell_once(tmp_path):
     config = GridConfig(agents=["linear"], tasks=[TINY], rounds=3, steps=2)
     out = tmp_path / "results"
     first, second, third = run_specs(config)
-    shutil.copytree(run, first.folder(out) / "ws")
-    (first.folder(out) / "result.json").write_text(json.dumps({"error": None}))
-    shutil.copytree(run, second.folder(out) / "ws")
-    (second.folder(out) / "ws" / "experiments" / "step_0002" / "step.json").unlink()  # still running
+    shutil.copytree(run, first.cell(out).root / "ws")
+    (first.cell(out).root / "result.json").write_text(json.dumps({"error": None}))
+    shutil.copytree(run, second.cell(out).root / "ws")
+    (second.cell(out).root / "ws" / "experiments" / "step_0002" / "step.json").unlink()  # still running
     buffer = io.StringIO()
     live = GridProgress([first, second, third], config, out, enabled=False, console=Console(file=buffer, width=200))
     cells = live.cells()
@@ -61,7 +61,7 @@ def test_grid_progress_reports_each_finished_cell_once(tmp_path):
     assert (cells[1].steps, cells[1].best, cells[1].best_step) == (1, step1["metric"], 1)
     live.refresh()
     assert buffer.getvalue() == ""  # finished before this session: not repeated
-    (second.folder(out) / "error.txt").write_text("Traceback ...\nRuntimeError: boom\n")
+    (second.cell(out).root / "error.txt").write_text("Traceback ...\nRuntimeError: boom\n")
     live.refresh()
     live.refresh()
     assert buffer.getvalue().splitlines() == [

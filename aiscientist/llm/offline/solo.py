@@ -14,6 +14,7 @@ from typing import Any
 
 import aiscientist.llm.offline.search as search
 from aiscientist.llm.offline.backend import BANNER, Exchange, PolicyContext, PolicyReply, register_role_policy
+from aiscientist.records.paths import in_submission, submission_rel
 
 HEREDOC = "AISCI_EOF"
 Call = tuple[str, dict[str, Any]]
@@ -70,7 +71,7 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
     if bash:
         text = contents[edit.path].replace(edit.old, edit.new, 1)
         command = (
-            f"cat > {edit.path.removeprefix('submission/')} <<'{HEREDOC}'\n{text.removesuffix(chr(10))}\n{HEREDOC}"
+            f"cat > {submission_rel(edit.path) or edit.path} <<'{HEREDOC}'\n{text.removesuffix(chr(10))}\n{HEREDOC}"
         )
         return PolicyReply(f"Step {len(runs) + 1}: {edit.what}.", [("bash", {"command": command})])
     return PolicyReply(f"Step {len(runs) + 1}: {edit.what}.", [*calls, ("edit_file", edit.args())])
@@ -98,8 +99,8 @@ def replay(ctx: PolicyContext, history: list[Exchange] | None = None) -> dict[st
             contents[e.path] = contents[e.path].replace(
                 str(e.arguments.get("old", "")), str(e.arguments.get("new", "")), 1
             )
-        elif match and f"submission/{match[0]}" in contents:
-            contents[f"submission/{match[0]}"] = match[1] + "\n"
+        elif match and in_submission(match[0]) in contents:
+            contents[in_submission(match[0])] = match[1] + "\n"
     return contents
 
 
@@ -117,7 +118,7 @@ def _written(e: Exchange, before: dict[str, str]) -> tuple[str, str, str] | None
     if e.name == "edit_file":
         return e.path, str(e.arguments.get("old", "")), str(e.arguments.get("new", ""))
     match = _heredoc(e)
-    path = f"submission/{match[0]}" if match else ""
+    path = in_submission(match[0]) if match else ""
     if not match or path not in before:
         return None
     changed = [(a, b) for a, b in zip(before[path].splitlines(), match[1].splitlines()) if a != b]

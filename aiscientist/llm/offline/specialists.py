@@ -20,14 +20,14 @@ import aiscientist.llm.offline.search as search
 from aiscientist.llm.candidates import find_candidates
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.llm.offline.solo import Call, editable, read_call, replay, tries
-from aiscientist.records.paths import EXP_LOG
+from aiscientist.records.paths import ANALYSIS_NOTES, ANALYSIS_SUMMARY, EXP_LOG, PLAN_FILE, SCRATCH, SUBMISSION
 
 STEP_BLOCK = re.compile(r"^\[step (\d+)\] .*?(?=^\[step \d+\] |^details: |\Z)", re.M | re.S)
 FOCUS = "targets, metric and baseline, method structure, evaluation protocol"
 GUIDANCE = "every one-step change of a literal, each direction"
 REVISE = "revert the last change unless it set a new best, then apply the next untried change"
 KEPT = "the best validated step is kept."
-PLAN, SUMMARY = "plan/prioritized_tasks.md", "paper_analysis/summary.md"
+PLAN, SUMMARY = PLAN_FILE, ANALYSIS_SUMMARY
 CODE_LINES = r'^\s*(?:def|class) \w+|^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=\s*(?:[-+]?[\d.]|True|False)|^(?:"""|# )'
 LOG_LINES = r"^\[step \d+\] |^success: "
 EVAL_LINES = r"(?i)mse|acc|loss|metric|final_info|split|^\s*(?:def|class) \w+|^(?:\"\"\"|# )"
@@ -65,7 +65,7 @@ def reader(ctx: PolicyContext) -> PolicyReply:
 
 
 def _pattern(axis: str, path: str) -> str:
-    return EVAL_LINES if axis == "evaluation" or not path.startswith("submission/") else CODE_LINES
+    return EVAL_LINES if axis == "evaluation" or not path.startswith(SUBMISSION + "/") else CODE_LINES
 
 
 def _digest(found: list[tuple[str, str]], evaluation: bool) -> str:
@@ -86,7 +86,9 @@ def _digest(found: list[tuple[str, str]], evaluation: bool) -> str:
 
 
 def comprehension(ctx: PolicyContext) -> PolicyReply:
-    done = f"{BANNER} Wrote {SUMMARY} from the task's facts; the readers' notes are in paper_analysis/notes_<axis>.md."
+    done = (
+        f"{BANNER} Wrote {SUMMARY} from the task's facts; the readers' notes are in {ANALYSIS_NOTES.format('<axis>')}."
+    )
     if any(e.name == "write_file" and not e.failed for e in ctx.history):
         return ctx.finish(done)
     f = ctx.facts
@@ -94,12 +96,12 @@ def comprehension(ctx: PolicyContext) -> PolicyReply:
     sections = {
         "Targets and metrics": f"{f.get('metric')} ({f.get('direction')})",
         "Baseline": baseline,
-        "Method structure": "see paper_analysis/notes_method.md",
-        "Evaluation protocol": "see paper_analysis/notes_evaluation.md",
+        "Method structure": f"see {ANALYSIS_NOTES.format('method')}",
+        "Evaluation protocol": f"see {ANALYSIS_NOTES.format('evaluation')}",
         "Ambiguities": "- No target value is given: any validated improvement over the baseline counts.",
         "Implementation details": "Editable files: "
         + ", ".join(f.get("editable") or ["(none)"])
-        + "; code notes: paper_analysis/notes_code.md",
+        + f"; code notes: {ANALYSIS_NOTES.format('code')}",
     }
     text = f"# Paper / task analysis\n_{BANNER}_\n\n" + "\n\n".join(f"## {k}\n{v}" for k, v in sections.items()) + "\n"
     return ctx.finish(done, ("write_file", {"path": SUMMARY, "content": text}))
@@ -183,12 +185,12 @@ def experimentation(ctx: PolicyContext) -> PolicyReply:
 
 def helper(ctx: PolicyContext) -> PolicyReply:
     if ctx.calls_to("write_file"):
-        return ctx.finish(f"{BANNER} Wrote the job's notes under scratch/.")
+        return ctx.finish(f"{BANNER} Wrote the job's notes under {SCRATCH}/.")
     job = str(args(ctx).get("job") or "job")
     slug = re.sub(r"[^a-z0-9]+", "-", job.lower()).strip("-")[:40] or "job"
     return PolicyReply(
         f"{BANNER} Noting the job.",
-        [("write_file", {"path": f"scratch/{slug}.md", "content": f"{BANNER}\nJob: {job}\n"})],
+        [("write_file", {"path": f"{SCRATCH}/{slug}.md", "content": f"{BANNER}\nJob: {job}\n"})],
     )
 
 

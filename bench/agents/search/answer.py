@@ -12,6 +12,7 @@ from typing import Any
 
 from aiscientist.llm.offline import PolicyContext, PolicyReply, search
 from aiscientist.llm.offline.backend import BANNER
+from aiscientist.records.paths import SUBMISSION
 
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 FRESH_OPERATORS = frozenset({"draft"})  # a new approach: a blind change, not a guided one
@@ -29,7 +30,7 @@ The SEARCH part must match the current file exactly once. Edit any editable file
 
 
 def _path_of(line: str, files: dict[str, str]) -> str | None:
-    name = line.strip().strip("`*#: ").removeprefix("File:").strip().strip("`").removeprefix("submission/")
+    name = line.strip().strip("`*#: ").removeprefix("File:").strip().strip("`").removeprefix(SUBMISSION + "/")
     return name if name in files else None
 
 

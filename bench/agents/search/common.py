@@ -29,7 +29,7 @@ from aiscientist.agent.experiment_tool import stderr_excerpt
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import search
-from aiscientist.records.paths import write_atomic
+from aiscientist.records.paths import SUBMISSION, in_submission, write_atomic
 from aiscientist.records.tree import Status, Tree, TreeNode, write_tree
 from aiscientist.util.text import quoted
 from bench.agents.search.answer import FORMAT, apply_edits
@@ -96,7 +96,7 @@ class Search:
         ctx.reset_to_baseline()
         self.baseline = {rel: ctx.read_code(rel) for rel in ctx.editable_files()}
         if not self.baseline:
-            raise ValueError(f"{agent} needs editable files; the task has none in submission/")
+            raise ValueError(f"{agent} needs editable files; the task has none in {SUBMISSION}/")
         self.state = self._load()
         self._next_id = max((n.id for n in self.state.nodes), default=-1) + 1
 
@@ -183,7 +183,7 @@ class Search:
         parts += [f"## {rel}\n```\n{text}\n```" for rel, text in files.items()]
         parts.append(f"Steps left: {self.ctx.steps_left()}. Direction: {self.direction}.")
         tries = [[n.change, n.metric if n.status == "good" else None] for n in self.done()]
-        facts = task_facts(self.ctx.task, [f"submission/{rel}" for rel in editable])
+        facts = task_facts(self.ctx.task, [in_submission(rel) for rel in editable])
         parts.append(
             facts_line(
                 role=self.role,

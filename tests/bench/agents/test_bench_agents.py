@@ -32,7 +32,7 @@ def run_agent(
     )
     spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
     execute_run(spec, config, out)
-    folder = spec.folder(out)
+    folder = spec.cell(out).root
     return folder / "ws", json.loads((folder / "result.json").read_text())
 
 
@@ -40,7 +40,7 @@ def test_ai_scientist_explores_ideas_from_the_baseline(tmp_path: Path):
     ws, result = run_agent(tmp_path, "ai-scientist", steps=2)
     steps = load_steps(RunPaths(ws))
     assert [s.agent for s in steps] == ["ai-scientist"] * 2 and result["completed"] == 2
-    progress = json.loads((ws / "state/ai_scientist.json").read_text())
+    progress = json.loads(RunPaths(ws).agent_state.read_text())
     assert progress["ideas"] and all(i["title"].startswith("tune ") for i in progress["ideas"])
     assert all(s.hypothesis.startswith("ai-scientist idea 1 ") for s in steps)
     snapshots = [(ws / s.code_path / "config.py").read_text() for s in steps]
@@ -116,10 +116,10 @@ def test_paper_task_is_graded_against_its_rubric(tmp_path: Path):
     config = GridConfig(agents=["basic"], tasks=[paper], rounds=1, steps=2, model="offline", embedder="minilm")
     spec = RunSpec(task_path=paper, task="knn-scaling", agent="basic", round=1)
     execute_run(spec, config, tmp_path)
-    result = json.loads((spec.folder(tmp_path) / "result.json").read_text())
-    grade = json.loads((spec.folder(tmp_path) / "grade/grade.json").read_text())
+    result = json.loads((spec.cell(tmp_path).root / "result.json").read_text())
+    grade = json.loads((spec.cell(tmp_path).root / "grade/grade.json").read_text())
     assert result["kind"] == "reproduce" and result["rubric_score"] == grade["score"] and 0.0 <= grade["score"] <= 1.0
-    step = load_steps(RunPaths(spec.folder(tmp_path) / "ws"))[0]
+    step = load_steps(RunPaths(spec.cell(tmp_path).root / "ws"))[0]
     assert step.commands == ["bash reproduce.sh"] and not step.success  # the offline policy writes no reproduction
     write_report(tmp_path)
     assert "| knn-scaling | basic | 1 | 1 |" in (tmp_path / "report/rubric.md").read_text()

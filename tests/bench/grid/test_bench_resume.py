@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from aiscientist.records.cell import CellPaths
+
 ROOT = Path(__file__).resolve().parents[3]
 TASKS = f"{ROOT}/tests/fixtures/bench/tiny-r2/task.yaml"
 ROUNDS = 3
@@ -108,12 +110,12 @@ def test_killed_grid_resumes_only_what_is_missing(tmp_path: Path):
 def test_wall_time_counts_a_killed_session_up_to_its_last_step(tmp_path: Path):
     from bench.grid.runner import Timing
 
-    first = Timing(tmp_path)  # a session that gets killed: never closed
+    first = Timing(CellPaths(tmp_path))  # a session that gets killed: never closed
     step = tmp_path / "ws/experiments/step_0001/step.json"
     step.parent.mkdir(parents=True)
     step.write_text("{}")
     os.utime(step, (first.started + 100, first.started + 100))  # its last step ended 100 s in
-    second = Timing(tmp_path)
+    second = Timing(CellPaths(tmp_path))
     assert 100 <= second.wall < 101
     assert 100 <= second.close() < 101 + (time.time() - second.started)
     assert json.loads((tmp_path / "timing.json").read_text())["open_since"] is None

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aiscientist.records.paths import RunPaths
 from bench.grid.runner import execute_run
 from bench.grid.spec import GridConfig, RunSpec
 from bench.peers.adapter import PeerAgent
@@ -42,13 +43,15 @@ def run_cell(
     )
     spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
     execute_run(spec, config, out)
-    folder = spec.folder(out)
+    folder = spec.cell(out).root
     return folder / "ws", json.loads((folder / "result.json").read_text())
 
 
 def seen(ws: Path) -> dict[str, Any]:
     """What the hostile peer reported from inside its sandbox."""
-    for line in (ws / "state/peer/output.txt").read_text().splitlines():
+    for line in (RunPaths(ws).agent_dir / "output.txt").read_text().splitlines():
         if line.startswith("SEEN "):
             return json.loads(line.removeprefix("SEEN "))
-    raise AssertionError("the hostile peer reported nothing: " + (ws / "state/peer/output.txt").read_text()[-2000:])
+    raise AssertionError(
+        "the hostile peer reported nothing: " + (RunPaths(ws).agent_dir / "output.txt").read_text()[-2000:]
+    )

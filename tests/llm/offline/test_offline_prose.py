@@ -56,7 +56,7 @@ def run(tmp: Path, agent: str, monkeypatch: pytest.MonkeyPatch, rewrite: bool) -
     config = GridConfig(agents=[agent], tasks=[TASK], rounds=1, steps=3, model="offline", embedder="minilm")
     spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
     execute_run(spec, config, tmp)
-    ws = spec.folder(tmp) / "ws"
+    ws = spec.cell(tmp).root / "ws"
     diffs = [(ws / s.diff_path).read_text() for s in load_steps(RunPaths(ws))]
     return calls, diffs
 
