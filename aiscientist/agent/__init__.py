@@ -5,7 +5,8 @@ mini-swe-agent's package declares its own: a `Model` answers, an `Environment` r
 a `Tool` is offered to the model and called, an `Agent` spends a run (a `WorkspaceAgent` in a
 workspace of its own). The implementations are looked up by name: model backends
 (`llm.provider.backends.register_backend`), sandboxes (`sandbox.get_sandbox`), agents
-(`bench.agents.AGENTS`); every tool is an `agent.tools.Tool` (re-exported here).
+(`agent.registry.register_agent`, once per agent in its own module), each a `util.registry.Registry`;
+every tool is an `agent.tools.Tool` (re-exported here).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from aiscientist.agent.journal import Journal
 from aiscientist.agent.loop import call_model
 from aiscientist.agent.outcome import StopReason, StopRun
+from aiscientist.agent.registry import role_sampling
 from aiscientist.config import RunConfig
 from aiscientist.experiment import snapshots
 from aiscientist.experiment.engine import StepRecord
@@ -34,15 +35,6 @@ from aiscientist.util import untrusted
 
 if TYPE_CHECKING:
     from aiscientist.workspace import Workspace
-
-# A role's own sampling settings where its method depends on them, over the models file's
-# (e.g. AIDE samples code at temperature 0.5: its draft prompt does not change after a
-# failed draft, so at 0 every draft came out the same)
-ROLE_SAMPLING: dict[str, dict[str, float]] = {}
-
-
-def register_role_sampling(role: str, **settings: float) -> None:
-    ROLE_SAMPLING[role] = settings
 
 
 class StepBudgetExhausted(StopRun):
@@ -107,7 +99,7 @@ class RunContext:
                     budget=budget,
                     offline_max_steps=self.steps,
                     seed=self.seed,
-                    **ROLE_SAMPLING.get(role, {}),
+                    **role_sampling(role),  # e.g. AIDE samples code at 0.5, as the original does
                 )
                 self._clients[role] = make_client(self.model, self.ws.paths.root, role, llm_config)
             return self._clients[role]

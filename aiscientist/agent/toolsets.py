@@ -1,50 +1,29 @@
-"""The one table of which tools each agent gives each role: every toolbox is built from it,
-`bench agents` prints it and the bench report shows it. AiScientist's arms are written
-here; a baseline declares its own row in its module (`register_toolset`)."""
+"""The one table of which tools each agent gives each role, read from the agents' registrations
+(`registry.register_agent`): every toolbox is built from it, `bench agents` prints it and the
+bench report shows it. The kernel names no agent; the tool groups below are shared."""
 
 from __future__ import annotations
 
+from aiscientist.agent.registry import AGENTS
 from aiscientist.agent.tools import Tool, Toolbox
 
 SPECIALIST_TOOLS = ("comprehension", "prioritization", "implementation", "experimentation", "helper")
 READ = ("read_file", "list_files", "search_files")
 WRITE = (*READ, "write_file", "edit_file")
 
-_AISCIENTIST: dict[str, tuple[str, ...]] = {
-    "orchestrator": (*SPECIALIST_TOOLS, *READ, "submit"),
-    "comprehension": (*WRITE, "finish"),
-    "comprehension-reader": (*READ, "finish"),
-    "prioritization": (*WRITE, "finish"),
-    "implementation": (*WRITE, "bash", "finish"),
-    "experimentation": (*READ, "append_log", "run_experiment", "finish"),
-    "helper": (*WRITE, "bash", "finish"),
-}
-
-TOOLSETS: dict[str, dict[str, tuple[str, ...]]] = {
-    "aiscientist": _AISCIENTIST,
-    "aiscientist-nobus": _AISCIENTIST,
-    "aiscientist-flat": {"flat": (*WRITE, "append_log", "bash", "run_experiment", "submit")},
-}
-
 
 class UnknownToolset(KeyError):
     pass
 
 
-def register_toolset(agent: str, roles: dict[str, tuple[str, ...]]) -> None:
-    """An agent's row (`{}`: it makes no model calls); registering a different row twice is a bug."""
-    if TOOLSETS.get(agent, roles) != roles:
-        raise ValueError(f"agent {agent!r} already has another tool set")
-    TOOLSETS[agent] = roles
-
-
 def toolset(agent: str, role: str) -> tuple[str, ...]:
-    try:
-        return TOOLSETS[agent][role]
-    except KeyError:
+    entry = AGENTS.entries.get(agent)
+    if entry is None or role not in entry.tools:
         raise UnknownToolset(
-            f"no tool set for agent {agent!r}, role {role!r} in aiscientist.agent.toolsets.TOOLSETS"
-        ) from None
+            f"no tool set for agent {agent!r}, role {role!r}: an agent's module registers its roles' tools "
+            f"(register_agent); registered agents: {', '.join(AGENTS) or '(none)'}"
+        )
+    return entry.tools[role]
 
 
 def pick(agent: str, role: str, available: list[Tool], box: Toolbox) -> Toolbox:
@@ -59,17 +38,28 @@ def pick(agent: str, role: str, available: list[Tool], box: Toolbox) -> Toolbox:
 
 
 def rows() -> list[dict[str, object]]:
-    return [
-        {"agent": agent, "role": role, "tools": list(tools)}
-        for agent, roles in TOOLSETS.items()
-        for role, tools in roles.items()
-    ] + [{"agent": agent, "role": None, "tools": []} for agent, roles in TOOLSETS.items() if not roles]
+    """One row per registered agent and role (`role` None: the agent calls no model)."""
+    out: list[dict[str, object]] = []
+    for entry in AGENTS.values():
+        about = {"kinds": list(entry.kinds)}
+        for role, tools in entry.tools.items() or [(None, ())]:
+            out.append(
+                {
+                    "agent": entry.name,
+                    "role": role,
+                    "tools": list(tools),
+                    "offline_policy": role in entry.policies,
+                    "sampling": dict(entry.sampling.get(role or "", {})),
+                    **about,
+                }
+            )
+    return out
 
 
 def markdown() -> str:
-    lines = ["| agent | role | tools |", "|---|---|---|"]
+    lines = ["| agent | role | tools | task kinds |", "|---|---|---|---|"]
     for row in rows():
-        tools = row["tools"]
+        tools, kinds = row["tools"], ", ".join(row["kinds"])  # type: ignore[arg-type]
         shown = ", ".join(tools) if tools else "(no tool calls)"  # type: ignore[arg-type]
-        lines.append(f"| {row['agent']} | {row['role'] or '–'} | {shown} |")
+        lines.append(f"| {row['agent']} | {row['role'] or '–'} | {shown} | {kinds} |")
     return "\n".join(lines)

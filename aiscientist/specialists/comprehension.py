@@ -4,6 +4,7 @@ contexts, read-only tools); the specialist merges their notes into `paper_analys
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
@@ -11,7 +12,16 @@ from pydantic import BaseModel, Field
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
-from aiscientist.records.paths import ANALYSIS, ANALYSIS_NOTES, ANALYSIS_SUMMARY, TASK_TEXT, in_submission
+from aiscientist.llm.candidates import find_candidates
+from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
+from aiscientist.records.paths import (
+    ANALYSIS,
+    ANALYSIS_NOTES,
+    ANALYSIS_SUMMARY,
+    SUBMISSION,
+    TASK_TEXT,
+    in_submission,
+)
 from aiscientist.specialists.base import (
     CUT,
     SpecialistResult,
@@ -26,6 +36,8 @@ from aiscientist.util import notices
 
 ROLE, READER_ROLE = "comprehension", "comprehension-reader"
 SUMMARY = ANALYSIS_SUMMARY
+CODE_LINES = r'^\s*(?:def|class) \w+|^\s*[A-Za-z_][\w.]*\s*(?::[^=]+)?=\s*(?:[-+]?[\d.]|True|False)|^(?:"""|# )'
+EVAL_LINES = r"(?i)mse|acc|loss|metric|final_info|split|^\s*(?:def|class) \w+|^(?:\"\"\"|# )"
 NOTES_CHARS = 4000
 PROSE_NOTES = 200  # a reader that answers with this much prose instead of finish has answered (the 1.5B model did)
 
@@ -125,3 +137,69 @@ def _read_axis(ctx: RunContext, key: str, axis: str, files: str) -> tuple[str, b
         ctx, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6, prose_finish_chars=PROSE_NOTES
     )
     return clip(result.summary, NOTES_CHARS), result.ok
+
+
+# The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)
+
+
+def reader_policy(seen: PolicyContext) -> PolicyReply:
+    """Skim: one search per file for the lines that matter on the axis, then notes from the matches."""
+    axis = str(seen.facts.get("axis", "code"))
+    searched = {e.path for e in seen.calls_to("search_files")}
+    todo = [f for f in seen.facts.get("files") or [] if f not in searched]
+    if todo:
+        return PolicyReply(
+            f"{BANNER} Skimming {len(todo)} file(s).",
+            [("search_files", {"pattern": _pattern(axis, f), "path": f}) for f in todo],
+        )
+    notes = [f"{BANNER} notes on the {axis} axis (extracted mechanically, not interpreted):"]
+    for e in seen.calls_to("search_files"):
+        if not e.failed:
+            found = [line.split(":", 2) for line in (e.result or "").splitlines() if line.count(":") >= 2]
+            notes.append(
+                f"- {e.path}: " + _digest([(n, text) for _, n, text in found], _pattern(axis, e.path) == EVAL_LINES)
+            )
+    return seen.finish("\n".join(notes))
+
+
+def _pattern(axis: str, path: str) -> str:
+    return EVAL_LINES if axis == "evaluation" or not path.startswith(SUBMISSION + "/") else CODE_LINES
+
+
+def _digest(found: list[tuple[str, str]], evaluation: bool) -> str:
+    found = [(n, t.strip()) for n, t in found]
+    doc = next((t.strip('"# ') for _, t in found if t.startswith(('"""', "#"))), "")
+    defs = [m for _, t in found for m in re.findall(r"^(?:def|class) (\w+)", t)]
+    knobs = [] if evaluation else [f"{c.name}={c.value}" for _, t in found for c in find_candidates(t)]
+    metric_lines = [
+        f"line {n}: {t[:100]}" for n, t in found if evaluation and not t.startswith(("def ", "class ", '"""', "#"))
+    ]
+    parts = [
+        doc[:160],
+        "defines " + ", ".join(defs[:10]) if defs else "",
+        "knobs: " + ", ".join(dict.fromkeys(knobs)) if knobs else "",
+        "; ".join(metric_lines[:5]),
+    ]
+    return " | ".join(p for p in parts if p)
+
+
+def offline_policy(seen: PolicyContext) -> PolicyReply:
+    done = (
+        f"{BANNER} Wrote {SUMMARY} from the task's facts; the readers' notes are in {ANALYSIS_NOTES.format('<axis>')}."
+    )
+    if any(e.name == "write_file" and not e.failed for e in seen.history):
+        return seen.finish(done)
+    f = seen.facts
+    baseline = "(not stated: the first experiment establishes it)" if f.get("baseline") is None else str(f["baseline"])
+    sections = {
+        "Targets and metrics": f"{f.get('metric')} ({f.get('direction')})",
+        "Baseline": baseline,
+        "Method structure": f"see {ANALYSIS_NOTES.format('method')}",
+        "Evaluation protocol": f"see {ANALYSIS_NOTES.format('evaluation')}",
+        "Ambiguities": "- No target value is given: any validated improvement over the baseline counts.",
+        "Implementation details": "Editable files: "
+        + ", ".join(f.get("editable") or ["(none)"])
+        + f"; code notes: {ANALYSIS_NOTES.format('code')}",
+    }
+    text = f"# Paper / task analysis\n_{BANNER}_\n\n" + "\n\n".join(f"## {k}\n{v}" for k, v in sections.items()) + "\n"
+    return seen.finish(done, ("write_file", {"path": SUMMARY, "content": text}))

@@ -8,10 +8,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+import aiscientist.llm.offline.search as search
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import clip
 from aiscientist.experiment import snapshots
+from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
+from aiscientist.llm.offline.solo import Call, editable, read_first, replay, tries
 from aiscientist.records.paths import EXP_LOG, IMPL_LOG, SUBMISSION, in_submission
 from aiscientist.specialists.base import (
     SpecialistResult,
@@ -25,6 +28,7 @@ from aiscientist.specialists.base import (
 )
 
 ROLE = "implementation"
+LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these lines of the log
 
 
 class ImplementationArgs(BaseModel):
@@ -67,3 +71,39 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
     result.artifacts = [*box.artifacts, IMPL_LOG]
     return result
+
+
+# The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)
+
+
+def offline_policy(seen: PolicyContext) -> PolicyReply:
+    edits = seen.calls_to("edit_file")
+    if edits:
+        failed = [e for e in edits if e.failed]
+        return seen.finish(
+            f"{BANNER} The edit failed: {(failed[-1].result or '')[:300]}"
+            if failed
+            else f"{BANNER} Applied the change."
+        )
+    bus = seen.facts.get("bus", True)
+    reading = read_first(seen, editable(seen), "Reading the code and the experiment log.")
+    if reading:  # from the log only each step's change and outcome lines
+        return PolicyReply(
+            reading.content,
+            reading.calls + ([("search_files", {"pattern": LOG_LINES, "path": EXP_LOG})] if bus else []),
+        )
+    found = [e.result or "" for e in seen.calls_to("search_files") if not e.failed]
+    logs = (
+        "\n".join(line.split(": ", 1)[-1] for text in found for line in text.splitlines())
+        if bus
+        else str(seen.args.get("context", ""))
+    )
+    done = tries(seen, search.log_runs(logs))
+    contents = replay(seen)
+    back = search.revert_last(contents, done)
+    calls: list[Call] = [("edit_file", back.args())] if back else []
+    note = f" after reverting {back.name} to {back.after} (no new best)" if back else ""
+    edit = search.next_change(contents, done, seen.rng("change", len(done)))
+    if edit is None:
+        return seen.finish(f"{BANNER} No untried change is left{note}.", *calls)
+    return seen.finish(f"Applied {edit.what}{note}.\n{BANNER}\n{edit.marker()}", *calls, ("edit_file", edit.args()))

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from pydantic import BaseModel, Field
 
+import aiscientist.llm.offline.search as search
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
+from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
+from aiscientist.llm.offline.solo import editable, read_first, replay
 from aiscientist.records.paths import PLAN_FILE
 from aiscientist.specialists.base import (
     SpecialistResult,
@@ -41,3 +47,39 @@ def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult
         ctx, f"Guidance: {args.guidance}", args.context, steps_used(ctx), facts(ctx, ROLE, args=args.model_dump())
     )
     return with_file(ctx, run_specialist(ctx, ROLE, SYSTEM, user, box, key), PLAN)
+
+
+# The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)
+
+
+def offline_policy(seen: PolicyContext) -> PolicyReply:
+    written = [e for e in seen.history if e.name == "write_file" and not e.failed]
+    if written:
+        return seen.finish(_plan_summary(str(written[-1].arguments.get("content", ""))))
+    reading = (
+        None if not seen.facts.get("bus", True) else read_first(seen, editable(seen), "Reading the editable files.")
+    )
+    if reading:
+        return reading
+    changes = search.options_of(replay(seen))
+    lines = [
+        f"# Prioritized tasks\n_{BANNER}: one-step changes of literals found mechanically, each up and down; gains "
+        "unknown._\n"
+    ]
+    for rank, edit in enumerate(changes):
+        lines += [
+            f"## P{min(3, rank * 4 // len(changes))}. #{rank + 1}: {edit.what}",
+            f"- change: {json.dumps(edit.args())}",
+            "",
+        ]
+    if not changes:
+        lines.append(
+            "No candidate change found (with File-as-Bus off this role cannot read the code; implementation chooses)."
+        )
+    text = "\n".join(lines)
+    return seen.finish(_plan_summary(text), ("write_file", {"path": PLAN, "content": text}))
+
+
+def _plan_summary(plan: str) -> str:
+    entries = re.findall(r"^## (P\d\. .*)$", plan, re.M)
+    return f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes. Top: {'; '.join(entries[:3]) or 'none'}"

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from aiscientist.records.accounting import is_better
 
+TaskKind = Literal["improve", "reproduce"]  # a metric to improve, or a paper to reproduce (graded by a rubric)
+
 
 class TaskError(ValueError):
     """A task file is unusable. The message names file, field and reason."""
@@ -139,7 +141,7 @@ class Task(BaseModel):
 
     name: str = Field(min_length=1)
     layout: Literal["task.yaml", "fml-legacy", "fml-main"] = "task.yaml"
-    kind: Literal["improve", "reproduce"] = "improve"
+    kind: TaskKind = "improve"
     description: str = ""
     paper: Path | None = None
     addendum: Path | None = None

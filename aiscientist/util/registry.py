@@ -13,9 +13,9 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Entries by name, in registration order. `get` of an unknown name raises `error` with
-    the known names; registering another entry under a taken name is refused (a bug), the same
-    entry again is a no-op (a module imported twice)."""
+    """Entries by name, listed sorted by name (modules register on import, in whatever order they
+    were imported). `get` of an unknown name raises `error` with the known names; registering
+    another entry under a taken name is refused (a bug), the same entry again is a no-op."""
 
     def __init__(self, kind: str, error: type[Exception] = LookupError):
         self.kind, self.error = kind, error
@@ -33,16 +33,16 @@ class Registry(Generic[T]):
         try:
             return self.entries[name]
         except KeyError:
-            raise self.error(f"unknown {self.kind} {name!r}; choose one of {', '.join(self.entries)}") from None
+            raise self.error(f"unknown {self.kind} {name!r}; choose one of {', '.join(self.names())}") from None
 
     def names(self) -> list[str]:
-        return list(self.entries)
+        return sorted(self.entries)
 
     def values(self) -> list[T]:
-        return list(self.entries.values())
+        return [self.entries[name] for name in self.names()]
 
     def __contains__(self, name: object) -> bool:
         return name in self.entries
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self.entries))
+        return iter(self.names())

@@ -1,5 +1,7 @@
-"""The agents the benchmark compares, by name. Each spends its step budget through
-`ctx.run_step`, so every agent leaves the same trajectory record.
+"""The agents the benchmark compares. Each registers once, in its own module
+(`aiscientist.agent.registry.register_agent`: class, tools, offline policies, sampling, task
+kinds); `MODULES` are the modules that hold them, imported on first lookup. Each agent spends its
+step budget through `ctx.run_step`, so every agent leaves the same trajectory record.
 """
 
 from __future__ import annotations
@@ -8,41 +10,42 @@ import importlib
 from typing import Any
 
 from aiscientist.agent import Agent, WorkspaceAgent  # the kernel's protocols, declared with the other seams
+from aiscientist.agent.registry import AGENTS, AgentEntry, UnknownAgent
 
-# name -> "module:class", resolved only when the agent is asked for
-AGENTS: dict[str, str] = {
-    "aiscientist": "bench.agents.aiscientist:AiScientist",
-    "aiscientist-nobus": "bench.agents.aiscientist:AiScientistNoBus",
-    "aiscientist-flat": "bench.agents.aiscientist:AiScientistFlat",
-    "aide": "bench.agents.aide:Aide",
-    "ai-scientist": "bench.agents.ai_scientist:AIScientist",
-    "linear": "bench.agents.react:Linear",
-    "basic": "bench.agents.react:Basic",
-    "iterative": "bench.agents.react:Iterative",
-    "aira-mcts": "bench.agents.search.aira:AiraMcts",
-    "openevolve": "bench.agents.search.openevolve:OpenEvolve",
-    "ai-scientist-v2": "bench.agents.search.ai_scientist_v2:AIScientistV2",
-    "autoresearch": "bench.agents.search.autoresearch:Autoresearch",
-    "adaptive-search": "bench.agents.search.adaptive:AdaptiveSearch",
-    "hpsearch": "bench.agents.hpsearch:HPSearch",
-    "external": "bench.agents.external:External",
-    # peers' own released code (bench/peers), each in its own virtual environment
-    "peer-mini-swe-agent": "bench.peers.agents:PeerMiniSweAgent",
-    "peer-aide": "bench.peers.agents:PeerAide",
-    "peer-openevolve": "bench.peers.agents:PeerOpenEvolve",
-}
+MODULES = (
+    "aiscientist.orchestrator.arms",  # aiscientist and its ablation arms
+    "bench.agents.aide",
+    "bench.agents.ai_scientist",
+    "bench.agents.react",
+    "bench.agents.search.aira",
+    "bench.agents.search.openevolve",
+    "bench.agents.search.ai_scientist_v2",
+    "bench.agents.search.autoresearch",
+    "bench.agents.search.adaptive",
+    "bench.agents.hpsearch",
+    "bench.agents.external",
+    "bench.peers.agents",  # peers' own released code, each in its own virtual environment
+)
 
 
-class UnknownAgent(ValueError):
-    pass
+def load_all() -> None:
+    """Import every agent's module, so the registry holds every agent."""
+    for module in MODULES:
+        importlib.import_module(module)
+
+
+def agent_names() -> list[str]:
+    load_all()
+    return AGENTS.names()
+
+
+def agent_entry(name: str) -> AgentEntry:
+    load_all()
+    return AGENTS.get(name)
 
 
 def agent_class(name: str) -> type:
-    """Importing an agent's module registers what it declares (tool set row, offline policy)."""
-    if name not in AGENTS:
-        raise UnknownAgent(f"unknown agent {name!r}; known agents: {', '.join(AGENTS)}")
-    module, cls = AGENTS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return agent_entry(name).cls
 
 
 def get_agent(name: str) -> Agent | WorkspaceAgent:
@@ -57,10 +60,16 @@ def check_options(options: dict[str, dict[str, Any]]) -> None:
             model.of(name, values)
 
 
-def load_all() -> None:
-    """Import every agent's module, so the tool-set table holds every row."""
-    for name in AGENTS:
-        agent_class(name)
-
-
-__all__ = ["AGENTS", "Agent", "UnknownAgent", "WorkspaceAgent", "agent_class", "check_options", "get_agent", "load_all"]
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "AgentEntry",
+    "UnknownAgent",
+    "WorkspaceAgent",
+    "agent_class",
+    "agent_entry",
+    "agent_names",
+    "check_options",
+    "get_agent",
+    "load_all",
+]

@@ -16,9 +16,9 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import step_report
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
-from aiscientist.agent.toolsets import register_toolset
+from aiscientist.agent.registry import register_agent
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy, search
+from aiscientist.llm.offline import PolicyContext, PolicyReply, search
 from aiscientist.llm.offline.solo import editable, read_call, replay
 from aiscientist.records.paths import in_submission, write_atomic
 from aiscientist.util.text import quoted
@@ -221,5 +221,6 @@ def offline_policy(ctx: PolicyContext) -> PolicyReply:
     return PolicyReply(f"Changing {edit.what}.", [("edit_file", edit.args())])
 
 
-register_toolset(ROLE, {ROLE: ("read_file", "write_file", "edit_file", "list_files", "finish")})
-register_role_policy(ROLE, offline_policy)
+register_agent(
+    ROLE, AIScientist, {ROLE: ("read_file", "write_file", "edit_file", "list_files", "finish")}, {ROLE: offline_policy}
+)

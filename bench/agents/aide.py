@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aiscientist.agent.context import RunContext, register_role_sampling
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import stderr_excerpt
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.agent.toolsets import register_toolset
+from aiscientist.agent.registry import register_agent
 from aiscientist.experiment import snapshots
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.llm.offline import PolicyContext, PolicyReply, register_role_policy, search
+from aiscientist.llm.offline import PolicyContext, PolicyReply, search
 from aiscientist.records.paths import in_submission, write_atomic
 from aiscientist.records.tree import Tree, TreeNode, write_tree
 from aiscientist.task import expand_globs
@@ -232,6 +232,5 @@ def offline_policy(ctx: PolicyContext) -> PolicyReply:
     return PolicyReply(f"{stage.capitalize()} by a blind perturbation: {what}.\n\n```python\n{code}\n```")
 
 
-register_toolset(ROLE, {ROLE: ()})  # one answer per step: a plan and the whole target file
-register_role_policy(ROLE, offline_policy)
-register_role_sampling(ROLE, temperature=TEMPERATURE)
+# one answer per step: a plan and the whole target file
+register_agent(ROLE, Aide, {ROLE: ()}, {ROLE: offline_policy}, {ROLE: {"temperature": TEMPERATURE}})

@@ -17,7 +17,7 @@ from pathlib import Path
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import step_result
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.agent.toolsets import register_toolset
+from aiscientist.agent.registry import register_agent
 
 WRAPPER = """#!/bin/sh
 # Runs the task's experiment commands once through the experiment engine (one counted step).
@@ -107,4 +107,4 @@ if __name__ == "__main__":
 
 
 # its own program's tools, plus this command on its PATH
-register_toolset("external", {"external": ("run_experiment",)})
+register_agent("external", External, {"external": ("run_experiment",)})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.agent.toolsets import register_toolset
+from aiscientist.agent.registry import register_agent
 from aiscientist.experiment.engine import best_step
 from aiscientist.llm.candidates import Change, propose_changes
 
@@ -64,4 +64,4 @@ class HPSearch:
         return changes
 
 
-register_toolset("hpsearch", {})  # no model
+register_agent("hpsearch", HPSearch, {})  # no model

@@ -9,9 +9,8 @@ from __future__ import annotations
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.agent.toolsets import register_toolset
+from aiscientist.agent.registry import register_agent
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.llm.offline import register_role_policy
 from aiscientist.llm.offline.solo import solo
 from aiscientist.records.paths import SCRATCH, SUBMISSION, TASK, in_submission
 from bench.agents.tools import baseline_toolbox, system_prompt
@@ -97,9 +96,23 @@ class Iterative(ReactAgent):
     continue_every_turn = True
 
 
-register_toolset("linear", {"linear": ("read_file", "write_file", "edit_file", "list_files", "run_experiment")})
-register_toolset("basic", {"basic": ("bash", "read_file_chunk", "search_file", "run_experiment", "submit")})
-register_toolset("iterative", {"iterative": ("bash", "read_file_chunk", "run_experiment")})
-register_role_policy("linear", lambda ctx: solo(ctx, revert=False))
-register_role_policy("basic", lambda ctx: solo(ctx, revert=False, bash=True))
-register_role_policy("iterative", lambda ctx: solo(ctx, revert=False, bash=True))
+register_agent(
+    "linear",
+    Linear,
+    {"linear": ("read_file", "write_file", "edit_file", "list_files", "run_experiment")},
+    {"linear": lambda ctx: solo(ctx, revert=False)},
+)
+register_agent(
+    "basic",
+    Basic,
+    {"basic": ("bash", "read_file_chunk", "search_file", "run_experiment", "submit")},
+    {"basic": lambda ctx: solo(ctx, revert=False, bash=True)},
+    kinds=("improve", "reproduce"),  # PaperBench's agents
+)
+register_agent(
+    "iterative",
+    Iterative,
+    {"iterative": ("bash", "read_file_chunk", "run_experiment")},
+    {"iterative": lambda ctx: solo(ctx, revert=False, bash=True)},
+    kinds=("improve", "reproduce"),
+)

@@ -13,13 +13,15 @@ from aiscientist.records.cell import CELL_ERROR, REPORT, RUNS, has_runs
 from aiscientist.sandbox import BACKENDS
 from aiscientist.util.console import make_console
 from aiscientist.util.text import clean
-from bench.agents import AGENTS
+from bench.agents import agent_names, load_all
 from bench.cli import peers
 from bench.grid.executors import EXECUTORS, ExecutorUnavailable
 
 BENCH_ROOT = Path(__file__).resolve().parents[1]  # bench/: its tasks/ and papers/
 EMBEDDERS = ["auto", "graphcodebert", "minilm"]
 console = make_console(stderr=True, soft_wrap=True)
+
+HELP = "benchmark agents on tasks and report FML-bench metrics"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--agents",
         required=True,
-        help=f"comma-separated agent names: {', '.join(AGENTS)} (`bench agents` lists their tools)",
+        help=f"comma-separated agent names: {', '.join(agent_names())} (`bench agents` lists their tools)",
     )
     run.add_argument(
         "--tasks",
@@ -128,9 +130,8 @@ def run(args: argparse.Namespace) -> int:
         return peers.run(args)
     if args.bench_command == "agents":
         from aiscientist.agent import toolsets
-        from bench.agents import load_all
 
-        load_all()
+        load_all()  # every agent's module registers it
         print(json.dumps(toolsets.rows(), indent=1) if args.json else toolsets.markdown())
         return 0
     if args.bench_command in ("score", "export"):

@@ -31,7 +31,7 @@ from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths
 from aiscientist.records.paths import RunPaths
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace
-from bench.agents import get_agent
+from bench.agents import agent_entry, agent_names, get_agent
 from bench.grid.executors import open_executor, pool_shape, thread_env
 from bench.grid.progress import GridProgress
 from bench.grid.spec import GridConfig, RunSpec
@@ -42,7 +42,7 @@ from bench.scoring.embed import code_text, get_embedder
 from bench.scoring.fml_metrics import range_of
 from bench.scoring.metrics import RunSummary, diversity, summarize_steps
 
-PAPER_AGENTS = ("basic", "iterative", "aiscientist", "aiscientist-nobus", "aiscientist-flat")
+KIND_NAMES = {"improve": "metric-driven task", "reproduce": "paper task"}
 
 
 def run_specs(config: GridConfig) -> list[RunSpec]:
@@ -50,13 +50,14 @@ def run_specs(config: GridConfig) -> list[RunSpec]:
     specs = []
     for path in config.tasks:
         task = load_task(path)
-        unfit = [a for a in config.agents if task.kind == "reproduce" and a not in PAPER_AGENTS]
+        unfit = [a for a in config.agents if task.kind not in agent_entry(a).kinds]
         if unfit:
+            fit = [a for a in agent_names() if task.kind in agent_entry(a).kinds]
             raise TaskError(
                 path,
                 "agents",
-                f"{', '.join(unfit)} cannot work on a paper task (kind reproduce: they edit files of a metric-driven "
-                f"task); paper tasks take {', '.join(PAPER_AGENTS)}",
+                f"{', '.join(unfit)} cannot work on a {KIND_NAMES[task.kind]} (kind {task.kind}); "
+                f"{task.kind} tasks take {', '.join(fit)}",
             )
         for agent in config.agents:
             for k in range(1, config.rounds + 1):

@@ -17,7 +17,7 @@ from pathlib import Path
 from aiscientist.agent import toolsets
 from aiscientist.records.cell import REPORT, cell_folders, task_folders
 from aiscientist.util.humanize import MISSING, num, plural, pm
-from bench.agents import AGENTS, agent_class
+from bench.agents import load_all
 from bench.scoring.metrics import (
     AGENT_METRICS,
     AgentTask,
@@ -168,9 +168,7 @@ def runs_table(runs: Sequence[RunSummary], pages: dict[tuple[str, str, int], str
 
 def tools_table(agents: list[str]) -> Table:
     """The rows of the one tool-set table (`aiscientist.agent.toolsets`) for these agents."""
-    for agent in agents:
-        if agent in AGENTS:
-            agent_class(agent)  # its module declares its row
+    load_all()  # every agent's module registers its row
     rows = [r for r in toolsets.rows() if r["agent"] in agents]
     return ["agent", "role", "tools"], [
         [str(r["agent"]), str(r["role"] or MISSING), ", ".join(r["tools"]) or "(no tool calls)"] for r in rows

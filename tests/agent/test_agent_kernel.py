@@ -16,11 +16,10 @@ from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.shell import shell_tool
 from aiscientist.agent.tools import Tool, Toolbox, finish_tool
-from aiscientist.agent.toolsets import TOOLSETS
 from aiscientist.llm import ContextOverflow, ModelError
 from aiscientist.llm.types import Completion, ToolCall
 from aiscientist.util import notices
-from bench.agents import AGENTS, load_all
+from bench.agents import agent_names
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tests/fixtures/tiny/task.yaml"
@@ -49,14 +48,13 @@ def test_bench_agents_lists_every_agent_and_the_shared_shell():
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     tools = {(r["agent"], r["role"]): r["tools"] for r in rows}
-    kernel = subprocess.run(  # the kernel's own table names no baseline: each declares its row in its module
-        [sys.executable, "-c", "from aiscientist.agent.toolsets import TOOLSETS; print(sorted(TOOLSETS))"],
+    kernel = subprocess.run(  # the kernel names no agent: each registers in its own module
+        [sys.executable, "-c", "from aiscientist.agent.toolsets import AGENTS; print(AGENTS.names())"],
         capture_output=True,
         text=True,
     )
-    assert kernel.stdout.strip() == "['aiscientist', 'aiscientist-flat', 'aiscientist-nobus']", kernel.stderr
-    load_all()
-    assert {r["agent"] for r in rows} == set(AGENTS) == set(TOOLSETS)
+    assert kernel.stdout.strip() == "[]", kernel.stderr
+    assert list(dict.fromkeys(r["agent"] for r in rows)) == agent_names()
     assert "bash" in tools[("aiscientist", "implementation")] and "bash" in tools[("basic", "basic")]
     assert "bash" in tools[("aiscientist", "helper")] and "bash" in tools[("aiscientist-flat", "flat")]
     assert "bash" not in tools[("aiscientist", "orchestrator")] and "bash" not in tools[("linear", "linear")]

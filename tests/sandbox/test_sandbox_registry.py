@@ -18,7 +18,9 @@ from aiscientist.sandbox import (
 
 def test_every_backend_name_is_registered_and_a_wrong_one_lists_them() -> None:
     assert sorted(sandbox_names()) == sorted(BACKENDS)
-    with pytest.raises(SandboxUnavailable, match="unknown sandbox backend 'podman'; choose one of auto, bwrap, local"):
+    with pytest.raises(
+        SandboxUnavailable, match="unknown sandbox backend 'podman'; choose one of auto, bwrap, docker, local"
+    ):
         get_sandbox("podman")
     with pytest.raises(ValueError, match="'podman' is not a BackendName"):
         register_sandbox("podman", LocalSandbox)

@@ -12,12 +12,12 @@ class UnknownThing(LookupError):
     pass
 
 
-def test_entries_by_name_in_registration_order_and_an_unknown_name_lists_them() -> None:
+def test_entries_listed_by_name_whatever_the_registration_order_and_an_unknown_name_lists_them() -> None:
     things: Registry[int] = Registry("thing", UnknownThing)
     assert things.register("b", 2) == 2 and things.register("a", 1) == 1
-    assert things.names() == ["b", "a"] and list(things) == ["b", "a"] and things.values() == [2, 1]
+    assert things.names() == ["a", "b"] and list(things) == ["a", "b"] and things.values() == [1, 2]
     assert things.get("a") == 1 and "a" in things and "c" not in things
-    with pytest.raises(UnknownThing, match="unknown thing 'c'; choose one of b, a"):
+    with pytest.raises(UnknownThing, match="unknown thing 'c'; choose one of a, b"):
         things.get("c")
 
 

@@ -61,6 +61,11 @@ class PolicyContext:
     def role(self) -> str:
         return str(self.facts.get("role", "solo"))
 
+    @property
+    def args(self) -> dict[str, Any]:
+        """The arguments of the call that started this role (a specialist's: the facts' `args`)."""
+        return self.facts.get("args") or {}
+
     @cached_property
     def tool_names(self) -> set[str]:
         return {t["function"]["name"] for t in self.tools}

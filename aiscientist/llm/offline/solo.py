@@ -1,6 +1,6 @@
 """The offline policy of single-conversation agents.
 
-`solo` (any role without its own policy, and the flat arm): read the editable files,
+`solo` (any role without its own policy; AiScientist's flat arm registers it for its role): read the editable files,
 then change one literal (`search.next_change`), run an experiment whose hypothesis
 carries the change's marker and - if it keeps only what helps - revert a change that set
 no new best; until the step budget is spent. A baseline registers its own policy from its
@@ -26,6 +26,13 @@ def editable(ctx: PolicyContext) -> list[str]:
 
 def tries(ctx: PolicyContext, runs: list[tuple[search.Edit | None, float | None]]) -> list[search.Try]:
     return search.score(runs, ctx.facts.get("direction"), ctx.facts.get("baseline"))
+
+
+def read_first(ctx: PolicyContext, paths: list[str], content: str) -> PolicyReply | None:
+    """Read the `paths` not read yet (all in one turn), or None when all were tried."""
+    tried = {e.path for e in ctx.history if e.name == "read_file"}
+    todo = [p for p in paths if p not in tried]
+    return PolicyReply(f"{BANNER} {content}", [read_call(ctx, p) for p in todo]) if todo else None
 
 
 def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyReply:
@@ -126,4 +133,3 @@ def _written(e: Exchange, before: dict[str, str]) -> tuple[str, str, str] | None
 
 
 register_role_policy("solo", solo)
-register_role_policy("flat", solo)

@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiscientist.agent.toolsets import register_toolset
-from aiscientist.llm.offline import register_role_policy
+from aiscientist.agent.registry import register_agent
 from bench.agents.search import answer
 from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 from bench.agents.search.greedy import Chain, log_rows, replay
@@ -214,5 +213,5 @@ class AdaptiveSearch(SearchAgent):
         return self._vectors[key]
 
 
-register_toolset(ROLE, {ROLE: ()})  # one answer per attempt: a plan and edit blocks
-register_role_policy(ROLE, answer.offline_policy)
+# one answer per attempt: a plan and edit blocks
+register_agent(ROLE, AdaptiveSearch, {ROLE: ()}, {ROLE: answer.offline_policy})

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import random
 
-from aiscientist.agent.toolsets import register_toolset
-from aiscientist.llm.offline import register_role_policy
+from aiscientist.agent.registry import register_agent
 from bench.agents.search import answer
 from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 
@@ -125,5 +124,5 @@ class AIScientistV2(SearchAgent):
             run.expand(select_batch(run, stage, size, rng, options), width=options.num_parallel)
 
 
-register_toolset(ROLE, {ROLE: ()})  # one answer per node: a plan and edit blocks
-register_role_policy(ROLE, answer.offline_policy)
+# one answer per node: a plan and edit blocks
+register_agent(ROLE, AIScientistV2, {ROLE: ()}, {ROLE: answer.offline_policy})

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import math
 
-from aiscientist.agent.toolsets import register_toolset
-from aiscientist.llm.offline import register_role_policy
+from aiscientist.agent.registry import register_agent
 from bench.agents.search import answer
 from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 
@@ -127,5 +126,4 @@ class AiraMcts(SearchAgent):
             run.expand([job] * count, width=count)
 
 
-register_toolset(ROLE, {ROLE: ()})  # one answer per node: a plan and edit blocks
-register_role_policy(ROLE, answer.offline_policy)
+register_agent(ROLE, AiraMcts, {ROLE: ()}, {ROLE: answer.offline_policy})  # one answer per node: a plan, edits

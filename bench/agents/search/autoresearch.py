@@ -9,8 +9,7 @@ crash.
 
 from __future__ import annotations
 
-from aiscientist.agent.toolsets import register_toolset
-from aiscientist.llm.offline import register_role_policy
+from aiscientist.agent.registry import register_agent
 from bench.agents.search import answer
 from bench.agents.search.common import Options, Search, SearchAgent
 from bench.agents.search.greedy import Chain, log_rows, replay
@@ -50,5 +49,5 @@ class Autoresearch(SearchAgent):
         return chain
 
 
-register_toolset(ROLE, {ROLE: ()})  # one answer per experiment: a plan and edit blocks
-register_role_policy(ROLE, answer.offline_policy)
+# one answer per experiment: a plan and edit blocks
+register_agent(ROLE, Autoresearch, {ROLE: ()}, {ROLE: answer.offline_policy})

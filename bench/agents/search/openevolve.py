@@ -16,9 +16,7 @@ from __future__ import annotations
 import difflib
 import random
 
-from aiscientist.agent.context import register_role_sampling
-from aiscientist.agent.toolsets import register_toolset
-from aiscientist.llm.offline import register_role_policy
+from aiscientist.agent.registry import register_agent
 from bench.agents.search import answer
 from bench.agents.search.common import Job, Options, Search, SearchAgent, SearchNode
 
@@ -141,6 +139,5 @@ class OpenEvolve(SearchAgent):
             run.expand([Job(parent, operator, f"island {island}", context, text)])
 
 
-register_toolset(ROLE, {ROLE: ()})  # one answer per program: a plan and edit blocks
-register_role_policy(ROLE, answer.offline_policy)
-register_role_sampling(ROLE, temperature=TEMPERATURE)
+# one answer per program: a plan and edit blocks
+register_agent(ROLE, OpenEvolve, {ROLE: ()}, {ROLE: answer.offline_policy}, {ROLE: {"temperature": TEMPERATURE}})

@@ -79,7 +79,9 @@ def test_aiscientist_arm_runs_through_solve(tmp_path: Path):
 
 
 def test_unknown_agent_is_a_clear_error():
-    with pytest.raises(UnknownAgent, match="known agents: aiscientist"):
+    with pytest.raises(
+        UnknownAgent, match="unknown agent 'gpt-engineer'; choose one of adaptive-search, ai-scientist, "
+    ):
         get_agent("gpt-engineer")
 
 

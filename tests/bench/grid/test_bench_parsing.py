@@ -99,11 +99,11 @@ def test_bench_run_rejects_bad_input_before_any_work(tmp_path, capsys):
 def test_agents_help_names_every_agent():
     import argparse
 
-    from bench.agents import AGENTS
+    from bench.agents import agent_names
     from bench.cli.bench import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     help_text = parser._subparsers._group_actions[0].choices["run"].format_help()
     flat = " ".join(help_text.split()).replace("- ", "-")  # argparse may wrap a line after a hyphen
-    assert all(name in flat for name in AGENTS)
+    assert all(name in flat for name in agent_names())

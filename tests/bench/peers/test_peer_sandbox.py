@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from aiscientist.sandbox.docker import docker_problem
-from bench.agents import AGENTS
+from bench.agents import AGENTS, AgentEntry, load_all
 from bench.peers.adapter import DRIVERS
 from bench.peers.specs import cache_dir
 from tests.bench.agents.test_bench_agents import TASK
-from tests.bench.peers.hostile import NAME, run_cell, seen
+from tests.bench.peers.hostile import NAME, HostilePeer, run_cell, seen
 from tests.bench.peers.loopback import ScriptedServer
 from tests.bench.peers.test_peer_mini_swe_agent import installed
 
@@ -26,7 +26,8 @@ BACKENDS = ["bwrap", DOCKER]
 
 @pytest.fixture(autouse=True)
 def hostile_peer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(AGENTS, NAME, "tests.bench.peers.hostile:HostilePeer")
+    load_all()
+    monkeypatch.setitem(AGENTS.entries, NAME, AgentEntry(NAME, HostilePeer, {"peer": ("bash", "run_experiment")}))
 
 
 def port_of(server: ScriptedServer) -> int:

@@ -40,7 +40,7 @@ def test_a_peer_that_cannot_be_built_names_the_package_and_pips_error(tmp_path: 
 
 def test_unknown_peer_and_missing_environment_are_clear_errors(tmp_path: Path):
     done = cli("peers", "install", "gpt-engineer")
-    assert done.returncode == 2 and "unknown peer 'gpt-engineer'; choose one of mini-swe-agent" in done.stderr
+    assert done.returncode == 2 and "unknown peer 'gpt-engineer'; choose one of aide, mini-swe-agent" in done.stderr
     listed = cli("peers", "list", env={CACHE_ENV: str(tmp_path)})
     assert listed.returncode == 0 and "peer-aide\taideml==0.2.2\tnot installed" in listed.stdout
 
