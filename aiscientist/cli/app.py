@@ -6,24 +6,28 @@ import argparse
 import importlib
 import logging
 import os
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from aiscientist.llm.types import ReplayMiss
 from aiscientist.task import TaskError
 from aiscientist.util.console import log_handler, make_console
+from aiscientist.util.registry import Registry
 
-COMMANDS: dict[str, tuple[str, str]] = {
-    "solve": ("aiscientist.cli.solve", "run the AiScientist research loop on a task"),
-    "baseline": ("aiscientist.cli.baseline", "run a task's baseline once and record it"),
-    "verify": ("aiscientist.cli.verify", "check a run folder's logs and protected files"),
-    "show": ("aiscientist.cli.show", "write a run folder's self-contained HTML page and print its path"),
-    "bench": ("bench.cli.bench", "benchmark agents on tasks and report FML-bench metrics"),
-    "grade": ("bench.cli.grade", "grade a paper-reproduction submission against a rubric"),
-    "sandbox": ("aiscientist.cli.sandbox", "build the docker sandbox's run image; clean up orphaned containers"),
-    "task": ("aiscientist.cli.task", "inspect a task (task show PATH [--json])"),
-    "rubric": ("bench.cli.rubric", "check a PaperBench rubric or re-score a graded tree"),
-    "model": ("aiscientist.cli.model", "serve a local model (model serve qwen2.5-coder-1.5b)"),
-}
+# name -> the module holding its HELP, add_arguments(parser) and run(args): aiscientist's own here,
+# other installed packages' from their entry points in the PLUGINS group (pyproject.toml)
+COMMANDS: Registry[str] = Registry("command")
+for _name in ("solve", "baseline", "verify", "show", "sandbox", "task", "model"):
+    COMMANDS.register(_name, f"aiscientist.cli.{_name}")
+PLUGINS = "aiscientist.commands"
+
+
+def installed_commands() -> Registry[str]:
+    """The own commands and every installed package's (its `[project.entry-points."aiscientist.commands"]`)."""
+    for point in entry_points(group=PLUGINS):
+        COMMANDS.register(point.name, point.value)
+    return COMMANDS
+
 
 # errors are never hard-wrapped: a path or command in them stays copyable when stderr is a pipe
 err_console = make_console(stderr=True, soft_wrap=True)
@@ -39,16 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay", metavar="DIR", help="answer model requests from a recording in DIR (a miss is an error)"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (module_name, help_text) in COMMANDS.items():
+    commands = installed_commands()
+    for name in commands:
+        module_name = commands.get(name)
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as err:
             if not module_name.startswith(str(err.name)):
                 raise
-            missing = sub.add_parser(name, help=f"{help_text} (not available in this build)")
+            missing = sub.add_parser(name, help=f"{module_name} (not available in this build)")
             missing.set_defaults(handler=lambda args, name=name: _unavailable(name))
             continue
-        command = sub.add_parser(name, help=help_text, description=help_text)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)
     return parser

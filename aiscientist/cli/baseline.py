@@ -13,6 +13,8 @@ from aiscientist.util.console import make_console
 
 console = make_console()
 
+HELP = "run a task's baseline once and record it"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_task_arguments(parser)

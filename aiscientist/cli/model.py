@@ -15,6 +15,8 @@ from aiscientist.util.console import make_console
 console = make_console(soft_wrap=True)
 errors = make_console(stderr=True, soft_wrap=True)
 
+HELP = "serve a local model (model serve qwen2.5-coder-1.5b)"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -9,6 +9,8 @@ from aiscientist.util.console import make_console
 
 console = make_console(stderr=True, soft_wrap=True)
 
+HELP = "build the docker sandbox's run image; clean up orphaned containers"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="sandbox_command", required=True, metavar="{build-image,clean}")

@@ -12,6 +12,8 @@ from aiscientist.util.console import make_console
 console = make_console()
 CELL_HELP = CellPaths.of(Path("OUT"), "TASK", "AGENT", "K").root
 
+HELP = "write a run folder's self-contained HTML page and print its path"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

@@ -19,6 +19,8 @@ EXIT_MODEL_STOPPED = (
     3  # the model was unavailable past its patience (or failed model_error_limit times in a row); resumable
 )
 
+HELP = "run the AiScientist research loop on a task"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", nargs="?", help="a task.yaml, or an FML-bench task folder (not needed with --resume)")

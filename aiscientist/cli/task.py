@@ -14,6 +14,8 @@ from aiscientist.util.console import make_console
 
 console = make_console()
 
+HELP = "inspect a task (task show PATH [--json])"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="task_command", required=True, metavar="{show}")

@@ -12,6 +12,8 @@ from aiscientist.util.console import make_console
 
 console = make_console()
 
+HELP = "check a run folder's logs and protected files"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, help="a run folder made by solve, baseline or bench")

@@ -18,6 +18,8 @@ from bench.paper.judge_eval import JUDGE_EVAL_FILE, render, run_judge_eval
 from bench.paper.reproduce import GRADE_FILE, isolated
 from bench.paper.rubric import RubricError
 
+HELP = "grade a paper-reproduction submission against a rubric"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submission", nargs="?", help="the submission folder (with reproduce.sh at its root)")

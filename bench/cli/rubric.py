@@ -68,6 +68,9 @@ def _count(values) -> dict[str, int]:
     return dict(sorted(Counter(value or NO_CATEGORY for value in values).items()))
 
 
+HELP = "check a PaperBench rubric or re-score a graded tree"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="rubric_command", required=True, metavar="ACTION")
     check = sub.add_parser("check", help="validate a PaperBench rubric.json and summarise it")
