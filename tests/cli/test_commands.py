@@ -30,7 +30,7 @@ def test_the_bench_registers_its_own_commands_and_aiscientist_names_none() -> No
 
 
 def test_bench_and_grade_run_through_python_m_aiscientist() -> None:
-    for command, shown in ((["bench", "agents"], "| aide | aide |"), (["grade", "--help"], "SUBMISSION")):
+    for command, shown in ((["bench", "agents"], "| aide | aide |"), (["grade", "--help"], "reproduce.sh")):
         done = subprocess.run(
             [sys.executable, "-m", "aiscientist", *command], cwd=ROOT, capture_output=True, text=True, timeout=120
         )
