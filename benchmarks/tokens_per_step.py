@@ -1,7 +1,7 @@
 """Prompt economy, measured: model tokens per experiment step, per task.
 
 Runs `python -m aiscientist solve TASK --model offline --steps N` (File-as-Bus on,
-FML_LITE_SMOKE=1 so the experiments are quick: metric values change, not what the prompts hold) on
+FML_CPU8_SMOKE=1 so the experiments are quick: metric values change, not what the prompts hold) on
 each task, reads the run's `logs/llm_calls.jsonl` and `result.json`, and prints per
 task: steps completed, model calls, tokens (prompt + completion, as the client counted
 them), tokens per experiment step (the whole run's tokens over its steps), the mean
@@ -12,7 +12,7 @@ With --parts it also records every request (`--record`) and splits the prompt to
 into system prompts, tool schemas, first instructions, tool results, the model's own
 messages and later user messages: where the tokens go.
 
-Goal: <= 15,000 tokens per experiment step on each of the eight FML-lite tasks.
+Goal: <= 15,000 tokens per experiment step on each of the eight FML-CPU-8 tasks.
 
     python benchmarks/tokens_per_step.py [--steps 4] [--task bench/tasks/causality/task.yaml ...] \
 [--parts] [--keep DIR] [--json FILE]
@@ -49,7 +49,7 @@ def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "FML_LITE_SMOKE": "1",
+        "FML_CPU8_SMOKE": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "HF_HUB_OFFLINE": "1",
     }
@@ -117,7 +117,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=4, help="experiment steps per task (default 4)")
     parser.add_argument(
-        "--task", type=Path, action="append", help="a task.yaml (repeatable; default: the eight FML-lite tasks)"
+        "--task", type=Path, action="append", help="a task.yaml (repeatable; default: the eight FML-CPU-8 tasks)"
     )
     parser.add_argument(
         "--parts", action="store_true", help="also split the prompt tokens by kind of content (records the requests)"

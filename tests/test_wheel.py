@@ -71,7 +71,7 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "HF_HUB_OFFLINE": "1",
-        "FML_LITE_SMOKE": "1",
+        "FML_CPU8_SMOKE": "1",
     }
     work = base / "work"
     work.mkdir()
@@ -159,12 +159,12 @@ def test_installed_wheel_solves_and_benches_from_anywhere(installed, tmp_path):
         "--no-progress",
     )
     assert benched.returncode == 0, benched.stdout + benched.stderr
-    cell = tmp_path / "results" / "runs" / "fml-lite-data-efficiency" / "aide" / "round_1" / "ws"
+    cell = tmp_path / "results" / "runs" / "fml-cpu8-data-efficiency" / "aide" / "round_1" / "ws"
     assert json.loads((cell / "result.json").read_text())["steps_total"] == 1
     assert (cell / "submission" / "backbone.pt").stat().st_size == (
         ROOT / "bench/tasks/data_efficiency/repo/backbone.pt"
     ).stat().st_size
     report = (tmp_path / "results" / "report" / "index.html").read_text()
     assert (
-        "href='../runs/fml-lite-data-efficiency/aide/round_1/ws/run.html'" in report and (cell / "run.html").is_file()
+        "href='../runs/fml-cpu8-data-efficiency/aide/round_1/ws/run.html'" in report and (cell / "run.html").is_file()
     )

@@ -56,7 +56,7 @@ def cells(results: Path) -> dict[str, dict[str, Cell]]:
 
 
 def task_meta(task: Task) -> TaskMeta:
-    """FML-bench's entry for the task (our FML-lite ones included), else its `score_range`."""
+    """FML-bench's entry for the task (our FML-CPU-8 ones included), else its `score_range`."""
     assert task.metric is not None  # only improve tasks are exported
     found = range_of(task.name, task.metric.direction, task.score_range)
     if found is None:

@@ -80,22 +80,22 @@ FML_MAIN = {
     UNLEARNING: _meta("tofu_unlearning", "forget_quality_mean", "lower", 0.0, "baseline"),
 }
 
-# Our FML-lite tasks (bench/tasks), ranged like their FML-bench counterparts: accuracies
+# Our FML-CPU-8 tasks (bench/tasks), ranged like their FML-bench counterparts: accuracies
 # and scores in [0, 1] from 0 to 1; error-like metrics from the baseline down to 0;
 # |average odds difference| from 1 down to 0; membership-inference AUC from 1 (every
 # member exposed) down to 0.5 (chance).
-FML_LITE = {
-    "fml-lite-causality": _meta("setup_a", "abs_pct_error_of_ate_mean", "lower", 0.0, "baseline"),
-    "fml-lite-continual-learning": _meta("splitMNIST", "average_acc_mean", "higher", 1.0, 0.0),
-    "fml-lite-data-efficiency": _meta("MNIST_novel", "accuracy_mean", "higher", 1.0, 0.0),
-    "fml-lite-fairness": _meta("census", "abs_average_odds_difference_mean", "lower", 0.0, 1.0),
-    "fml-lite-generalization": _meta("ColoredMNIST", "test_env_acc_mean", "higher", 1.0, 0.0),
-    "fml-lite-privacy": _meta("mnist", "mia_auc_mean", "lower", 0.5, 1.0),
-    "fml-lite-representation-learning": _meta("MNIST", "linear_probe_acc_mean", "higher", 1.0, 0.0),
-    "fml-lite-robustness": _meta("mnist_backdoor", "defense_score_mean", "higher", 1.0, 0.0),
+FML_CPU8 = {
+    "fml-cpu8-causality": _meta("setup_a", "abs_pct_error_of_ate_mean", "lower", 0.0, "baseline"),
+    "fml-cpu8-continual-learning": _meta("splitMNIST", "average_acc_mean", "higher", 1.0, 0.0),
+    "fml-cpu8-data-efficiency": _meta("MNIST_novel", "accuracy_mean", "higher", 1.0, 0.0),
+    "fml-cpu8-fairness": _meta("census", "abs_average_odds_difference_mean", "lower", 0.0, 1.0),
+    "fml-cpu8-generalization": _meta("ColoredMNIST", "test_env_acc_mean", "higher", 1.0, 0.0),
+    "fml-cpu8-privacy": _meta("mnist", "mia_auc_mean", "lower", 0.5, 1.0),
+    "fml-cpu8-representation-learning": _meta("MNIST", "linear_probe_acc_mean", "higher", 1.0, 0.0),
+    "fml-cpu8-robustness": _meta("mnist_backdoor", "defense_score_mean", "higher", 1.0, 0.0),
 }
 
-RANGES: dict[str, TaskMeta] = {**FML_MAIN, **FML_LITE}
+RANGES: dict[str, TaskMeta] = {**FML_MAIN, **FML_CPU8}
 
 COLUMNS = (
     "raw_test",
@@ -159,7 +159,7 @@ def normalized_improvement(agent: float | None, baseline: float | None, meta: Ra
 
 
 def range_of(name: str, direction: Literal["max", "min"], stated: ScoreRange | None) -> Range | None:
-    """FML-bench's range for a task (our FML-lite entries included), else the one it states."""
+    """FML-bench's range for a task (our FML-CPU-8 entries included), else the one it states."""
     if name in RANGES:
         return Range.model_validate(RANGES[name].model_dump(include={"direction", "p_best", "p_worst"}))
     if stated is None:

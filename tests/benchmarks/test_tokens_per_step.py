@@ -12,7 +12,7 @@ from aiscientist.llm import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
-# The goal for the FML-lite tasks is 15,000 tokens per step. The tiny task's code and plan
+# The goal for the FML-CPU-8 tasks is 15,000 tokens per step. The tiny task's code and plan
 # are smaller than any of theirs, and 4 offline steps measured 11,185 tokens per step once
 # the prompts were cut (19,047 before): the bound keeps that with 5% headroom for wording,
 # so a change that adds back a repeated block to every request fails here.

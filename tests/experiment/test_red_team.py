@@ -125,11 +125,11 @@ def fit(X, y, s, seed, cfg=DebiasConfig()):
 def test_the_hidden_test_run_cannot_derive_the_held_out_labels(
     tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """FML-lite fairness's test labels come from the held-out seed; the hidden test's run saw
+    """FML-CPU-8 fairness's test labels come from the held-out seed; the hidden test's run saw
     that seed (`test_inputs: [heldout/**]`), so editable code predicted the labels themselves
     (accuracy 1.0, odds difference 0.0). Now a prepare step apart from editable code exports
     the test features only, and the run never sees the seed."""
-    monkeypatch.setenv("FML_LITE_SMOKE", "1")
+    monkeypatch.setenv("FML_CPU8_SMOKE", "1")
     ws = Workspace.create(load_task(FAIRNESS), tmp_path / "run", sandbox=backend)
     model = ws.paths.submission / "adversarial.py"
     model.write_text(model.read_text() + CHEAT)

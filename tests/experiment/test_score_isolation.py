@@ -147,7 +147,7 @@ LITE = sorted(p.parent for p in (Path(__file__).parents[2] / "bench" / "tasks").
 def test_no_editable_module_is_importable_in_the_score_invocation(
     tmp_path: Path, backend: str, task_yaml: Path
 ) -> None:
-    """For the tiny task and every FML-lite task, validation and the hidden test: the score
+    """For the tiny task and every FML-CPU-8 task, validation and the hidden test: the score
     invocation holds only scorer files and artifacts, and no editable module imports there."""
     task = load_task(task_yaml)
     ws = Workspace.create(task, tmp_path / "run", sandbox=backend)

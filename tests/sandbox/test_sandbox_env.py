@@ -42,26 +42,26 @@ def test_no_planted_secret_reaches_experiment_code(
 ) -> None:
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("FML_LITE_SEED", "7")
+    monkeypatch.setenv("FML_CPU8_SEED", "7")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    declared = passed_env(["FML_LITE_SEED", "NOT_SET_ANYWHERE"])
+    declared = passed_env(["FML_CPU8_SEED", "NOT_SET_ANYWHERE"])
     script = "import os, json; print(json.dumps(dict(os.environ)))"
     result = get_sandbox(backend).run([f"python -c '{script}'"], cwd=tmp_path, timeout=60, env=declared)
     assert result.ok, result.stderr_tail
     seen = result.stdout_tail
     leaked = [name for name, value in SECRETS.items() if value in seen or f'"{name}"' in seen]
     assert leaked == []
-    assert '"FML_LITE_SEED": "7"' in seen and "NOT_SET_ANYWHERE" not in seen  # declared on purpose
+    assert '"FML_CPU8_SEED": "7"' in seen and "NOT_SET_ANYWHERE" not in seen  # declared on purpose
     assert '"LC_ALL": "C.UTF-8"' in seen  # locale comes through
 
 
-def test_fml_lite_tasks_declare_the_variables_they_read() -> None:
+def test_fml_cpu8_tasks_declare_the_variables_they_read() -> None:
     for task_file in sorted((Path(__file__).parents[2] / "bench" / "tasks").glob("*/task.yaml")):
         task = load_task(task_file)
         read = {
             name
             for source in task.repository.glob("*.py")
-            for name in ("FML_LITE_SEED", "FML_LITE_SMOKE", "FML_LITE_THREADS", "FML_LITE_ADULT_CSV")
+            for name in ("FML_CPU8_SEED", "FML_CPU8_SMOKE", "FML_CPU8_THREADS", "FML_CPU8_ADULT_CSV")
             if name in source.read_text()
         }
         assert read and read <= set(task.sandbox.pass_env), task_file

@@ -1,6 +1,6 @@
-"""The FML-lite hidden test's run sees label-free test inputs only (#27, red team 2).
+"""The FML-CPU-8 hidden test's run sees label-free test inputs only (#27, red team 2).
 
-Every FML-lite task derives its test inputs and labels from one held-out spec (a seed or
+Every FML-CPU-8 task derives its test inputs and labels from one held-out spec (a seed or
 an index list) through its protected data.py. Its run used to see that spec
 (`test_inputs: [heldout/...]`), so editable code could call the protected loader and
 emit the labels: a forged hidden-test score. Now `test_prepare` (`python data.py`, apart
@@ -63,7 +63,7 @@ print("denied")
 """
 
 
-def test_every_fml_lite_task_is_covered() -> None:
+def test_every_fml_cpu8_task_is_covered() -> None:
     assert sorted(ROUTES) == sorted(INPUTS) == sorted(p.name for p in TASKS.iterdir() if (p / "task.yaml").is_file())
 
 
@@ -82,7 +82,7 @@ def test_the_test_run_cannot_derive_the_test_labels(tmp_path: Path, name: str, m
     """The hidden test's copy as the engine makes it (no hidden files, plus what the prepare
     step wrote in its own invocation): the protected loaders of the test split fail there,
     and the one file added holds only the reviewed input arrays."""
-    monkeypatch.setenv("FML_LITE_SMOKE", "1")
+    monkeypatch.setenv("FML_CPU8_SMOKE", "1")
     task = load_task(TASKS / name / "task.yaml")
     ws = Workspace.create(task, tmp_path / "run", sandbox="auto")
     copy = tmp_path / "copy"
@@ -145,7 +145,7 @@ def test_few_shot_query_labels_cannot_be_read_in_validation_or_test(
     """data_efficiency end to end: the test run saw the episode seed (held-out labels:
     accuracy 1.0), and queries came grouped by label in both splits (their position was
     the label: 1.0 again). Now both routes give chance (0.2); honest ProtoNet is ~0.6."""
-    monkeypatch.setenv("FML_LITE_SMOKE", "1")
+    monkeypatch.setenv("FML_CPU8_SMOKE", "1")
     ws = Workspace.create(load_task(TASKS / "data_efficiency" / "task.yaml"), tmp_path / "run", sandbox=backend)
     model = ws.paths.submission / "few_shot.py"
     model.write_text(model.read_text() + FEW_SHOT_CHEAT)
@@ -178,7 +178,7 @@ def test_the_true_ate_of_the_test_sets_cannot_be_read(tmp_path: Path, monkeypatc
     """causality end to end: with the held-out seeds in the test run, editable code returned
     each test set's true ATE (error exactly 0.0). Now it gets (X, w, y) only and the
     estimate is its own. (mean tau(X) stays computable from X: a rule, see the README.)"""
-    monkeypatch.setenv("FML_LITE_SMOKE", "1")
+    monkeypatch.setenv("FML_CPU8_SMOKE", "1")
     ws = Workspace.create(load_task(TASKS / "causality" / "task.yaml"), tmp_path / "run", sandbox="auto")
     model = ws.paths.submission / "train.py"
     model.write_text(model.read_text() + textwrap.dedent(ATE_CHEAT))

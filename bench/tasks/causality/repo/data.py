@@ -12,7 +12,7 @@ with trim_eta(z) = max(eta, min(z, 1 - eta)). The true (sample) ATE of one data
 set is mean_i tau(X_i); its population value is 0.5.
 
 PROTECTED: the data generator and the split definition. Validation data sets
-use seeds derived from FML_LITE_SEED; the test seeds live in heldout/, which is
+use seeds derived from FML_CPU8_SEED; the test seeds live in heldout/, which is
 not part of an agent's workspace. The hidden test's run gets only the test data
 sets' (X, w, y), exported by `python data.py` in an invocation of its own (the
 task's `test_prepare`): the seeds would give the noise and the true propensity
@@ -46,11 +46,11 @@ SMOKE = Sizes(n=300, replications=1)
 
 
 def sizes() -> Sizes:
-    return SMOKE if os.environ.get("FML_LITE_SMOKE") == "1" else FULL
+    return SMOKE if os.environ.get("FML_CPU8_SMOKE") == "1" else FULL
 
 
 def run_seed() -> int:
-    return int(os.environ.get("FML_LITE_SEED", "0"))
+    return int(os.environ.get("FML_CPU8_SEED", "0"))
 
 
 @dataclass(frozen=True)

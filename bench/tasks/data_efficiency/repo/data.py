@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-SMOKE = os.environ.get("FML_LITE_SMOKE") == "1"
-SEED = int(os.environ.get("FML_LITE_SEED", "0"))
+SMOKE = os.environ.get("FML_CPU8_SMOKE") == "1"
+SEED = int(os.environ.get("FML_CPU8_SEED", "0"))
 # One thread by default: on a shared, busy CPU more threads make torch much slower.
-THREADS = int(os.environ.get("FML_LITE_THREADS", "1"))
+THREADS = int(os.environ.get("FML_CPU8_THREADS", "1"))
 
 BASE_CLASSES = (0, 1, 2, 3, 4)
 NOVEL_CLASSES = (5, 6, 7, 8, 9)

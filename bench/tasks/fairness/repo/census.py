@@ -21,7 +21,7 @@ The direct sex term and the sex-dependent occupation mix reproduce Adult's base
 rates (here about 34 % positives among men, 14 % among women; Adult: 31 % and
 11 %). Features given to the
 model: age, education, hours, capital_gain (log1p), sex, one-hot relationship
-and occupation. With FML_LITE_ADULT_CSV=/path/to/adult.data (UCI format, no
+and occupation. With FML_CPU8_ADULT_CSV=/path/to/adult.data (UCI format, no
 header) the real Adult rows are used instead, split 60/15/25 by a fixed seed.
 """
 
@@ -101,7 +101,7 @@ def adult_csv(path: str) -> Table:
     occ_map = {"Exec-managerial": 0, "Prof-specialty": 1, "Craft-repair": 2, "Adm-clerical": 3, "Other-service": 4}
     rel_map = {"Husband": 0, "Wife": 1, "Own-child": 2}
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"FML_LITE_ADULT_CSV={path}: no such file (expected UCI adult.data)")
+        raise FileNotFoundError(f"FML_CPU8_ADULT_CSV={path}: no such file (expected UCI adult.data)")
     rows = []
     with open(path, newline="") as handle:
         for row in csv.reader(handle):

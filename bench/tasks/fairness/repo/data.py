@@ -4,7 +4,7 @@ Synthetic (default): each split is drawn from the generator in census.py with
 its own seed; the test seed lives in heldout/ (not part of an agent's
 workspace). The hidden test's run gets only the test features, exported by
 `python data.py` in an invocation of its own (the task's `test_prepare`): the
-seed would give the labels away. Real Adult (FML_LITE_ADULT_CSV set): a fixed
+seed would give the labels away. Real Adult (FML_CPU8_ADULT_CSV set): a fixed
 60/15/25 permutation of the file's rows.
 """
 
@@ -35,11 +35,11 @@ SMOKE = Sizes(n_train=8_000, n_val=2_000, n_test=2_000)
 
 
 def sizes() -> Sizes:
-    return SMOKE if os.environ.get("FML_LITE_SMOKE") == "1" else FULL
+    return SMOKE if os.environ.get("FML_CPU8_SMOKE") == "1" else FULL
 
 
 def run_seed() -> int:
-    return int(os.environ.get("FML_LITE_SEED", "0"))
+    return int(os.environ.get("FML_CPU8_SEED", "0"))
 
 
 def _test_seed() -> int:
@@ -52,7 +52,7 @@ def _test_seed() -> int:
 def load(split: str) -> census.Table:
     if split not in ("train", "val", "test"):
         raise ValueError(f"unknown split {split!r}; expected 'train', 'val' or 'test'")
-    csv_path = os.environ.get("FML_LITE_ADULT_CSV")
+    csv_path = os.environ.get("FML_CPU8_ADULT_CSV")
     if csv_path:
         return _adult_split(csv_path, split)
     s = sizes()

@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-SMOKE = os.environ.get("FML_LITE_SMOKE") == "1"
-SEED = int(os.environ.get("FML_LITE_SEED", "0"))
+SMOKE = os.environ.get("FML_CPU8_SMOKE") == "1"
+SEED = int(os.environ.get("FML_CPU8_SEED", "0"))
 # One thread by default: on a shared, busy CPU more threads make torch much slower.
-THREADS = int(os.environ.get("FML_LITE_THREADS", "1"))
+THREADS = int(os.environ.get("FML_CPU8_THREADS", "1"))
 
 LABEL_NOISE = 0.25
 TRAIN_ENVS = (0.1, 0.2)

@@ -37,11 +37,11 @@ SMOKE = Sizes(n_members=100, n_nonmembers=400)
 
 
 def sizes() -> Sizes:
-    return SMOKE if os.environ.get("FML_LITE_SMOKE") == "1" else FULL
+    return SMOKE if os.environ.get("FML_CPU8_SMOKE") == "1" else FULL
 
 
 def run_seed() -> int:
-    return int(os.environ.get("FML_LITE_SEED", "0"))
+    return int(os.environ.get("FML_CPU8_SEED", "0"))
 
 
 @cache

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-SMOKE = os.environ.get("FML_LITE_SMOKE") == "1"
-SEED = int(os.environ.get("FML_LITE_SEED", "0"))
+SMOKE = os.environ.get("FML_CPU8_SMOKE") == "1"
+SEED = int(os.environ.get("FML_CPU8_SEED", "0"))
 # One thread by default: on a shared, busy CPU more threads make torch much slower.
-THREADS = int(os.environ.get("FML_LITE_THREADS", "1"))
+THREADS = int(os.environ.get("FML_CPU8_THREADS", "1"))
 
 PRETRAIN_SIZE = 2000 if SMOKE else 40000
 PROBE_PER_CLASS = 20 if SMOKE else 200

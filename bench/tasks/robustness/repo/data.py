@@ -46,11 +46,11 @@ SMOKE = Sizes(n_train=1_000, n_eval=500)
 
 
 def sizes() -> Sizes:
-    return SMOKE if os.environ.get("FML_LITE_SMOKE") == "1" else FULL
+    return SMOKE if os.environ.get("FML_CPU8_SMOKE") == "1" else FULL
 
 
 def run_seed() -> int:
-    return int(os.environ.get("FML_LITE_SEED", "0"))
+    return int(os.environ.get("FML_CPU8_SEED", "0"))
 
 
 @cache

@@ -1,13 +1,13 @@
-"""FML-bench-lite figures: per task, the baseline metric over several seeds, one
+"""FML-CPU-8 figures: per task, the baseline metric over several seeds, one
 experiment's wall time and peak memory, and the metric of the known better
-method in tests/fml_lite_improved/<task>.patch.
+method in tests/fml_cpu8_improved/<task>.patch.
 
-    python benchmarks/fml_lite_table.py                        # all eight, seeds 0 1 2
-    python benchmarks/fml_lite_table.py --tasks privacy fairness --seeds 0
-    python benchmarks/fml_lite_table.py --no-improved --smoke  # quick check of the pipeline
+    python benchmarks/fml_cpu8_table.py                        # all eight, seeds 0 1 2
+    python benchmarks/fml_cpu8_table.py --tasks privacy fairness --seeds 0
+    python benchmarks/fml_cpu8_table.py --no-improved --smoke  # quick check of the pipeline
 
 Every experiment runs the task's validation `commands` in a fresh copy of its
-repository with FML_LITE_SEED set (and FML_LITE_SMOKE=1 with --smoke). Peak
+repository with FML_CPU8_SEED set (and FML_CPU8_SMOKE=1 with --smoke). Peak
 memory is the largest resident set of the command's process tree (wait4's
 ru_maxrss); CPU s is user + system time of that tree. Wall times on a shared
 machine are noisy; CPU time is the steadier measure of cost. Wall time and CPU
@@ -42,7 +42,7 @@ TASKS = [
     "privacy",
     "fairness",
 ]
-PATCHES = ROOT / "tests" / "fml_lite_improved"
+PATCHES = ROOT / "tests" / "fml_cpu8_improved"
 
 
 @dataclass
@@ -70,7 +70,7 @@ def run_commands(
 ) -> tuple[float, float, float, str]:
     """Run `commands` in order through bash; (wall s, CPU s, peak MiB, error or '')."""
     start, peak_kib, cpu = time.monotonic(), 0, 0.0
-    err_path = cwd / ".fml_lite_stderr"
+    err_path = cwd / ".fml_cpu8_stderr"
     for command in commands:
         with open(err_path, "wb") as err:
             proc = subprocess.Popen(
@@ -97,7 +97,7 @@ def run_commands(
 
 def experiment(task: Task, seed: int, smoke: bool, patch: Path | None = None) -> Run:
     """One experiment (the validation commands, then the score commands) in a temporary repository copy."""
-    with tempfile.TemporaryDirectory(prefix="fml-lite-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fml-cpu8-") as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(task.repository, repo, ignore=shutil.ignore_patterns("__pycache__", "final_info*.json"))
         if patch is not None:
@@ -106,10 +106,10 @@ def experiment(task: Task, seed: int, smoke: bool, patch: Path | None = None) ->
                 return Run(
                     None, 0.0, 0.0, 0.0, False, f"patch failed: {applied.stdout.strip() or applied.stderr.strip()}"
                 )
-        env = {**os.environ, "FML_LITE_SEED": str(seed), "HOME": tmp}
-        env.pop("FML_LITE_SMOKE", None)
+        env = {**os.environ, "FML_CPU8_SEED": str(seed), "HOME": tmp}
+        env.pop("FML_CPU8_SMOKE", None)
         if smoke:
-            env["FML_LITE_SMOKE"] = "1"
+            env["FML_CPU8_SMOKE"] = "1"
         # the run, then its score (a split task's evaluator writes the metrics file into the working folder
         # when $SCORE_OUT is unset; the engine runs it in an invocation of its own)
         wall, cpu, peak, error = run_commands(
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--tasks-dir", type=Path, default=ROOT / "bench" / "tasks")
     parser.add_argument(
-        "--smoke", action="store_true", help="reduced sizes (FML_LITE_SMOKE=1); the real figures use full size"
+        "--smoke", action="store_true", help="reduced sizes (FML_CPU8_SMOKE=1); the real figures use full size"
     )
     parser.add_argument("--no-improved", action="store_true", help="skip the improved-method runs")
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""Smoke tests of the eight FML-bench-lite tasks at reduced size (FML_LITE_SMOKE=1):
+"""Smoke tests of the eight FML-CPU-8 tasks at reduced size (FML_CPU8_SMOKE=1):
 validation (run, then score) in a workspace-like copy under the sandbox, where the
 held-out split must be unreachable, then the hidden test's commands on a full copy.
 Every task has the run / score split: its scorer imports no editable module."""
@@ -17,7 +17,7 @@ from aiscientist.sandbox import bwrap_works, get_sandbox
 from aiscientist.task import Task, load_task
 
 TASKS = Path(__file__).resolve().parents[3] / "bench" / "tasks"
-ENV = {"FML_LITE_SMOKE": "1", "FML_LITE_SEED": "0"}
+ENV = {"FML_CPU8_SMOKE": "1", "FML_CPU8_SEED": "0"}
 PREDICT_TEST = ["python predict.py --split test"]
 
 # Ranges a working method reaches even at smoke size (means keys), and the command that
