@@ -8,7 +8,7 @@ no folder with more than 12 modules of its own; at most 4 top-level modules in
 up the layers (`LAYERS`; nothing in `aiscientist` imports `bench`); no file over 400 lines
 and no line over 120 characters; run-folder file names spelled only in `aiscientist/records/`;
 no block of REPEAT_LINES lines repeated to the letter (`repeated_blocks`); no class name
-defined in two modules (`duplicated_classes`: one name per thing).
+defined in two modules (`duplicated_classes`: one name per thing, nested classes included).
 Exit 1 when a goal is not met.
 
     python benchmarks/structure.py [--json FILE]
@@ -332,6 +332,7 @@ def goals(figures: dict) -> dict[str, bool]:
         f"<= {MAX_TOP} top-level modules in aiscientist/": len(figures["top_level_modules"]) <= MAX_TOP,
         "run-folder names only in records/": not figures["run_folder_literals"],
         f"no {REPEAT_LINES}-line block repeated": not figures["repeated_blocks"],
+        "no class name in two modules": not figures["duplicated_classes"],
     }
 
 
