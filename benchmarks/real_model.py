@@ -11,13 +11,16 @@ recorded requests:
 - stop: the run's stop reason; steps: run / successful;
 - best: best metric against the baseline; test: the hidden test's metric;
 - s/step and prompt tok/step: wall time and prompt tokens over steps run (over 1 if none);
+- TTFE: time to first experiment, from the cell's start to its first step's end; exp/h:
+  steps run per hour; baseline: the task's baseline measurement (setup and the unchanged
+  code, once per task before the cells), apart from the TTFE;
 - prefix: the share of each request's prompt (rendered as the chat template lays it out)
   that repeats the same role's previous request of that run, over every request but a
   role's first.
 
 Goals (issue #29): valid >= 90 % for every agent; every agent ends on its own stop reason
 with at least one successful step; prefix >= 80 %; at most 400 s of wall time per step run
-(`solve` on the tiny task: 3 steps in 20 minutes).
+(`solve` on the tiny task: 3 steps in 20 minutes); issue #40: `aiscientist`'s TTFE <= 4 min.
 
     python benchmarks/real_model.py [--agents aiscientist,linear] [--steps 2] [--tasks tiny,TASK]
                                    [--model local/qwen2.5-coder-1.5b] [--keep DIR] [--json FILE]
@@ -40,7 +43,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from aiscientist.records.cell import cell_folders
+from aiscientist.records.cell import BaselinePaths, cell_folders
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -54,6 +57,7 @@ AGENTS = "aiscientist,aiscientist-flat,aide,linear,basic"
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
 GOAL_VALID, GOAL_PREFIX = 0.9, 0.8
 GOAL_STEP_S = 400  # `solve` on the tiny task: 3 steps in 20 minutes
+GOAL_TTFE_S = 240  # issue #40, the full arm
 
 
 def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_s: float) -> tuple[Path | None, float]:
@@ -137,7 +141,19 @@ def measure(agent: str, task: str, run: Path | None, wall: float, requests: Path
         "s_per_step": round(result.get("wall_time_s", wall) / max(steps, 1), 1),
         "prompt_per_step": round(sum(r.get("prompt_tokens", 0) for r in records) / max(steps, 1)),
         "prefix": prefix_share(records, requests),
+        "ttfe_s": result.get("ttfe_s"),
+        "per_hour": result.get("experiments_per_hour"),
+        "baseline_s": baseline_seconds(run),
     }
+
+
+def baseline_seconds(run: Path) -> float | None:
+    """The cell's task's baseline measurement (`bench/grid/runner.py: shared_baseline`), seconds."""
+    record = BaselinePaths.of(run.parents[3].parent, run.parents[2].name).record
+    try:
+        return json.loads(record.read_text()).get("baseline_s")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _pct(x: float | None) -> str:
@@ -151,7 +167,7 @@ def _num(x: float | None) -> str:
 def table(rows: list[dict[str, Any]], model: str, steps: int) -> Table:
     t = Table(title=f"{model}, {steps} step(s) per run")
     for col in ("agent", "task", "calls", "valid", "invalid", "stop", "steps ok/run", "best/base", "test",
-                "s/step", "prompt tok/step", "prefix"):  # fmt: skip
+                "s/step", "prompt tok/step", "prefix", "TTFE s", "exp/h", "baseline s"):  # fmt: skip
         t.add_column(col)
     for r in rows:
         t.add_row(
@@ -159,7 +175,7 @@ def table(rows: list[dict[str, Any]], model: str, steps: int) -> Table:
             str(r.get("calls", "-")), _pct(r.get("valid")), str(r.get("invalid", "-")), str(r["stop"]),
             f"{r.get('successful', 0)}/{r.get('steps', 0)}", f"{_num(r.get('best'))}/{_num(r.get('baseline'))}",
             _num(r.get("test")), str(r.get("s_per_step", "-")), str(r.get("prompt_per_step", "-")),
-            _pct(r.get("prefix")),
+            _pct(r.get("prefix")), _num(r.get("ttfe_s")), _num(r.get("per_hour")), _num(r.get("baseline_s")),
         )  # fmt: skip
     return t
 
@@ -174,6 +190,8 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
             f"prefix >= {GOAL_PREFIX:.0%}": r.get("prefix") is None or r["prefix"] >= GOAL_PREFIX,  # None: one call
             f"<= {GOAL_STEP_S} s/step": r.get("steps", 0) > 0 and r["wall_s"] / r["steps"] <= GOAL_STEP_S,
         }
+        if r["agent"] == "aiscientist":
+            goals[f"TTFE <= {GOAL_TTFE_S} s"] = r.get("ttfe_s") is not None and r["ttfe_s"] <= GOAL_TTFE_S
         missed = [name for name, ok in goals.items() if not ok]
         out.append(f"{r['agent']}: " + ("all goals met" if not missed else "missed " + "; ".join(missed)))
     return out

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from aiscientist.llm import ModelConfigError
     from aiscientist.orchestrator.progress import LiveProgress, summary_table
     from aiscientist.orchestrator.run import is_run_folder, solve
+    from aiscientist.records.timing import process_started_at
 
     if args.steps is not None and args.steps < 1:
         raise TaskError("--steps", "steps", "must be at least 1")
@@ -87,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
             )
     try:
         with LiveProgress(console) as progress, notices.listening(progress.notice):
-            result = solve(task, run_dir, config, model=args.model, steps=args.steps, progress=progress)
+            result = solve(
+                task, run_dir, config, model=args.model, steps=args.steps, progress=progress,
+                started_at=process_started_at(),
+            )  # fmt: skip
     except ModelConfigError as err:
         console.print(f"[red]error:[/red] {err}", soft_wrap=True)
         return 2

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from aiscientist.records.accounting import is_better
 from aiscientist.records.result import RunResult
+from aiscientist.util.humanize import pace
 from aiscientist.util.text import clean
 
 
@@ -127,5 +128,6 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
         table.add_row("failure causes", escape(result.failure_causes))
     table.add_row("tokens · cost", f"{result.tokens:,} · ${result.cost:.4f}")
     table.add_row("wall time", f"{result.wall_time_s:.1f} s")
+    table.add_row("pace", pace(result.ttfe_s, result.experiments_per_hour))
     table.add_row("run folder", escape(run_dir))
     return table

@@ -42,6 +42,7 @@ class RunInfo(BaseModel):
     wall_time_s: float | None = None
     config: RunConfig
     finished: bool = False  # False after a stop by a failing model: `--resume` continues the run
+    started_at: float | None = None  # the first command's start (wall clock): the time to first experiment
     stop_reason: StopReason | None = None
 
 
@@ -59,10 +60,12 @@ def solve(
     model: str | None = None,
     steps: int | None = None,
     progress: Progress | None = None,
+    started_at: float | None = None,
 ) -> RunResult:
     """Run AiScientist on `task` in `run_dir`, or resume the run already there.
 
-    `model` and `steps` override the config (on resume, `steps` may extend the budget).
+    `model` and `steps` override the config (on resume, `steps` may extend the budget);
+    `started_at` is the command's start (wall clock; default: now), kept by a resumed run.
     Raises TaskError for bad input; KeyboardInterrupt leaves a resumable run."""
     run_dir = Path(run_dir)
     from aiscientist.workspace import Workspace
@@ -88,6 +91,7 @@ def solve(
             steps=steps or config.steps or task.budget.steps,
             wall_time_s=config.wall_time_s or task.budget.wall_time_s,
             config=config,
+            started_at=started_at or time.time(),
         )
         check_model(info)  # an unknown model or a missing key fails before anything is created
         ws = Workspace.create(task, run_dir, file_bus=config.file_bus, sandbox=config.sandbox)
@@ -213,6 +217,7 @@ def finish(ctx: RunContext, info: RunInfo, stop_reason: StopReason, detail: str 
         final=final,
         config=config,
         wall_time_s=round(ctx.elapsed_s(), 3),
+        started_at=info.started_at,
         tokens=tokens,
         cost=round(cost, 6),
     )

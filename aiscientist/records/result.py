@@ -28,6 +28,9 @@ class RunResult(BaseModel):
     tokens: int = 0
     cost: float = 0.0
     wall_time_s: float = 0.0
+    ttfe_s: float | None = None  # the command's start to the first counted step's end (records/timing.py)
+    experiments_per_hour: float | None = None  # steps completed per hour of wall time
+    baseline_s: float | None = None  # a baseline measurement the command made, apart from the TTFE
     stop_reason: StopReason | None = None  # None: the run has not ended
     stop_detail: str = ""
     failure_causes: str = ""

@@ -21,6 +21,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from aiscientist.records.accounting import best_step, is_better, successful, totals
 from aiscientist.records.cell import CELL_WS, run_folder
 from aiscientist.records.paths import DIFF, EXPERIMENTS, LOGS, PLAN, STEP_RECORD, TASK_RECORD, RunPaths
+from aiscientist.records.timing import first_experiment_s
 from aiscientist.records.tree import Tree
 from aiscientist.task import TaskError
 from aiscientist.util import untrusted
@@ -34,6 +35,8 @@ PLAN_MARKER = f"\n\n## {PLAN}/"  # how prioritization appends the plan to its fu
 
 class StepView(BaseModel):
     step: int
+    agent: str = ""
+    started_at: str = ""
     hypothesis: str = ""
     success: bool = False
     valid: bool = True
@@ -86,6 +89,8 @@ class RunView(BaseModel):
     tokens: int
     cost: float
     wall_time_s: float | None
+    ttfe_s: float | None
+    experiments_per_hour: float | None
     verify: str
     steps: list[StepView]
     timeline: list[Moment]
@@ -313,6 +318,9 @@ class _Result(BaseModel):
     tokens: int | None = None
     cost: float | None = None
     wall_time_s: float | None = None
+    ttfe_s: float | None = None
+    experiments_per_hour: float | None = None
+    started_at: float | None = None  # state/run.json: the command's start
     name: str | None = None  # task.json
     metric_spec: dict[str, Any] = {}  # task.json's metric
 
@@ -356,6 +364,8 @@ def load_run(folder: Path | str) -> RunView:
         tokens=base.tokens if base.tokens is not None else counted.tokens,
         cost=base.cost if base.cost is not None else counted.cost,
         wall_time_s=base.wall_time_s,
+        ttfe_s=base.ttfe_s if "ttfe_s" in given else first_experiment_s(steps, state.started_at),
+        experiments_per_hour=base.experiments_per_hour,
         verify=_verify(root),
         steps=steps,
         timeline=[m for m in moments if m.kind != "access.denied"],

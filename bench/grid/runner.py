@@ -29,6 +29,7 @@ from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
 from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.timing import first_experiment_s, per_hour
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace
 from bench.agents import agent_entry, agent_names, get_agent
@@ -95,7 +96,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ws.engine.env.update(thread_env())
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
-    summary = summarize_cell(spec, config, task, ws, out, stop, timing.close())
+    summary = summarize_cell(spec, config, task, ws, out, stop, timing.close(), timing.first_started)
     cell.error.unlink(missing_ok=True)
     cell.result.write_text(summary.model_dump_json(indent=1))
     return str(stop)
@@ -113,11 +114,16 @@ class Timing:
             ends = [p.stat().st_mtime for p in cell.run.step_records()]
             state["wall_time_s"] += max(0.0, max(ends, default=state["open_since"]) - state["open_since"])
         self.wall, self.started = state["wall_time_s"], time.time()
-        self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": self.started}))
+        self.first_started: float = state.get("first_started") or self.started  # the cell's start: TTFE counts from it
+        self._write(self.started)
+
+    def _write(self, open_since: float | None) -> None:
+        state = {"wall_time_s": self.wall, "open_since": open_since, "first_started": self.first_started}
+        self.path.write_text(json.dumps(state))
 
     def close(self) -> float:
         self.wall += time.time() - self.started
-        self.path.write_text(json.dumps({"wall_time_s": self.wall, "open_since": None}))
+        self._write(None)
         return self.wall
 
 
@@ -136,9 +142,17 @@ def _guard(solve: Callable[[], Outcome]) -> Outcome:
 
 
 def summarize_cell(
-    spec: RunSpec, config: GridConfig, task: Task, ws: Workspace, out: Path, stop: Outcome, wall: float
+    spec: RunSpec,
+    config: GridConfig,
+    task: Task,
+    ws: Workspace,
+    out: Path,
+    stop: Outcome,
+    wall: float,
+    started_at: float | None = None,
 ) -> RunSummary:
-    """The run's end (`experiment.finish`), then diversity, judge labels and the bench summary."""
+    """The run's end (`experiment.finish`), then diversity, judge labels and the bench summary;
+    `started_at` (the cell's start, wall clock) gives the time to first experiment."""
     cell = spec.cell(out)
     steps = load_steps(ws.paths)
     direction = task.metric.direction if task.metric else "max"
@@ -149,6 +163,7 @@ def summarize_cell(
         stop.stop,
         stop.detail,
         wall_time_s=wall,
+        started_at=started_at,
         config={"model": config.model, "steps": config.steps, "round": spec.round},
     )
     test = result.test
@@ -172,6 +187,8 @@ def summarize_cell(
         test_metric=test.metric if test else None,
         test_error=test.error if test else None,
         wall_time_s=wall,
+        ttfe_s=first_experiment_s(steps, started_at),
+        experiments_per_hour=per_hour(len(steps), wall),
         diversity=diversity,
         embedder=embedder,
         labels=labels,
@@ -199,12 +216,14 @@ def shared_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         if record.is_file():
             return json.loads(record.read_text())
         shutil.rmtree(folder.ws, ignore_errors=True)
-        step, result = measure_baseline(Workspace.create(task, folder.ws, sandbox=sandbox))
+        started = time.monotonic()
+        step, result = measure_baseline(Workspace.create(task, folder.ws, sandbox=sandbox), started=started)
         test = result.test
         measured = {
             "val": step.metric if step.eligible else None,
             "test": test.metric if test else None,
             "error": step.error or (test.error if test else None),
+            "baseline_s": result.baseline_s,  # setup and the measurement: shown apart from the cells' TTFE
         }
         record.write_text(json.dumps(measured, indent=1))
         return measured

@@ -9,7 +9,6 @@ against round k per task, with bootstrap confidence intervals and win rates.
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -23,11 +22,10 @@ from aiscientist.agent.outcome import StopReason
 from aiscientist.experiment.engine import StepRecord
 from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
 from aiscientist.records.cell import CellPaths, cell_results
+from aiscientist.records.timing import per_hour
 from bench.scoring.fml_metrics import Range, normalized_improvement
 
 Direction = Literal["max", "min"]
-BOOTSTRAP_SAMPLES = 5000
-LEVEL = 0.95
 T = TypeVar("T")
 K = TypeVar("K")
 
@@ -104,6 +102,8 @@ class RunSummary(BaseModel):
     cost: float = 0.0
     wall_time_s: float = 0.0
     experiment_time_s: float = 0.0
+    ttfe_s: float | None = None  # the cell's start to its first counted step's end
+    experiments_per_hour: float | None = None
     diversity: float | None = None
     embedder: str | None = None
     labels: dict[str, str] = {}  # step number -> "academic" | "engineering"
@@ -165,6 +165,8 @@ class AgentTask(BaseModel):
     cost_per_step: float | None
     wall_time_s: float
     time_per_step_s: float | None
+    ttfe_s: float | None = None
+    experiments_per_hour: float | None = None
     steps_to_target: int | None
     auc: float
     curve: list[float | None]
@@ -259,6 +261,8 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         cost_per_step=cost / completed if completed else None,
         wall_time_s=wall,
         time_per_step_s=wall / completed if completed else None,
+        ttfe_s=mean_std(r.ttfe_s for r in runs)[0],
+        experiments_per_hour=per_hour(completed, wall),
         steps_to_target=steps_to_target(shown.curve, info.target, info.direction) if info.target is not None else None,
         auc=_auc(info, shown),
         curve=shown.curve,
@@ -309,6 +313,13 @@ AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it m
     ("cost", "cost $ (total)", "model cost over all rounds, US dollars"),
     ("time_per_step_s", "wall s / step", "wall-clock seconds per completed step"),
     ("wall_time_s", "wall s (total)", "wall-clock seconds over all rounds"),
+    (
+        "ttfe_s",
+        "TTFE s",
+        "time to first experiment: seconds from the run's start to its first counted step's end, mean over rounds "
+        "(the task's baseline measurement is apart)",
+    ),
+    ("experiments_per_hour", "experiments / hour", "completed steps per hour of wall time (pooled over rounds)"),
 )
 
 
@@ -318,68 +329,6 @@ def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[floa
         agent: {key: mean_std(getattr(c, key) for c in group) for key, _, _ in AGENT_METRICS}
         for agent, group in group_by(cells, lambda c: c.agent).items()
     }
-
-
-class Pairing(BaseModel):
-    """Agent `a` against agent `b` on one task; differences are signed so that a
-    positive value means `a` scored better."""
-
-    task: str
-    a: str
-    b: str
-    rounds: int
-    mean_diff: float
-    low: float
-    high: float
-    win_rate: float  # a's wins over the paired rounds, ties counted half
-
-    @property
-    def verdict(self) -> str:
-        if self.low > 0:
-            return f"{self.a} better"
-        if self.high < 0:
-            return f"{self.b} better"
-        return "within noise"
-
-
-def bootstrap_ci(
-    diffs: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = LEVEL, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of `diffs` (a fixed seed: reports repeat)."""
-    values = np.asarray(diffs, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(samples, len(values)))].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
-
-
-def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
-    """Every pair of agents on every metric task, over the rounds both scored (two at least)."""
-    out = []
-    scored = [r for r in runs if r.kind == "improve" and r.score is not None]
-    for task, task_runs in group_by(scored, lambda r: r.task).items():
-        scores = {agent: {r.round: r for r in rs} for agent, rs in group_by(task_runs, lambda r: r.agent).items()}
-        for a, b in itertools.combinations(scores, 2):
-            rounds = sorted(scores[a].keys() & scores[b].keys())
-            if len(rounds) < 2:
-                continue
-            pairs = [(scores[a][k], scores[b][k]) for k in rounds]
-            diffs = [signed_gain(x.score, y.score, x.direction) for x, y in pairs]  # type: ignore[arg-type]
-            low, high = bootstrap_ci(diffs)
-            wins = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs)
-            out.append(
-                Pairing(
-                    task=task,
-                    a=a,
-                    b=b,
-                    rounds=len(rounds),
-                    mean_diff=float(np.mean(diffs)),
-                    low=low,
-                    high=high,
-                    win_rate=wins / len(diffs),
-                )
-            )
-    return out
 
 
 def gain_lost_on_test(run: RunSummary) -> bool:

@@ -1,5 +1,5 @@
 """Reports regenerated from a results folder alone (the runs' result.json files), written into
-RESULTS/report/ (or --out): markdown and CSV tables (utility, agents, per_task, rubric, paired, tools,
+RESULTS/report/ (or --out): markdown and CSV tables (utility, agents, pace, per_task, rubric, paired, tools,
 runs), PNG plots (best-so-far curves per task, performance vs diversity), `report.md` (all of it) and
 `index.html` (one self-contained page, images inlined)."""
 
@@ -15,13 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aiscientist.agent import toolsets
-from aiscientist.records.cell import REPORT, cell_folders, task_folders
+from aiscientist.records.cell import REPORT, BaselinePaths, cell_folders, task_folders
 from aiscientist.util.humanize import MISSING, num, plural, pm
 from bench.agents import load_all
 from bench.scoring.metrics import (
     AGENT_METRICS,
     AgentTask,
-    Pairing,
     RunSummary,
     TaskInfo,
     agent_averages,
@@ -30,8 +29,8 @@ from bench.scoring.metrics import (
     group_by,
     load_runs,
     mean_stderr,
-    paired_comparisons,
 )
+from bench.scoring.paired import Pairing, paired_comparisons
 from bench.scoring.plots import plot_curves, plot_perf_vs_diversity
 
 Table = tuple[list[str], list[list[str]]]
@@ -46,6 +45,8 @@ OUTPUTS = (
     "paired.csv",
     "runs.md",
     "runs.csv",
+    "pace.md",
+    "pace.csv",
     "tools.md",
     "tools.csv",
     "per_task.csv",
@@ -121,6 +122,28 @@ def agents_table(cells: Sequence[AgentTask]) -> Table:
         tasks = sum(c.agent == agent for c in cells)
         rows.append([agent, num(tasks)] + [pm(*metrics[key]) for key, _, _ in AGENT_METRICS])
     return header, rows
+
+
+PACE_METRICS = ("ttfe_s", "experiments_per_hour")  # how soon and how often, per agent and task
+
+
+def pace_table(cells: Sequence[AgentTask]) -> Table:
+    labels = {key: label for key, label, _ in AGENT_METRICS}
+    rows = [[c.task, c.agent] + [num(getattr(c, key)) for key in PACE_METRICS] for c in cells]
+    return ["task", "agent", *(labels[key] for key in PACE_METRICS)], rows
+
+
+def baseline_note(results: Path, tasks: Sequence[str]) -> list[str]:
+    """The tasks' baseline measurements (setup and the unchanged code's step), apart from every TTFE."""
+    times = []
+    for task in tasks:
+        try:
+            seconds = json.loads(BaselinePaths.of(results, task).record.read_text()).get("baseline_s")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(seconds, (int, float)):
+            times.append(f"{task} {seconds:.0f} s")
+    return [f"Baseline measurement, once per task, apart from the TTFE: {', '.join(times)}."] if times else []
 
 
 def rubric_table(runs: Sequence[RunSummary]) -> Table:
@@ -247,6 +270,7 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
             utility_table(infos, cells, agents, runs),
         )
         tables["agents"] = ("Per agent: mean ± std over tasks (no spread with one task)", agents_table(improve))
+        tables["pace"] = ("Per agent and task: how soon and how often it experiments", pace_table(improve))
     if pairings:
         tables["paired"] = ("Agent against agent, paired by round: more than noise?", paired_table(pairings))
     if any(r.kind == "reproduce" for r in runs):
@@ -258,7 +282,7 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
         (out / f"{name}.md").write_text(markdown(table) + "\n")
     write_csv(out / "per_task.csv", per_task_rows(cells))
     images = _plots(infos, cells, improve, out)
-    notes = _notes(runs, infos) + forgeable_note(results)
+    notes = _notes(runs, infos) + baseline_note(results, [i.name for i in infos]) + forgeable_note(results)
     md = [f"# Benchmark report: {results.name}", "", *notes, ""]
     for _, (title, table) in tables.items():
         md += [f"## {title}", "", markdown(table), "", *(f"- **{h}**: {d}" for h, d in column_notes(table)), ""]

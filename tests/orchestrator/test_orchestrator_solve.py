@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -38,9 +40,11 @@ def _events(run_dir: Path) -> list[dict]:
 
 def test_solve_cli_offline_five_steps(tmp_path):
     run_dir = tmp_path / "run"
+    launched = time.time()
     done = _cli("solve", str(TINY), "--model", "offline", "--steps", "5", "--run-dir", str(run_dir), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "best quadratic/mse" in done.stdout and "5/5/5" in done.stdout
+    assert "first experiment after" in done.stdout and "experiments/hour" in done.stdout
 
     analysis = (run_dir / "paper_analysis" / "summary.md").read_text()
     assert "## Targets and metrics" in analysis and "quadratic/mse" in analysis
@@ -64,6 +68,10 @@ def test_solve_cli_offline_five_steps(tmp_path):
     assert result["best_step"] == best["step"] and result["best_metric"] == best["metric"]
     assert result["test"]["step"] == best["step"] and result["test"]["success"]
     assert result["stop_reason"] == "submitted" and result["tokens"] > 0
+    # TTFE: from the command's start (the process's, before any import) to the end of step 1
+    first_end = datetime.fromisoformat(steps[0]["started_at"]).timestamp() + steps[0]["duration_s"]
+    assert first_end - launched - 1.0 <= result["ttfe_s"] <= first_end - launched + 0.05
+    assert result["experiments_per_hour"] == round(5 * 3600 / result["wall_time_s"], 3)
     # thin control: once the recent-turn window is full, the orchestrator's prompt stops growing
     prompts = [e["payload"]["prompt_tokens"] for e in _events(run_dir) if e["kind"] == "orchestrator.decision"]
     assert len(prompts) == 6 and max(prompts[3:]) <= 1.25 * prompts[2], (

@@ -11,7 +11,7 @@ import pytest
 
 from aiscientist.cli.app import main
 from aiscientist.records.tree import Tree, TreeNode, write_tree
-from aiscientist.util.humanize import num
+from aiscientist.util.humanize import duration, num
 from aiscientist.viewer import load_run, write_page
 from aiscientist.workspace.eventlog import EventLog
 from tests.browser_check import visit
@@ -44,6 +44,8 @@ def test_show_writes_one_self_contained_page(run_dir, capsys):
     result = json.loads((run_dir / "result.json").read_text())
     assert f"{num(result['best_metric'])} at step {result['best_step']}" in text
     assert "clean (" in text  # verify status
+    assert f"first experiment after {duration(result['ttfe_s'])}" in text
+    assert f"{num(result['experiments_per_hour'], 3)} experiments/hour" in text
     plan = (run_dir / "plan" / "prioritized_tasks.md").read_text()
     assert load_run(run_dir).plan_texts == [
         ("plan/prioritized_tasks.md · version 1 (call d1.c1)", plan)

@@ -12,6 +12,7 @@ import pickle
 import signal
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +93,11 @@ def hand_metrics(out: Path) -> dict[tuple[str, str], dict]:
                 else []
             )
             tokens = sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls if c["outcome"] == "ok")
+            timing = json.loads((ws.parent / "timing.json").read_text())
+            first_end = min(datetime.fromisoformat(s["started_at"]).timestamp() + s["duration_s"] for s in steps)
+            summary = json.loads((ws.parent / "result.json").read_text())
+            assert summary["ttfe_s"] == round(first_end - timing["first_started"], 3) == result["ttfe_s"]
+            assert summary["experiments_per_hour"] == round(len(steps) * 3600 / timing["wall_time_s"], 3)
             raw[(name, agent)] = {
                 "sign": sign,
                 "baseline": task.baseline,
@@ -104,6 +110,8 @@ def hand_metrics(out: Path) -> dict[tuple[str, str], dict]:
                 "academic_rate": labels.count("academic") / len(labels) if labels else None,
                 "tokens": tokens,
                 "tokens_per_step": tokens / len(steps),
+                "ttfe_s": summary["ttfe_s"],
+                "experiments_per_hour": len(steps) * 3600 / timing["wall_time_s"],
             }
     for name, task in tasks.items():
         cells = {a: raw[(name, a)] for a in AGENTS}
@@ -150,6 +158,8 @@ def test_grid_tables_and_metrics_match_hand_computation(grid: Path):
             "tokens",
             "tokens_per_step",
             "steps_to_target",
+            "ttfe_s",
+            "experiments_per_hour",
         ):
             value = want[field]
             if value is None:
@@ -173,6 +183,10 @@ def test_grid_tables_and_metrics_match_hand_computation(grid: Path):
     assert table[0] == ["task", "metric", "dir", "baseline", *sorted(AGENTS)]
     assert [r[0] for r in table[1:]] == ["tiny-quadratic", "tiny-r2"] and [r[2] for r in table[1:]] == ["min", "max"]
 
+    pace = (report / "pace.md").read_text()
+    assert all(f"| {t} | {a} | {num(w['ttfe_s'])} |" in pace for (t, a), w in expected.items())
+    baselines = (report / "report.md").read_text()
+    assert "Baseline measurement, once per task, apart from the TTFE: tiny-quadratic " in baselines
     with (report / "agents.csv").open() as handle:
         agents = {r["agent"]: r for r in csv.DictReader(handle)}
     for agent in AGENTS:

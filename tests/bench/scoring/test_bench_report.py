@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.scoring.metrics import RunSummary, bootstrap_ci, gain_lost_on_test, paired_comparisons
+from bench.scoring.metrics import RunSummary, gain_lost_on_test
+from bench.scoring.paired import bootstrap_ci, paired_comparisons
 from bench.scoring.report import LOST, write_report
 from tests.browser_check import visit
 
