@@ -47,6 +47,6 @@ def money(cost: float | None) -> str:
 
 
 def pace(ttfe_s: float | None, per_hour: float | None) -> str:
-    """`first experiment after 3 min 40 s · 12.5 experiments/hour` (records/timing.py)."""
+    """`first experiment after 3 min 40 s · 12.5 experiments per hour` (records/timing.py)."""
     first = f"first experiment after {duration(ttfe_s)}" if ttfe_s is not None else "no experiment yet"
-    return first + (f" · {num(per_hour, 3)} experiments/hour" if per_hour is not None else "")
+    return first + (f" · {num(per_hour, 3)} experiments per hour" if per_hour is not None else "")

@@ -44,7 +44,7 @@ def test_solve_cli_offline_five_steps(tmp_path):
     done = _cli("solve", str(TINY), "--model", "offline", "--steps", "5", "--run-dir", str(run_dir), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "best quadratic/mse" in done.stdout and "5/5/5" in done.stdout
-    assert "first experiment after" in done.stdout and "experiments/hour" in done.stdout
+    assert "first experiment after" in done.stdout and "experiments per hour" in done.stdout
 
     analysis = (run_dir / "paper_analysis" / "summary.md").read_text()
     assert "## Targets and metrics" in analysis and "quadratic/mse" in analysis

@@ -45,7 +45,7 @@ def test_show_writes_one_self_contained_page(run_dir, capsys):
     assert f"{num(result['best_metric'])} at step {result['best_step']}" in text
     assert "clean (" in text  # verify status
     assert f"first experiment after {duration(result['ttfe_s'])}" in text
-    assert f"{num(result['experiments_per_hour'], 3)} experiments/hour" in text
+    assert f"{num(result['experiments_per_hour'], 3)} experiments per hour" in text
     plan = (run_dir / "plan" / "prioritized_tasks.md").read_text()
     assert load_run(run_dir).plan_texts == [
         ("plan/prioritized_tasks.md · version 1 (call d1.c1)", plan)
