@@ -39,12 +39,12 @@ from aiscientist.records.cell import BaselinePaths, cell_folders, task_folders
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aiscientist.experiment.engine import load_steps  # noqa: E402
 from aiscientist.llm.budget import read_records  # noqa: E402
 from aiscientist.llm.config import load_llm_config  # noqa: E402
 from aiscientist.llm.local import server as local  # noqa: E402
 from aiscientist.records.accounting import is_better  # noqa: E402
 from aiscientist.records.paths import RunPaths  # noqa: E402
+from aiscientist.records.step import load_steps  # noqa: E402
 from aiscientist.task import Direction  # noqa: E402
 from aiscientist.util.humanize import num  # noqa: E402
 from bench.scoring.metrics import RunSummary, load_runs  # noqa: E402

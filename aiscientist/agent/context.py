@@ -24,12 +24,12 @@ from aiscientist.agent.outcome import StopReason, StopRun
 from aiscientist.agent.registry import role_sampling
 from aiscientist.config import RunConfig
 from aiscientist.experiment import snapshots
-from aiscientist.experiment.engine import StepRecord
 from aiscientist.experiment.integrity import READ_LIMIT
 from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
 from aiscientist.llm.budget import tracker_for_run
 from aiscientist.records import accounting
 from aiscientist.records.paths import in_submission
+from aiscientist.records.step import StepRecord
 from aiscientist.task import Task, expand_globs
 from aiscientist.util import untrusted
 

@@ -14,9 +14,9 @@ from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.tools import Tool, Toolbox
-from aiscientist.experiment.engine import StepRecord
 from aiscientist.records.accounting import baseline_measurements, beats_baseline, progress
 from aiscientist.records.paths import DIFF, STDERR, STDOUT, step_dir_name
+from aiscientist.records.step import StepRecord
 from aiscientist.util.text import quoted, quoted_block
 from aiscientist.workspace.errors import ToolError
 

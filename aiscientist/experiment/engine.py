@@ -27,9 +27,9 @@ from aiscientist.experiment.hidden import run_hidden_test
 from aiscientist.experiment.repeats import Repeats, code_digest
 from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
 from aiscientist.experiment.scoring import read_metrics, score_run, survivors_error
-from aiscientist.records import accounting
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import DIFF, STDERR, STDOUT, STEP_CODE, RunPaths
+from aiscientist.records.snapshot import Snapshot
 from aiscientist.records.step import (
     PENDING_RECORD,
     STEP_RECORD,
@@ -44,20 +44,6 @@ from aiscientist.sandbox.base import passed_env
 from aiscientist.task import Task, TaskError, check_after_setup, expand_globs
 
 EventSink = Callable[[str, dict], None]
-
-
-def load_steps(paths: RunPaths) -> list[StepRecord]:
-    """Every recorded step of a run, in order."""
-    records = []
-    for step_json in paths.step_records():
-        records.append(StepRecord.model_validate_json(step_json.read_text()))
-    return records
-
-
-def best_step(task: Task, steps: list[StepRecord]) -> StepRecord | None:
-    """The eligible step with the best target metric (earliest on ties); None when
-    the task names no metric."""
-    return accounting.best_step(steps, task.metric.direction) if task.metric else None
 
 
 class ExperimentEngine:
@@ -144,7 +130,7 @@ class ExperimentEngine:
         raw = json.loads(self._tree_path.read_text()) if self._tree_path.is_file() else {}
         return {rel: integrity.Entry.from_json(value) for rel, value in raw.items()}
 
-    def snapshot(self, tag: str, message: str) -> snapshots.Snapshot:
+    def snapshot(self, tag: str, message: str) -> Snapshot:
         """Keep the submission's code as `tag` (e.g. `best`): the baseline's and the editable
         files, never outputs; what the step made counts against a per-file cap and the quota."""
         baseline, tree = self.baseline_tree(), integrity.scan(self.paths.submission)

@@ -8,10 +8,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from aiscientist.experiment.engine import StepRecord, best_step
 from aiscientist.records import accounting
+from aiscientist.records.accounting import best_step
 from aiscientist.records.causes import summarize
 from aiscientist.records.result import RunResult, write_result
+from aiscientist.records.step import StepRecord
 from aiscientist.records.stop import StopReason
 from aiscientist.records.timing import BASELINE_AGENT, first_experiment_s, per_hour
 from aiscientist.task import Task
@@ -39,7 +40,7 @@ def finish_run(
     (a time.monotonic() reading) the wall time runs to the end of the hidden test; `started_at`
     (the command's start, a wall-clock timestamp) gives the time to first experiment."""
     task = ws.task
-    best = best_step(task, steps)
+    best = best_step(steps, task.metric_direction)
     previous = RunResult.model_validate_json(ws.paths.result.read_text()) if ws.paths.result.is_file() else None
     if previous is not None and best is not None and previous.test is not None and previous.test.step == best.step:
         return previous
@@ -68,7 +69,7 @@ def measure_baseline(ws: Workspace, test: bool = True, started: float | None = N
 def summarize_run(task: Task, agent: str, steps: list[StepRecord], **extra: Any) -> RunResult:
     """Counts and the best eligible step from a run's step records (`aiscientist.records.accounting`);
     `extra` sets or overrides fields (a run's own model usage replaces the steps' sum)."""
-    best = accounting.best_step(steps, task.metric.direction) if task.metric else None
+    best = best_step(steps, task.metric_direction)
     counts = accounting.totals(steps)
     fields: dict[str, Any] = {
         "task": task.name,

@@ -22,11 +22,10 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from aiscientist.experiment import legacy_git
 from aiscientist.experiment.integrity import Entry, scan
 from aiscientist.records.paths import RunPaths, write_atomic
+from aiscientist.records.snapshot import Item, Snapshot
 from aiscientist.util import untrusted
 
 BASELINE_TAG = "baseline"
@@ -37,22 +36,6 @@ _CHUNK = 1 << 20
 
 class SnapshotError(RuntimeError):
     pass
-
-
-class Item(BaseModel):
-    """One manifest entry: a regular file (sha256, size, executable bit) or a link."""
-
-    sha: str = ""
-    size: int = 0
-    exec: bool = False
-    link: str | None = None
-
-
-class Snapshot(BaseModel):
-    message: str
-    at: str
-    files: dict[str, Item] = Field(default_factory=dict)
-    skipped: list[str] = Field(default_factory=list, description="files left out: too large or over the quota")
 
 
 def _is_git_data(rel: str) -> bool:

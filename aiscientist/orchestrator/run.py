@@ -23,14 +23,13 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import StopReason
 from aiscientist.config import RunConfig
 from aiscientist.experiment import snapshots
-from aiscientist.experiment.engine import StepRecord
 from aiscientist.experiment.finish import finish_run
 from aiscientist.llm import load_llm_config, make_client
 from aiscientist.llm.budget import forget_run
 from aiscientist.orchestrator.graph import Orchestrator
 from aiscientist.records.paths import RUN_INFO, STEP_RECORD, RunPaths, write_atomic
 from aiscientist.records.result import RunResult
-from aiscientist.records.step import folder_hashes
+from aiscientist.records.step import StepRecord, folder_hashes
 from aiscientist.task import Task, TaskError, load_task
 
 

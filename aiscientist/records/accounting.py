@@ -22,7 +22,7 @@ Direction = Literal["max", "min"]
 
 
 class Step(Protocol):
-    """What accounting reads of a step record (`aiscientist.experiment.engine.StepRecord`)."""
+    """What accounting reads of a step record (`aiscientist.records.step.StepRecord`)."""
 
     step: int
     metric: float | None
@@ -72,8 +72,11 @@ def beats_baseline(value: float, stated: float | None, measured: Sequence[float]
 S = TypeVar("S", bound=Step)
 
 
-def best_step(steps: Sequence[S], direction: Direction) -> S | None:
-    """The successful step with the best metric (earliest on ties); never a repeat."""
+def best_step(steps: Sequence[S], direction: Direction | None) -> S | None:
+    """The successful step with the best metric (earliest on ties); never a repeat; None
+    without a direction (a task that names no metric). The one `best_step`."""
+    if direction is None:
+        return None
     best: S | None = None
     for step in sorted(steps, key=lambda s: s.step):
         if progress(step) and (

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from aiscientist.records.causes import FailureCause
-from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD
+from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD, RunPaths
 from aiscientist.util import untrusted
 from aiscientist.util.text import escape_surrogates
 
@@ -68,6 +68,11 @@ class TestResult(BaseModel):
     error: str | None = None
     duration_s: float
     score_isolated: bool | None = None
+
+
+def load_steps(paths: RunPaths) -> list[StepRecord]:
+    """Every recorded step of a run, in step order."""
+    return [StepRecord.model_validate_json(path.read_text()) for path in paths.step_records()]
 
 
 def sha256_file(path: Path) -> str:

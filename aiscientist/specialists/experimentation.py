@@ -14,9 +14,9 @@ from aiscientist.agent.experiment_tool import describe, stderr_excerpt
 from aiscientist.agent.experiment_tool import experiment_tool as shared_experiment_tool
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import Tool, Toolbox
-from aiscientist.experiment.engine import StepRecord
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.records.paths import EXP_LOG, EXPERIMENTS, STEP_RECORD
+from aiscientist.records.step import StepRecord
 from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,

@@ -211,6 +211,11 @@ class Task(BaseModel):
         return self
 
     @property
+    def metric_direction(self) -> Direction | None:
+        """The metric's direction; None for a task without a metric (no step is best)."""
+        return self.metric.direction if self.metric else None
+
+    @property
     def score_isolated(self) -> bool:
         """Whether no code the agent can edit shares a process with the scoring."""
         return bool(self.score)

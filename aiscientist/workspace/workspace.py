@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from aiscientist.experiment.engine import ExperimentEngine, StepRecord, best_step, load_steps
+from aiscientist.experiment.engine import ExperimentEngine
 from aiscientist.llm import read_records
-from aiscientist.records.accounting import call_usage, run_usage
+from aiscientist.records.accounting import best_step, call_usage, run_usage
 from aiscientist.records.paths import (
     PERMISSIONS_FILE,
     TASK_RECORD,
@@ -29,6 +29,7 @@ from aiscientist.records.paths import (
     RunPaths,
     write_atomic,
 )
+from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import CommandsResult, Mounts, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
@@ -201,7 +202,7 @@ class Workspace:
 
     def state(self) -> RunState:
         steps = self.steps()
-        best = best_step(self.task, steps)
+        best = best_step(steps, self.task.metric_direction)
         calls = call_usage(read_records(self.paths.llm_calls))
         tokens, cost = run_usage(calls, steps)
         return RunState(

@@ -88,7 +88,7 @@ class External:
 
 def step_main(argv: list[str]) -> int:
     """`python -m bench.agents.external RUN_DIR AGENT STEPS HYPOTHESIS`."""
-    from aiscientist.experiment.engine import load_steps
+    from aiscientist.records.step import load_steps
     from aiscientist.workspace import Workspace
 
     run_dir, agent, steps, hypothesis = argv[0], argv[1], int(argv[2]), argv[3] if len(argv) > 3 else ""

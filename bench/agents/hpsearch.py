@@ -12,8 +12,8 @@ from __future__ import annotations
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.registry import register_agent
-from aiscientist.experiment.engine import best_step
 from aiscientist.llm.candidates import Change, propose_changes
+from aiscientist.records.accounting import best_step
 
 RESTART_PROBABILITY = 0.2
 RESTART_CHANGES = 3
@@ -26,7 +26,7 @@ class HPSearch:
     def solve(self, ctx: RunContext) -> Outcome:
         while ctx.steps_left() > 0:
             rng = ctx.rng
-            best = best_step(ctx.task, ctx.step_records())
+            best = best_step(ctx.step_records(), ctx.task.metric_direction)
             restart = best is None or rng.random() < RESTART_PROBABILITY
             if restart:
                 ctx.reset_to_baseline()

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiscientist.experiment.engine import StepRecord, load_steps
 from aiscientist.records.accounting import successful
 from aiscientist.records.cell import CellPaths
+from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.task import Task, expand_globs
 from bench.fml.results import ResultsError
 from bench.scoring.exploration import EXCLUDED, explore_steps

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from aiscientist.experiment.engine import best_step, load_steps
+from aiscientist.records.accounting import best_step
+from aiscientist.records.step import load_steps
 from aiscientist.task import Task, load_task
 from aiscientist.util.console import make_console
 from aiscientist.util.humanize import num, plural
@@ -38,7 +39,7 @@ def cell_status(spec: RunSpec, task: Task, out: Path) -> CellStatus:
         steps = load_steps(cell.run) if cell.run.experiments.is_dir() else []
     except (ValidationError, ValueError, OSError):
         steps = []  # a step record being written right now
-    best = best_step(task, steps) if task.metric else None
+    best = best_step(steps, task.metric_direction)
     if cell.result.is_file():
         state: State = "done"
         note = str(json.loads(cell.result.read_text()).get("error") or "")

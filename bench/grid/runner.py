@@ -21,7 +21,6 @@ from typing import Any
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason, StopRun
-from aiscientist.experiment.engine import StepRecord, load_steps
 from aiscientist.experiment.finish import finish_run, measure_baseline
 from aiscientist.llm import read_records
 from aiscientist.llm.config import load_llm_config
@@ -29,6 +28,7 @@ from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
 from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.records.timing import first_experiment_s, per_hour
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace

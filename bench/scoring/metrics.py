@@ -19,9 +19,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from aiscientist.agent.outcome import StopReason
-from aiscientist.experiment.engine import StepRecord
 from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
 from aiscientist.records.cell import CellPaths, cell_results
+from aiscientist.records.step import StepRecord
 from aiscientist.records.timing import per_hour
 from bench.scoring.fml_metrics import Range, normalized_improvement
 

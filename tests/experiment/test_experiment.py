@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment.engine import ExperimentEngine, best_step, load_steps
+from aiscientist.experiment.engine import ExperimentEngine
+from aiscientist.records.accounting import best_step
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from aiscientist.sandbox import get_sandbox
 from aiscientist.task import MetricSpec, Task, TaskError, load_task
 from tests.task.test_task import _fml_checkout, tiny_copy
@@ -58,7 +60,7 @@ def test_an_edit_shows_in_diff_and_improves(tmp_path: Path) -> None:
     second = engine.run_step("agent", "raise the learning rate")
     assert second.step == 2 and second.metric < first.metric
     assert "+LEARNING_RATE = 0.1" in (engine.paths.root / second.diff_path).read_text()
-    assert best_step(task, load_steps(engine.paths)).step == 2
+    assert best_step(load_steps(engine.paths), task.metric_direction).step == 2
 
 
 def test_tampering_is_detected_recorded_and_restored(tmp_path: Path) -> None:
@@ -123,7 +125,7 @@ def test_constraint_violation_is_flagged_and_not_best(tmp_path: Path) -> None:
     engine, _ = make_engine(task, tmp_path / "run")
     record = engine.run_step("agent", "baseline")
     assert record.success and record.constraint_violated and not record.eligible
-    assert best_step(task, [record]) is None
+    assert best_step([record], task.metric_direction) is None
 
 
 def test_protected_file_missing_after_setup_is_a_task_error(tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import RunExperimentArgs, experiment_tool
 from aiscientist.agent.tools import Toolbox
 from aiscientist.experiment import snapshots
-from aiscientist.experiment.engine import ExperimentEngine, best_step, load_steps
+from aiscientist.experiment.engine import ExperimentEngine
 from aiscientist.experiment.finish import measure_baseline, summarise
-from aiscientist.records.accounting import beats_baseline, best_so_far
+from aiscientist.records.accounting import beats_baseline, best_so_far, best_step
+from aiscientist.records.step import load_steps
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace
 from tests.experiment.test_experiment import make_engine
@@ -52,7 +53,7 @@ def test_identical_editable_files_make_a_repeat_that_is_never_progress(tmp_path:
     assert not broken.success and retry.repeat_of is None  # a failed step was not measured: running it again is a retry
     assert again.step == 6 and again.repeat_of == change.step and again.success
     steps = load_steps(engine.paths)
-    assert best_step(task, steps).step == change.step  # never a repeat, whatever its noise
+    assert best_step(steps, task.metric_direction).step == change.step  # never a repeat, whatever its noise
     assert best_so_far(steps, "min") == [
         None,
         change.metric,

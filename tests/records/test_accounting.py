@@ -143,7 +143,7 @@ def test_the_run_context_keeps_step_records_and_best_step_as_the_folders_grow(st
     import tempfile
 
     from aiscientist.agent.context import RunContext
-    from aiscientist.experiment.engine import load_steps
+    from aiscientist.records.step import load_steps
     from aiscientist.workspace import Workspace
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aiscientist.experiment import snapshots
-from aiscientist.experiment.engine import StepRecord
+from aiscientist.records.step import StepRecord
 from aiscientist.task import TaskError, load_task
 from aiscientist.workspace import PermissionDenied, ToolError, Workspace, verify_run
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment.engine import load_steps
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from bench.agents import UnknownAgent, get_agent
 from bench.grid.runner import GridConfig, RunSpec, execute_run
 

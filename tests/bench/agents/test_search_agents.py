@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment.engine import load_steps
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from aiscientist.records.tree import read_tree
 from aiscientist.viewer import write_page
 from bench.agents.search.ai_scientist_v2 import STAGES, V2Options, stage_at

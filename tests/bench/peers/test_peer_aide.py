@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from aiscientist.experiment.engine import load_steps
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from tests.bench.agents.test_bench_agents import TASK
 from tests.bench.peers.loopback import ScriptedServer, ToolCall
 from tests.bench.peers.test_peer_mini_swe_agent import installed, run_peer

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment.engine import load_steps
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from tests.bench.agents.test_bench_agents import TASK
 from tests.bench.peers.hostile import run_cell
 from tests.bench.peers.loopback import ScriptedServer

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment.engine import load_steps
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from bench.peers.specs import PeerEnvError, ensure
 from tests.bench.agents.test_bench_agents import TASK, run_agent
 from tests.bench.peers.loopback import ScriptedServer

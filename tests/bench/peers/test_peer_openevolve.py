@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from aiscientist.experiment.engine import load_steps
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from tests.bench.peers.loopback import ScriptedServer
 from tests.bench.peers.test_peer_mini_swe_agent import installed, run_peer
 

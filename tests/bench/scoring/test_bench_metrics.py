@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from aiscientist.experiment.engine import StepRecord
+from aiscientist.records.step import StepRecord
 from bench.scoring.contribution_judge import offline_label
 from bench.scoring.fml_metrics import Range, normalized_improvement
 from bench.scoring.metrics import (

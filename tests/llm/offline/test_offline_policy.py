@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment.engine import ExperimentEngine, load_steps
+from aiscientist.experiment.engine import ExperimentEngine
 from aiscientist.llm import LLMConfig, make_client, read_records
 from aiscientist.llm.facts import facts_line, read_facts, task_facts
 from aiscientist.llm.offline import BANNER, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.llm.offline.backend import POLICIES
 from aiscientist.llm.offline.search import Edit, log_runs, outcome, parse_marker, strip_line_numbers
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from aiscientist.sandbox import get_sandbox
 from aiscientist.task import Task, load_task
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from aiscientist.experiment.engine import load_steps
 from aiscientist.llm.facts import PREFIX
 from aiscientist.llm.offline.backend import OfflineBackend, read_facts
 from aiscientist.records.paths import RunPaths
+from aiscientist.records.step import load_steps
 from bench.grid.runner import GridConfig, RunSpec, execute_run
 
 TASK = Path(__file__).resolve().parents[2] / "fixtures" / "tiny" / "task.yaml"
