@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD, RunPaths
@@ -17,29 +17,54 @@ from aiscientist.util.text import escape_surrogates
 class StepRecord(BaseModel):
     """`experiments/step_NNNN/step.json` (docs/contracts.md, "Experiment engine")."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     step: int
+    """The step's number (1-based; its folder is `step_NNNN`)."""
     agent: str
+    """The agent or role that ran it."""
     hypothesis: str
+    """What the step was meant to test."""
     started_at: str
+    """When it started (ISO 8601, UTC)."""
     commands: list[str]
+    """The commands it ran: the task's, then the score's."""
     returncodes: list[int]
+    """Each command's exit code."""
     duration_s: float
+    """Wall-clock seconds of its commands."""
     timed_out: bool = False
+    """Whether a command ran out of time."""
     backend: str
+    """The sandbox backend that ran it."""
     metric: float | None = None
+    """The target metric it read; None when it read none."""
     metrics: dict[str, float] = {}
+    """Every metric of its metrics file (`dataset/key`)."""
     success: bool
+    """Whether it produced a finite target metric."""
     valid: bool = True
+    """False when protected files were changed or an integrity check failed."""
     constraint_violated: bool = False
+    """The task's own flag that the run broke a constraint."""
     error: str | None = None
+    """Why it failed, in words."""
     cause: FailureCause | None = None
+    """Why it failed, as a class (`records.causes`)."""
     diff_path: str
+    """Its diff against the baseline, relative to the run folder."""
     code_path: str
-    score_isolated: bool | None = None  # False: the code it ran shared a process with scoring (could forge it)
-    code_sha256: str = ""  # the editable files it ran (`experiment.repeats.code_digest`)
-    repeat_of: int | None = None  # an earlier measured step that ran the same editable files (0: the baseline's)
+    """The editable files it ran, relative to the run folder."""
+    score_isolated: bool | None = None
+    """False: the code it ran shared a process with scoring (could forge it)."""
+    code_sha256: str = ""
+    """The editable files it ran (`experiment.repeats.code_digest`)."""
+    repeat_of: int | None = None
+    """An earlier measured step that ran the same editable files (0: the baseline's)."""
     tokens: int = 0
+    """Model tokens charged to it."""
     cost: float = 0.0
+    """Model cost charged to it, US dollars."""
 
     @property
     def eligible(self) -> bool:
@@ -61,13 +86,22 @@ class MetricsReading:
 class TestResult(BaseModel):
     """The hidden test, run once on one step's code."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     step: int
+    """The step whose code it ran."""
     metric: float | None = None
+    """The target metric it read."""
     metrics: dict[str, float] = {}
+    """Every metric it read."""
     success: bool
+    """Whether it produced a finite target metric."""
     error: str | None = None
+    """Why it failed, in words."""
     duration_s: float
+    """Wall-clock seconds it took."""
     score_isolated: bool | None = None
+    """False: the code shared a process with scoring."""
 
 
 def load_steps(paths: RunPaths) -> list[StepRecord]:
