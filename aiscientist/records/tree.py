@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from aiscientist.records.paths import RunPaths, write_atomic
 
@@ -18,18 +18,35 @@ Status = Literal["pending", "good", "buggy"]
 
 
 class TreeNode(BaseModel):
+    """One proposal of a tree or population agent."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     node: int = Field(ge=0)
-    parent: int | None = None  # None: started from the baseline (a root)
-    operator: str  # draft, improve, debug, mutate, ...
-    step: int | None = None  # the counted step that measured it (None: not run yet)
+    """The node's id."""
+    parent: int | None = None
+    """The node it started from; None: from the baseline (a root)."""
+    operator: str
+    """How it was made: draft, improve, debug, mutate, ..."""
+    step: int | None = None
+    """The counted step that measured it (None: not run yet)."""
     metric: float | None = None
+    """The metric that step read."""
     status: Status = "pending"
-    group: str | None = None  # an island, a stage, a phase: how the agent partitions its nodes
+    """pending, good (measured) or buggy (failed)."""
+    group: str | None = None
+    """An island, a stage, a phase: how the agent partitions its nodes."""
 
 
 class Tree(BaseModel):
+    """`state/tree.json` (`RunPaths.tree`)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     agent: str
+    """The agent whose nodes these are."""
     nodes: list[TreeNode] = []
+    """Every node, in the order made."""
 
     def by_id(self) -> dict[int, TreeNode]:
         return {n.node: n for n in self.nodes}
