@@ -13,7 +13,7 @@ from aiscientist.agent.experiment_tool import RunExperimentArgs, experiment_tool
 from aiscientist.agent.tools import Toolbox
 from aiscientist.experiment import snapshots
 from aiscientist.experiment.engine import ExperimentEngine
-from aiscientist.experiment.finish import measure_baseline, summarise
+from aiscientist.experiment.finish import measure_baseline, summarize_run
 from aiscientist.records.accounting import beats_baseline, best_so_far, best_step
 from aiscientist.records.step import load_steps
 from aiscientist.task import load_task
@@ -62,7 +62,7 @@ def test_identical_editable_files_make_a_repeat_that_is_never_progress(tmp_path:
         change.metric,
         change.metric,
     ]
-    assert summarise(task, "agent", steps[:1]).best_step is None  # unchanged code alone is no progress
+    assert summarize_run(task, "agent", steps[:1]).best_step is None  # unchanged code alone is no progress
 
 
 def _baseline(engine: ExperimentEngine, rel: str) -> bytes:

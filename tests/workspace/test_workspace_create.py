@@ -181,7 +181,12 @@ def test_the_map_stays_short_with_a_thousand_experiments(tmp_path, task):
         (folder / "diff.patch").write_text("")
         metric = round(rng.uniform(0.2, 0.9), 4) if step != 777 else 0.1234
         record = real.model_copy(
-            update={"step": step, "metric": metric, "hypothesis": f"hypothesis number {step}\nwith a second line"}
+            update={
+                "step": step,
+                "metric": metric,
+                "hypothesis": f"hypothesis number {step}\nwith a second line",
+                "repeat_of": None,  # each a new experiment (the baseline step it copies is a repeat of the baseline)
+            }
         )
         (folder / "step.json").write_text(record.model_dump_json())
     text = ws.refresh_map()
