@@ -19,17 +19,26 @@ from pydantic import BaseModel, Field, ValidationError
 from aiscientist.agent.outcome import StopRun
 from aiscientist.llm.types import BudgetExhausted, ToolCall
 from aiscientist.records.paths import in_submission
+from aiscientist.util.paging import clip_lines
 from aiscientist.workspace.errors import ToolError
 
 READ_LIMIT = 200
 RESULT_CHARS = 12_000
+NOTE_CHARS = 400  # room a page keeps for its closing note (`util.paging.Page.note`)
+ASK_LESS = "ask for less (a narrower path or pattern, fewer lines, a shorter output)"
+NARROW = "narrow the pattern or the path to see the others"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ReadFileArgs(BaseModel):
     path: str = Field(description=f"path relative to the run folder, e.g. {in_submission('train.py')}")
     start_line: int = Field(1, ge=1)
-    max_lines: int = Field(READ_LIMIT, ge=1, description="the read stops earlier at 200,000 characters")
+    max_lines: int = Field(
+        READ_LIMIT,
+        ge=1,
+        description="a result holds whole lines up to about 12,000 characters; when lines remain it ends with "
+        "the call that reads on (its start_line) and how many lines remain",
+    )
 
 
 class WriteFileArgs(BaseModel):
@@ -102,6 +111,7 @@ class Tool:
     args: type[BaseModel]
     handler: Callable[[Any], str]
     effect: bool = False  # changes the workspace: replayed from the journal on resume
+    more: str = ASK_LESS  # how to see what a clipped result left out
 
     def schema(self) -> dict[str, Any]:
         return tool_schema(self.name, self.description, self.args)
@@ -113,6 +123,7 @@ class Toolbox:
     artifacts: list[str] = field(default_factory=list)
     current_key: str = ""  # journal position of the call being run (see journal.journaled_call)
     record: Callable[[str, dict[str, Any]], Any] | None = None  # (kind, payload) -> event; set by file_tools
+    result_chars: int = RESULT_CHARS  # the longest result; a file is shown in pages that fit it
 
     def add(self, *tools: Tool) -> Toolbox:
         for tool in tools:
@@ -153,7 +164,7 @@ class Toolbox:
                 lines = "".join(traceback.format_exception(err)).strip().splitlines()[-6:]
                 self.record("tool.crashed", {"tool": call.name, "error": error, "traceback": lines})
             return f"Error: the tool {call.name} failed unexpectedly: {error}", False
-        return clip(str(result), RESULT_CHARS), True
+        return clip_lines(str(result), self.result_chars, tool.more), True
 
     def note(self, path: str) -> None:
         if path not in self.artifacts:
@@ -205,9 +216,14 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
     if box.record is None:
         box.record = lambda kind, payload: scope.ws.events.record(scope.role, kind, payload)
 
+    def page(tool: str, path: str, start: int, lines: int, start_arg: str = "start_line") -> str:
+        found = scope.read_page(path, start, lines, max(200, box.result_chars - NOTE_CHARS))
+        if found.text:
+            return found.shown(tool, path, start_arg)
+        return f"({path} has {found.total if found.total is not None else 'many'} lines: none from line {start})"
+
     def read(a: ReadFileArgs) -> str:
-        text = scope.read(a.path, start_line=a.start_line, max_lines=a.max_lines)
-        return text if text else f"({a.path} is empty or has no lines from {a.start_line})"
+        return page("read_file", a.path, a.start_line, a.max_lines)
 
     def listing(a: ListFilesArgs) -> str:
         return "\n".join(scope.list(a.path)) or f"({a.path} is empty)"
@@ -231,7 +247,7 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
         return f"appended to {a.log}"
 
     def chunk(a: ReadChunkArgs) -> str:
-        return scope.read(a.path, start_line=a.start, max_lines=a.n)
+        return page("read_file_chunk", a.path, a.start, a.n, start_arg="start")
 
     def search_file(a: SearchFileArgs) -> str:  # PaperBench's
         return "\n".join(scope.search(a.pattern, a.path)[:100]) or "(no match)"
@@ -240,7 +256,11 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
         Tool("read_file", "Read lines of a file in the workspace.", ReadFileArgs, read),
         Tool("list_files", "List files under a workspace folder.", ListFilesArgs, listing),
         Tool(
-            "search_files", "Search files for a regular expression; returns path:line: text.", SearchFilesArgs, search
+            "search_files",
+            "Search files for a regular expression; returns path:line: text.",
+            SearchFilesArgs,
+            search,
+            more=NARROW,
         ),
         Tool("write_file", "Create or overwrite a file you may write.", WriteFileArgs, write_file, effect=True),
         Tool(
@@ -258,7 +278,13 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
             effect=True,
         ),
         Tool("read_file_chunk", "Read `n` lines of a file starting at line `start` (1-based).", ReadChunkArgs, chunk),
-        Tool("search_file", "Search for a regular expression in files under a path.", SearchFileArgs, search_file),
+        Tool(
+            "search_file",
+            "Search for a regular expression in files under a path.",
+            SearchFileArgs,
+            search_file,
+            more=NARROW,
+        ),
     ]
 
 

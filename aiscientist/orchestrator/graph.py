@@ -55,6 +55,8 @@ class Orchestrator:
         ctx.ws.set_active(self.role)
         scope = ctx.ws.scope(self.role)
         self.box = build_toolbox(ctx, self.role, extra=lambda box: [experiment_tool(ctx, scope, box), submit_tool()])
+        if not self.grows:  # its results are kept this short: files are shown in pages that fit
+            self.box.result_chars = ctx.config.orchestrator.tool_result_chars
         offered = toolset(ctx.agent, self.role)
         specialists = [
             tool_schema(name, description, args)

@@ -5,6 +5,7 @@ the calls share. Effects are journaled by position: a resumed run replays them.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -19,6 +20,7 @@ from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import Toolbox, clip
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, TASK_TEXT, in_submission
+from aiscientist.util.paging import Page
 from aiscientist.workspace.errors import ToolError
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
@@ -125,22 +127,35 @@ def with_file(ctx: RunContext, result: SpecialistResult, path: str) -> Specialis
 
 
 SHOWN_CHARS = 8000
-CUT = "cut short"  # how shown_files marks a file it did not show whole
+CUT = "not shown"  # how shown_files marks a file it did not show whole
 
 
 def shown_files(ctx: RunContext, role: str, paths: list[str], limit: int = SHOWN_CHARS) -> str:
-    """The files `role` may read, for a prompt: each once, within `limit` characters in all; a
-    file cut short or left out says so. Saves the model a turn of read_file calls."""
+    """The files `role` may read, for a prompt: each once, whole lines within `limit` characters
+    in all; a file shown in part ends with the read_file call that reads on and how many lines
+    remain, one left out says so. Saves the model a turn of read_file calls."""
     parts, left = ["## Files"], limit
     for path in dict.fromkeys(paths):
-        text = read_or_empty(ctx, role, path) if left > 0 else ""
         if left <= 0:
-            parts.append(f"### {path}\n({CUT}: not shown, read it with read_file)")
-        elif text:
-            shown = clip(text, max(left, 200)).replace("more characters cut]", f"more characters {CUT}]")
+            parts.append(f"### {path}\n({CUT}: read it with read_file(path={json.dumps(path)}, start_line=1))")
+            continue
+        page = _page_or_none(ctx, role, path, max(left, 200))
+        if page is not None and page.text:
+            shown = f"### {path}\n```\n{page.text.rstrip()}\n```{page.note('read_file', path)}"
             left -= len(shown)
-            parts.append(f"### {path}\n```\n{shown.rstrip()}\n```")
+            parts.append(shown)
     return "\n".join(parts)
+
+
+def _page_or_none(ctx: RunContext, role: str, path: str, chars: int) -> Page | None:
+    """The first page of `path` (None when absent or not `role`'s to read)."""
+    scope = ctx.ws.scope(role)
+    if scope.policy.refusal("read", path) is not None:
+        return None
+    try:
+        return scope.read_page(path, max_chars=chars)
+    except (ToolError, OSError):
+        return None
 
 
 def task_brief(ctx: RunContext, description: bool = True) -> str:

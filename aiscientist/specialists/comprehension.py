@@ -59,8 +59,9 @@ one axis of the task and return compact notes (facts with file:line references, 
 speculation). You can only read. End with finish(summary=<your notes>)."""
 READER_TURN = """Every file is shown above in full: do not read them again. Reply now with one call of
 finish whose summary holds your notes on this axis."""
-READER_CUT_TURN = """The files are shown above; read_file only the parts marked as not shown or cut. Then
-call finish with your notes on this axis as its summary."""
+READER_CUT_TURN = """The files are shown above, some only in part: where a note says lines are not shown, read
+them with the read_file call it names (its start_line), page after page. Then call finish with your notes
+on this axis as its summary."""
 
 SYSTEM = f"""ROLE: comprehension
 You are AiScientist's comprehension specialist. Turn the task, paper and code into a

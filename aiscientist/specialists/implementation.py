@@ -87,11 +87,10 @@ def offline_policy(seen: PolicyContext) -> PolicyReply:
         )
     bus = seen.facts.get("bus", True)
     reading = read_first(seen, editable(seen), "Reading the code and the experiment log.")
-    if reading:  # from the log only each step's change and outcome lines
-        return PolicyReply(
-            reading.content,
-            reading.calls + ([("search_files", {"pattern": LOG_LINES, "path": EXP_LOG})] if bus else []),
-        )
+    if reading:  # from the log only each step's change and outcome lines, once
+        searched = bool(seen.calls_to("search_files"))
+        log = [("search_files", {"pattern": LOG_LINES, "path": EXP_LOG})] if bus and not searched else []
+        return PolicyReply(reading.content, reading.calls + log)
     found = [e.result or "" for e in seen.calls_to("search_files") if not e.failed]
     logs = (
         "\n".join(line.split(": ", 1)[-1] for text in found for line in text.splitlines())

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from aiscientist.records.paths import MAP_FILE, RunPaths
 from aiscientist.util import untrusted
+from aiscientist.util.paging import Page
 from aiscientist.util.text import clean
 from aiscientist.util.text import name as shown_name
 from aiscientist.workspace.errors import PermissionDenied, ToolError
@@ -33,6 +34,7 @@ MAX_WRITE_BYTES = 1_000_000
 MAX_EDIT_BYTES = 8 * MAX_WRITE_BYTES
 MAX_APPEND_BYTES = 64_000
 MAX_READ_BYTES = 200_000
+MAX_COUNT_CHARS = 64 << 20  # lines past a page are counted this far (further: "more lines")
 MAX_PATH_BYTES = 1024
 MAX_NAME_BYTES = 255
 MAX_PATTERN_CHARS = 2000
@@ -60,15 +62,22 @@ class Scope:
         self._sessions: dict[str, int] = {}
 
     def read(self, path: str, start_line: int = 1, max_lines: int | None = None) -> str:
-        """Lines `start_line`.. of a text file (all when `max_lines` is None),
-        cut at MAX_READ_BYTES with a note saying where to continue."""
+        """Lines `start_line`.. of a text file (all when `max_lines` is None), cut at
+        MAX_READ_BYTES with a note saying how to continue (`Page.shown`)."""
+        return self.read_page(path, start_line, max_lines).shown("read_file", path)
+
+    def read_page(
+        self, path: str, start_line: int = 1, max_lines: int | None = None, max_chars: int = MAX_READ_BYTES
+    ) -> Page:
+        """Whole lines from `start_line`, at most `max_lines` of them and `max_chars` characters
+        (a first line longer than that is shown cut), with the file's line count."""
         rel = self._target("read", "read", path)
         if start_line < 1 or (max_lines is not None and max_lines < 1):
             raise ToolError("start_line and max_lines must be at least 1")
         if rel == MAP_FILE:
             self.ws.sync_map()
         with self._guard("read", "read", rel), untrusted.file(self.root, rel.split("/")) as fd:
-            return _read_lines(fd, start_line, max_lines)
+            return _read_lines(fd, start_line, max_lines, max_chars)
 
     def write(self, path: str, content: str) -> str:
         rel = self._target("write", "write", path)
@@ -279,23 +288,28 @@ def _shown(path: str) -> str:
     return path[:200].encode("utf-8", errors="backslashreplace").decode().replace("\0", "\\0")
 
 
-def _read_lines(fd: int, start_line: int, max_lines: int | None) -> str:
+def _read_lines(fd: int, start_line: int, max_lines: int | None, max_chars: int) -> Page:
+    """A page of whole lines (see `Scope.read_page`); the lines after it are only counted."""
     if b"\0" in os.pread(fd, 1024, 0):
         raise ToolError(f"binary file ({os.fstat(fd).st_size} bytes); it cannot be shown as text")
     out: list[str] = []
-    size = 0
+    size, total, rest, paged = 0, 0, 0, False  # rest: characters counted past the page
     with io.TextIOWrapper(open(fd, "rb", closefd=False), encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            if number < start_line:
+        for total, line in enumerate(handle, 1):
+            if total < start_line:
                 continue
-            if max_lines is not None and len(out) >= max_lines:
-                break
-            size += len(line)
-            if size > MAX_READ_BYTES:
-                out.append(f"\n[... cut at {MAX_READ_BYTES} characters; continue with start_line={number}]\n")
-                break
-            out.append(line)
-    return "".join(out)
+            if not paged and (max_lines is None or len(out) < max_lines) and size + len(line) <= max_chars:
+                size += len(line)
+                out.append(line)
+                continue
+            if not paged and not out:  # one line longer than a page: shown cut
+                out.append(f"{line[:max_chars]}... [line {total} cut at {max_chars} of {len(line)} characters]\n")
+            elif rest + len(line) > MAX_COUNT_CHARS:
+                return Page("".join(out), start_line, start_line + len(out) - 1, None)
+            else:
+                rest += len(line)
+            paged = True
+    return Page("".join(out), start_line, start_line + len(out) - 1, total)
 
 
 def _matches(regex: re.Pattern[str], files: Iterable[tuple[str, bytes]]) -> list[str]:

@@ -19,7 +19,7 @@ from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.agent.registry import register_agent
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.llm.offline import PolicyContext, PolicyReply, search
-from aiscientist.llm.offline.solo import editable, read_call, replay
+from aiscientist.llm.offline.solo import editable, replay, unread_calls
 from aiscientist.records.paths import in_submission, write_atomic
 from aiscientist.util.text import quoted
 from bench.agents.tools import baseline_toolbox, system_prompt
@@ -165,8 +165,8 @@ class AIScientist:
 
     @staticmethod
     def _idea_messages(ctx: RunContext, progress: Progress) -> list[dict[str, Any]]:
-        code = "\n\n".join(
-            f"### {in_submission(rel)}\n```python\n{ctx.read_code(rel)[:6000]}\n```" for rel in ctx.editable_files()
+        code = "\n\n".join(  # whole, as The AI Scientist shows experiment.py: this call has no tool to read on
+            f"### {in_submission(rel)}\n```python\n{ctx.read_code(rel)}\n```" for rel in ctx.editable_files()
         )
         tried = "\n".join(f"- {i.title}" for i in progress.ideas) or "(none)"
         user = (
@@ -205,9 +205,9 @@ def offline_policy(ctx: PolicyContext) -> PolicyReply:
         ]
         return PolicyReply("Ideas (blind tuning of literals):\n```json\n" + json.dumps(ideas, indent=1) + "\n```")
     contents = replay(ctx)
-    unread = [f for f in editable(ctx) if f not in contents]
+    unread = unread_calls(ctx, editable(ctx))
     if unread:
-        return PolicyReply(f"Reading {', '.join(unread)}.", [read_call(ctx, f) for f in unread])
+        return PolicyReply(f"Reading {', '.join(args['path'] for _, args in unread)}.", unread)
     if ctx.calls_to("edit_file"):
         return ctx.finish("Applied the idea's change.")
     idea = str((ctx.facts.get("idea") or {}).get("name", "knob_0"))

@@ -15,6 +15,7 @@ from typing import Any
 import aiscientist.llm.offline.search as search
 from aiscientist.llm.offline.backend import BANNER, Exchange, PolicyContext, PolicyReply, register_role_policy
 from aiscientist.records.paths import in_submission, submission_rel
+from aiscientist.util.paging import next_start
 
 HEREDOC = "AISCI_EOF"
 Call = tuple[str, dict[str, Any]]
@@ -29,10 +30,9 @@ def tries(ctx: PolicyContext, runs: list[tuple[search.Edit | None, float | None]
 
 
 def read_first(ctx: PolicyContext, paths: list[str], content: str) -> PolicyReply | None:
-    """Read the `paths` not read yet (all in one turn), or None when all were tried."""
-    tried = {e.path for e in ctx.history if e.name == "read_file"}
-    todo = [p for p in paths if p not in tried]
-    return PolicyReply(f"{BANNER} {content}", [read_call(ctx, p) for p in todo]) if todo else None
+    """The next page of each of `paths` not read whole yet (all in one turn), or None when all were read or tried."""
+    todo = unread_calls(ctx, paths)
+    return PolicyReply(f"{BANNER} {content}", todo) if todo else None
 
 
 def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyReply:
@@ -54,9 +54,9 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
             [("run_experiment", {"hypothesis": "run the submission unchanged"})],
         )
     contents = replay(ctx)
-    unread = [f for f in files if f not in contents]
+    unread = unread_calls(ctx, files)
     if unread:
-        return PolicyReply(f"Reading {', '.join(unread)}.", [read_call(ctx, f) for f in unread])
+        return PolicyReply(f"Reading {', '.join(args['path'] for _, args in unread)}.", unread)
     last = ctx.history[-1]
     if last.name in ("edit_file", "bash") and not last.failed:
         before = replay(ctx, ctx.history[:-1])
@@ -84,31 +84,54 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
     return PolicyReply(f"Step {len(runs) + 1}: {edit.what}.", [*calls, ("edit_file", edit.args())])
 
 
-def read_call(ctx: PolicyContext, path: str) -> Call:
+def read_call(ctx: PolicyContext, path: str, start: int = 1) -> Call:
     if "read_file_chunk" in ctx.tool_names and "read_file" not in ctx.tool_names:
-        return ("read_file_chunk", {"path": path, "start": 1, "n": 5000})
-    return ("read_file", {"path": path, "max_lines": 5000})
+        return ("read_file_chunk", {"path": path, "start": start, "n": 5000})
+    return ("read_file", {"path": path, "start_line": start, "max_lines": 5000})
+
+
+def unread_calls(ctx: PolicyContext, paths: list[str]) -> list[Call]:
+    """The next read of each of `paths` not read whole yet: from line 1, or where its last page said to go on.
+    A file that cannot be read (a failed read) is not asked for again."""
+    contents, reading = _replay(ctx.history)
+    failed = {e.path for e in ctx.history if e.name in READS and e.failed}
+    return [read_call(ctx, p, reading.get(p, 1)) for p in paths if p not in contents and p not in failed]
+
+
+READS = ("read_file", "read_file_chunk")
 
 
 def replay(ctx: PolicyContext, history: list[Exchange] | None = None) -> dict[str, str]:
-    """Current contents of the files read whole: reads, edits and heredoc rewrites replayed."""
+    """Current contents of the files read whole: reads (page after page), edits and heredoc rewrites replayed."""
+    return _replay(ctx.history if history is None else history)[0]
+
+
+def _replay(history: list[Exchange]) -> tuple[dict[str, str], dict[str, int]]:
+    """(the files read whole, as changed since; the line each file being paged through goes on from)."""
     contents: dict[str, str] = {}
-    for e in ctx.history if history is None else history:
+    pages: dict[str, tuple[str, int]] = {}  # a file read in part: its text so far, the line to read next
+    for e in history:
         match = _heredoc(e)
         if e.failed:
             continue
-        if (
-            e.name in ("read_file", "read_file_chunk")
-            and int(e.arguments.get("start_line", e.arguments.get("start", 1)) or 1) == 1
-        ):
-            contents[e.path] = search.strip_line_numbers(e.result or "")
+        if e.name in READS:
+            start = int(e.arguments.get("start_line", e.arguments.get("start", 1)) or 1)
+            text, more = next_start(e.result or "")
+            text = search.strip_line_numbers(text)
+            if start != 1 and (e.path not in pages or pages[e.path][1] != start):
+                continue  # not the page that continues a read from the top
+            whole = (pages.pop(e.path)[0] if start != 1 else "") + text
+            if more is None:
+                contents[e.path] = whole
+            else:
+                pages[e.path] = (whole, more)
         elif e.name == "edit_file" and e.path in contents:
             contents[e.path] = contents[e.path].replace(
                 str(e.arguments.get("old", "")), str(e.arguments.get("new", "")), 1
             )
         elif match and in_submission(match[0]) in contents:
             contents[in_submission(match[0])] = match[1] + "\n"
-    return contents
+    return contents, {path: more for path, (_, more) in pages.items()}
 
 
 def _heredoc(e: Exchange) -> tuple[str, str] | None:

@@ -25,13 +25,13 @@ def tool(name: str, **props: str) -> dict:
     schema = {
         "type": "object",
         "properties": {k: {"type": v} for k, v in props.items()},
-        "required": [k for k in props if k != "max_lines"],
+        "required": [k for k in props if k not in ("start_line", "max_lines")],
     }
     return {"type": "function", "function": {"name": name, "description": name, "parameters": schema}}
 
 
 TOOLS = [
-    tool("read_file", path="string", max_lines="integer"),
+    tool("read_file", path="string", start_line="integer", max_lines="integer"),
     tool("edit_file", path="string", old="string", new="string"),
     tool("run_experiment", hypothesis="string"),
     tool("finish", summary="string"),
@@ -47,12 +47,12 @@ class ToolBox:
     def __call__(self, name: str, args: dict) -> str:
         return getattr(self, name)(**args)
 
-    def read_file(self, path: str, max_lines: int = 200) -> str:
+    def read_file(self, path: str, start_line: int = 1, max_lines: int = 200) -> str:
         file = self.root / path
         if not file.is_file():
             return f"Error: no such file: {path}"
-        lines = file.read_text().splitlines()[:max_lines]
-        return "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(lines, start=1))  # numbered, like cat -n
+        lines = file.read_text().splitlines()[start_line - 1 : start_line - 1 + max_lines]
+        return "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(lines, start=start_line))  # numbered, like cat -n
 
     def edit_file(self, path: str, old: str, new: str) -> str:
         rel = path.removeprefix("submission/")
