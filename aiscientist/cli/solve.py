@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 from aiscientist.cli.common import add_selection_arguments, default_run_dir, task_from_args
-from aiscientist.config import load_config
+from aiscientist.cli.task_init import NOT_ISOLATED, add_init_arguments, initialise
+from aiscientist.config import RunConfig, load_config
 from aiscientist.records.paths import RUN_INFO, RUNS_HOME
 from aiscientist.resources import CONFIGS_DIR, resolve_config
 from aiscientist.sandbox import BACKENDS
-from aiscientist.task import TaskError
+from aiscientist.task import Task, TaskError, load_task
 from aiscientist.util import notices
 from aiscientist.util.console import make_console
 
@@ -23,7 +26,11 @@ HELP = "run the AiScientist research loop on a task"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("task", nargs="?", help="a task.yaml, or an FML-bench task folder (not needed with --resume)")
+    parser.add_argument(
+        "task",
+        nargs="?",
+        help="a task.yaml, or an FML-bench task folder (not needed with --resume); with --run: your repository",
+    )
     parser.add_argument("--model", help="litellm model name, 'offline', or 'scripted:PATH' (default: from the config)")
     parser.add_argument(
         "--steps",
@@ -55,9 +62,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "answers)",
     )
     parser.add_argument("--sandbox", choices=BACKENDS, help="experiment sandbox backend (default: from the config)")
+    init = parser.add_argument_group(
+        "your own repository in one command (as task init; --metric is then NAME:min|max; the generated task is kept "
+        "in the run folder as task/task.yaml)"
+    )
+    add_init_arguments(init, required=False)
 
 
 def run(args: argparse.Namespace) -> int:
+    with ExitStack() as stack:
+        return _run(args, stack)
+
+
+def _generated_task(args: argparse.Namespace, config: RunConfig, stack: ExitStack) -> Task:
+    """`solve REPO --run CMD --metric NAME:dir`: the task `task init` would write, its baseline
+    measured; the file lives in a scratch folder while the run starts (the run folder keeps a copy)."""
+    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="aisci-task-")))
+    with console.status(f"measuring the baseline: {args.run} ..."):
+        done = initialise(args, args.task, scratch / "task.yaml", config.sandbox)
+    (scratch / "task.yaml").write_text(done.text(scratch / "task.yaml", absolute=True))
+    console.print(f"baseline {done.draft.metric} = {done.baseline!r} ({done.draft.direction}); editable: "
+                  f"{', '.join(done.draft.editable)}", soft_wrap=True, highlight=False)  # fmt: skip
+    if done.draft.metric_source == "stdout":
+        console.print(f"[yellow]note:[/] {NOT_ISOLATED}", soft_wrap=True)
+    return load_task(scratch / "task.yaml")
+
+
+def _run(args: argparse.Namespace, stack: ExitStack) -> int:
     from aiscientist.llm import ModelConfigError
     from aiscientist.orchestrator.progress import LiveProgress, summary_table
     from aiscientist.orchestrator.run import is_run_folder, solve
@@ -66,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if args.steps is not None and args.steps < 1:
         raise TaskError("--steps", "steps", "must be at least 1")
     if args.resume is not None:
-        if args.task:
-            raise TaskError("--resume", "task", "give either TASK or --resume RUN_DIR, not both")
+        if args.task or args.run:
+            raise TaskError("--resume", "task", "give either TASK (or REPO --run) or --resume RUN_DIR, not both")
         if not is_run_folder(args.resume):
             raise TaskError(args.resume, "run_dir", f"not a run folder made by solve ({RUN_INFO} missing)")
         task, config, run_dir = None, None, args.resume
@@ -76,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             raise TaskError("solve", "task", "a TASK (task.yaml or FML-bench folder) or --resume RUN_DIR is required")
         sets = [*args.sets, *([f"sandbox.backend={args.sandbox}"] if args.sandbox else [])]
         config = load_config([CONFIGS_DIR / "default.yaml", *(resolve_config(c) for c in args.config)], sets)
-        task = task_from_args(args)
+        task = _generated_task(args, config, stack) if args.run else task_from_args(args)
         run_dir = args.run_dir or default_run_dir(task)
         if run_dir.exists() and any(run_dir.iterdir()):
             raise TaskError(run_dir, "run_dir", "already exists and is not empty (use --resume to continue a run)")

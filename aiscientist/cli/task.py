@@ -1,30 +1,49 @@
-"""`aiscientist task show PATH [--json]`: the task as it was parsed, nothing run."""
+"""`aiscientist task show PATH [--json]`: the task as it was parsed, none of its commands run;
+`aiscientist task init REPO --run CMD --metric NAME:min|max`: write one (`cli/task_init.py`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from aiscientist.cli.common import add_selection_arguments, task_from_args
-from aiscientist.task import Task
+from aiscientist.cli.task_init import add_init_arguments, run_init
+from aiscientist.sandbox import BACKENDS
+from aiscientist.task import Task, TaskError
 from aiscientist.util.console import make_console
 
 console = make_console()
 
-HELP = "inspect a task (task show PATH [--json])"
+HELP = "write a task for your repository (task init) or inspect one (task show)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="task_command", required=True, metavar="{show}")
+    sub = parser.add_subparsers(dest="task_command", required=True, metavar="{show,init}")
     show = sub.add_parser(
-        "show", help="print a parsed task (task.yaml or FML-bench folder of either branch) without running it"
+        "show",
+        help="print a parsed task (task.yaml or FML-bench folder of either branch) without running it; its programs "
+        "by absolute path and its modules' imports are looked up inside the sandbox",
     )
     show.add_argument("task", help="a task.yaml, or an FML-bench task folder")
     add_selection_arguments(show)
     show.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    show.add_argument("--sandbox", default="auto", choices=BACKENDS, help="the sandbox to look up in (default: auto)")
+    init = sub.add_parser(
+        "init", help="write REPO/task.yaml for your own repository, its baseline measured in the sandbox"
+    )
+    init.add_argument("repo", metavar="REPO", help="the repository's folder")
+    init.add_argument("--metric", required=True, metavar="NAME:min|max", help="the metric the run prints as "
+                      "'NAME: number' (or NAME=number), and whether lower (min) or higher (max) is better")  # fmt: skip
+    add_init_arguments(init)
+    init.add_argument("--scorer-stub", action="store_true", help="write the --score command's script (evaluate.py) "
+                      "as a documented stub that writes the metrics file, and stop")  # fmt: skip
+    init.add_argument("--out", type=Path, metavar="FILE", help="where to write the task (default: REPO/task.yaml)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing task file")
+    init.add_argument("--sandbox", default="auto", choices=BACKENDS, help="experiment sandbox backend (default: auto)")
 
 
 FORGEABLE = (
@@ -67,6 +86,7 @@ def describe(task: Task) -> dict[str, Any]:
             "val": task.score,
             "test": task.test_score,
         },
+        "metric_source": task.metric_source,
         "metrics_file": task.metrics_file,
         "test_metrics_file": task.test_metrics_file or (task.metrics_file if task.test_commands else None),
         "outputs_dir": task.outputs_dir,
@@ -77,7 +97,11 @@ def describe(task: Task) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    facts = describe(task_from_args(args))
+    if args.task_command == "init":
+        return run_init(args)
+    task = task_from_args(args)
+    _check_environment(task, args.sandbox)
+    facts = describe(task)
     if args.json:
         print(json.dumps(facts, indent=1))
         return 0
@@ -94,6 +118,20 @@ def run(args: argparse.Namespace) -> int:
     if not facts["score"]["isolated"]:
         console.print(f"[yellow]warning:[/] {FORGEABLE}")
     return 0
+
+
+def _check_environment(task: Task, sandbox: str) -> None:
+    """What only the sandbox can tell (preflight's look-ups); a task that cannot be looked up
+    there (it needs conda, which is missing) is shown with a warning, not refused."""
+    from aiscientist.experiment.runenv import conda_command
+    from aiscientist.orchestrator.preflight import check_environment
+
+    try:
+        conda_command(task)
+    except TaskError as err:
+        console.print(f"[yellow]warning:[/] not looked up inside the sandbox: {err.reason}", soft_wrap=True)
+        return
+    check_environment(task, sandbox)
 
 
 def _text(value: object) -> str:

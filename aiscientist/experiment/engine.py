@@ -327,7 +327,7 @@ class ExperimentEngine:
         if scored is not None and (reading.error is None or scored.error):
             reading = scored  # what the score invocation wrote (or why the run was not scored)
         elif reading.error is None and self.task.metric is not None:
-            reading = self.read_metrics(metrics_path)
+            reading = self.read_metrics(metrics_path, result.stdout_tail)
         error, cause = reading.error, reading.cause
         if broken:
             error, cause = (
@@ -366,9 +366,9 @@ class ExperimentEngine:
             cost=cost,
         )
 
-    def read_metrics(self, metrics_path: Path) -> MetricsReading:
-        """The target metric, all metrics and the constraints' verdict from a metrics file."""
-        return read_metrics(self.task, self.paths, metrics_path)
+    def read_metrics(self, metrics_path: Path, stdout: str = "") -> MetricsReading:
+        """The target metric, all metrics and the constraints' verdict (`scoring.read_metrics`)."""
+        return read_metrics(self.task, self.paths, metrics_path, stdout)
 
     # ---- hidden test -----------------------------------------------------------------
 

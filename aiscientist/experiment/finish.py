@@ -77,6 +77,7 @@ def summarize_run(task: Task, agent: str, steps: list[StepRecord], **extra: Any)
         "metric": task.metric.label if task.metric else None,
         "direction": task.metric.direction if task.metric else None,
         "baseline": task.baseline,
+        "score_isolated": task.score_isolated,
         "best_step": best.step if best else None,
         "best_metric": best.metric if best else None,
         "best_metrics": best.metrics if best else {},

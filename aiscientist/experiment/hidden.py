@@ -46,7 +46,7 @@ class TestRunner(Scorer, Protocol):
 
     def protected_manifest(self) -> dict[str, str]: ...
 
-    def read_metrics(self, metrics_path: Path) -> MetricsReading: ...
+    def read_metrics(self, metrics_path: Path, stdout: str = "") -> MetricsReading: ...
 
 
 def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
@@ -93,7 +93,7 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
         reading = MetricsReading(error=result.failure() or survivors_error(result))
         guard = _guard(engine, copy, before)
         if reading.error is None and not guard:
-            reading = _reading(engine, copy)
+            reading = _reading(engine, copy, result.stdout_tail)
             if reading.error is None and reading.constraint_violated:  # FML-bench credits no such test
                 reading = MetricsReading(
                     error="the test run flagged a violated constraint", cause=FailureCause.CONSTRAINT_VIOLATED
@@ -110,10 +110,11 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
     )
 
 
-def _reading(engine: TestRunner, copy: Path) -> MetricsReading:
-    """The test's metrics: from the score invocation, or (no split) the copy's metrics file."""
+def _reading(engine: TestRunner, copy: Path, stdout: str) -> MetricsReading:
+    """The test's metrics: from the score invocation, or (no split) the copy's metrics file
+    (or the test run's output `stdout`)."""
     if not engine.task.score:
-        return engine.read_metrics(engine.task.metrics_path(copy, test=True))
+        return engine.read_metrics(engine.task.metrics_path(copy, test=True), stdout)
     return score_run(engine, copy, integrity.scan(copy), test=True)[1]
 
 

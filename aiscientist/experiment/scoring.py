@@ -20,7 +20,14 @@ from typing import Protocol
 from aiscientist.experiment import integrity
 from aiscientist.experiment.runenv import in_environment, readable_outside
 from aiscientist.records.causes import FailureCause
-from aiscientist.records.metrics_file import MetricsError, constraint_flagged, flatten, load_means, pick
+from aiscientist.records.metrics_file import (
+    MetricsError,
+    constraint_flagged,
+    flatten,
+    load_means,
+    pick,
+    stdout_metric,
+)
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading
 from aiscientist.sandbox import CommandsResult, Sandbox
@@ -41,7 +48,7 @@ class Scorer(Protocol):
     sandbox: Sandbox
     env: dict[str, str]
 
-    def read_metrics(self, metrics_path: Path) -> MetricsReading: ...
+    def read_metrics(self, metrics_path: Path, stdout: str = "") -> MetricsReading: ...
 
 
 class ArtifactError(Exception):
@@ -177,10 +184,17 @@ __all__ = [
 ]
 
 
-def read_metrics(task: Task, paths: RunPaths, metrics_path: Path) -> MetricsReading:
-    """The target metric, all metrics and the constraints' verdict from a metrics file."""
+def read_metrics(task: Task, paths: RunPaths, metrics_path: Path, stdout: str = "") -> MetricsReading:
+    """The target metric, all metrics and the constraints' verdict from a metrics file (or,
+    `metric_source: stdout`, from the run's output `stdout`)."""
     if task.metric is None:
         return MetricsReading(error="the task names no metric", cause=FailureCause.METRIC_MISSING)
+    if task.metric_source == "stdout":
+        try:
+            value = stdout_metric(stdout, task.metric.name)
+        except MetricsError as err:
+            return MetricsReading(error=str(err), cause=err.cause)
+        return MetricsReading(metric=value, metrics={task.metric.label: value})
     # never through a link below the repository (a copy's: below the file's own folder)
     root = paths.submission if metrics_path.is_relative_to(paths.submission) else None
     try:

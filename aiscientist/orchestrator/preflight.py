@@ -1,6 +1,7 @@
-"""Cheap checks before `solve` spends any budget: every command's program resolves inside
-the sandbox the steps will use (which also shows that it starts), the scripts it names
-exist, and the model answers (not for offline models).
+"""Cheap checks before `solve` spends any budget: every command's program (by bare name or
+absolute path) resolves inside the sandbox the steps will use (which also shows that it
+starts), the scripts it names exist, the editable and scorer modules' imports resolve inside
+it, and the model answers (not for offline models). `task show` runs `check_environment`.
 
 A failure is a TaskError (exit 2) naming the command and the missing piece. A script
 that a setup or preprocess command mentions is assumed to be made by it.
@@ -14,85 +15,18 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiscientist.experiment.runenv import in_environment, readable_outside
 from aiscientist.sandbox.base import SandboxSettings
 from aiscientist.task import Task, TaskError
+from aiscientist.task.reach import SCORE_LISTS, installed_imports
+from aiscientist.task.words import BUILTINS, SCRIPT_SUFFIXES, segments, strip_prefix
 
-OPERATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;"}
-REDIRECTS = {">", ">>", "<", "2>", "&>", ">&", "2>>", ">|"}
-BUILTINS = {
-    "cd",
-    "export",
-    "set",
-    "unset",
-    "source",
-    ".",
-    "exit",
-    "true",
-    "false",
-    "echo",
-    "test",
-    "[",
-    "[[",
-    "eval",
-    "exec",
-    "printf",
-    "read",
-    "shift",
-    "wait",
-    ":",
-    "for",
-    "do",
-    "done",
-    "if",
-    "then",
-    "else",
-    "fi",
-    "while",
-}
-WRAPPERS = {"env", "time", "nice", "nohup", "command", "stdbuf"}
-SCRIPT_SUFFIXES = (".py", ".sh")
 COMMAND_LISTS = ("setup_commands", "preprocess_commands", "commands", "postprocess_commands", "test_commands")
-
-
-def _segments(command: str) -> Iterator[list[str]]:
-    """Simple commands of a shell line (split at &&, ||, ;, |), redirect targets dropped."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    words: list[str] = []
-    skip = False
-    for token in lexer:
-        if token in OPERATORS:
-            if words:
-                yield words
-            words = []
-        elif token in REDIRECTS or token.endswith(">"):
-            skip = True  # `> out.txt`: the next word is written, not read
-        elif skip:
-            skip = False
-        else:
-            words.append(token)
-    if words:
-        yield words
-
-
-def _strip_prefix(words: list[str]) -> list[str]:
-    """Drop `VAR=value` assignments and wrappers such as `env`, `timeout 60`."""
-    while words:
-        head = words[0]
-        if head in WRAPPERS or ("=" in head and head.split("=", 1)[0].isidentifier()):
-            words = words[1:]
-        elif head == "timeout":
-            rest = words[1:]
-            while rest and rest[0].startswith("-"):
-                rest = rest[1:]
-            words = rest[1:]  # the duration
-        else:
-            break
-    return words
+ALL_LISTS = (*COMMAND_LISTS, *SCORE_LISTS)
 
 
 def _python_module(module: str, cwd: Path) -> bool:
@@ -119,14 +53,14 @@ def command_problems(
 ) -> list[str]:
     """What in one shell line cannot run from `cwd` (an empty list when all is there);
     `scripts=False` checks installed programs only (the agent writes the scripts);
-    `lookup` says why a program named without a folder cannot run."""
+    `lookup` says why a program named without a folder, or by absolute path, cannot run."""
     try:
-        segments = list(_segments(command))
+        parts = list(segments(command))
     except ValueError as err:
         return [f"cannot parse the command: {err}"]
     problems = []
-    for words in segments:
-        words = _strip_prefix(words)
+    for words in parts:
+        words = strip_prefix(words)
         if not words:
             continue
         program, args = words[0], words[1:]
@@ -136,7 +70,7 @@ def command_problems(
         if program in BUILTINS:
             continue
         name = Path(program).name
-        if "/" in program:
+        if "/" in program and not program.startswith("/"):
             if scripts and not (cwd / program).exists() and name not in made_by_setup:
                 problems.append(f"program {program!r} does not exist in the submission")
         elif (why := lookup(program)) is not None:
@@ -153,43 +87,84 @@ def command_problems(
     return problems
 
 
-def programs_named(task: Task) -> set[str]:
-    """The programs the task's command lines call by bare name (looked up on PATH)."""
+def programs_named(task: Task, fields: tuple[str, ...] = ALL_LISTS) -> set[str]:
+    """The programs the task's command lines call by bare name (looked up on PATH) or by
+    absolute path."""
     names: set[str] = set()
-    for field in COMMAND_LISTS:
+    for field in fields:
         for command in getattr(task, field):
             with contextlib.suppress(ValueError):  # an unparsable line is reported by check_commands
-                for words in _segments(command):
-                    words = _strip_prefix(words)
-                    if words and words[0] not in BUILTINS and "/" not in words[0]:
+                for words in segments(command):
+                    words = strip_prefix(words)
+                    if words and words[0] not in BUILTINS and ("/" not in words[0] or words[0].startswith("/")):
                         names.add(words[0])
     return names
 
 
-def _probe_script(programs: set[str]) -> str:
-    """A bash line printing `NAME<TAB>ok|noexec|missing` for each program, as PATH finds it."""
+def _probe_script(programs: set[str], modules: set[str] = frozenset()) -> str:
+    """A bash line printing `NAME<TAB>ok|noexec|missing` for each program, as PATH finds it
+    (an absolute path: as it is), then `import:NAME<TAB>ok|missing` for each module."""
     checks = []
     for name in sorted(programs):
-        path = shlex.quote("/" + name)
+        path = shlex.quote(name if name.startswith("/") else "/" + name)
+        where = "" if name.startswith("/") else '"$d"'
+        loop = "for d in $PATH; do " if where else "for d in /; do "
         checks.append(
-            f's=missing; for d in $PATH; do if [ -f "$d"{path} ] && [ -x "$d"{path} ]; then s=ok; break; '
-            f'elif [ -e "$d"{path} ]; then s=noexec; fi; done; printf "%s\\t%s\\n" {shlex.quote(name)} "$s"'
+            f"s=missing; {loop}if [ -f {where}{path} ] && [ -x {where}{path} ]; then s=ok; break; "
+            f'elif [ -e {where}{path} ]; then s=noexec; fi; done; printf "%s\\t%s\\n" {shlex.quote(name)} "$s"'
         )
+    if modules:
+        names = " ".join(shlex.quote(m) for m in sorted(modules))
+        checks.append(f"python -c {shlex.quote(MODULE_PROBE)} {names} 2>/dev/null || true")
     return "IFS=:; " + "; ".join(checks) if checks else "true"
 
 
-def sandbox_lookup(task: Task, sandbox: str | SandboxSettings) -> ProgramLookup:
-    """Start the run's sandbox once, look every program of the task up inside it, and
-    return the answers as a lookup. A sandbox that cannot start is a TaskError."""
+MODULE_PROBE = (
+    "import importlib.util as u, sys\n"
+    "for n in sys.argv[1:]:\n"
+    "    try: ok = u.find_spec(n) is not None\n"
+    "    except (ImportError, ValueError): ok = False\n"
+    "    print('import:' + n, 'ok' if ok else 'missing', sep='\\t')"
+)
+
+
+@dataclass
+class SandboxProbe:
+    """What the run's sandbox showed: each program's and module's state (ok, noexec, missing)."""
+
+    backend: str
+    states: dict[str, str]
+
+    def lookup(self, program: str) -> str | None:
+        """Why `program` cannot run inside the sandbox (None: it can)."""
+        state = self.states.get(program, "missing")
+        if state == "ok":
+            return None
+        if state == "noexec":
+            return f"program {program!r} is not executable inside the {self.backend} sandbox"
+        host = shutil.which(program)
+        if host:
+            return (
+                f"program {program!r} is hidden by the {self.backend} sandbox (on the host it is {host}; the sandbox "
+                "shows the system folders, the Python environment that runs aiscientist and the run's own folders)"
+            )
+        return f"program {program!r} is not installed (not on PATH)"
+
+    def has_module(self, name: str) -> bool:
+        return self.states.get(f"import:{name}") == "ok"
+
+
+def probe_sandbox(task: Task, sandbox: str | SandboxSettings, programs: set[str], modules: set[str]) -> SandboxProbe:
+    """Start the run's sandbox once and look `programs` and Python `modules` up inside it.
+    A sandbox that cannot start is a TaskError."""
     from aiscientist.sandbox import get_sandbox
 
     where = task.source or task.repository
-    programs = programs_named(task)
     try:
         box = get_sandbox(sandbox)
         with tempfile.TemporaryDirectory(prefix="preflight-") as tmp:
             cwd = task.repository / task.working_dir
-            probe = in_environment(task, [_probe_script(programs)])
+            probe = in_environment(task, [_probe_script(programs, modules)])
             readonly = [task.repository, *readable_outside(task)]
             result = box.run(probe, cwd=cwd, timeout=120, writable=[Path(tmp)], readonly=readonly)
     except TaskError:
@@ -199,37 +174,65 @@ def sandbox_lookup(task: Task, sandbox: str | SandboxSettings) -> ProgramLookup:
     if not result.ok:
         raise TaskError(where, "sandbox", f"cannot start: {result.failure() or 'the probe command failed'}")
     states = dict(line.split("\t", 1) for line in result.stdout_tail.splitlines() if "\t" in line)
+    return SandboxProbe(box.name, states)
 
-    def lookup(program: str) -> str | None:
-        state = states.get(program, "missing")
-        if state == "ok":
-            return None
-        if state == "noexec":
-            return f"program {program!r} is not executable inside the {box.name} sandbox"
-        host = shutil.which(program)
-        if host:
-            return (
-                f"program {program!r} is hidden by the {box.name} sandbox (on the host it is {host}; the sandbox "
-                "shows the system folders and the Python environment that runs aiscientist)"
-            )
-        return f"program {program!r} is not installed (not on PATH)"
 
-    return lookup
+def sandbox_lookup(task: Task, sandbox: str | SandboxSettings) -> ProgramLookup:
+    """Every program of the task looked up inside the run's sandbox, as a lookup."""
+    return probe_sandbox(task, sandbox, programs_named(task), set()).lookup
 
 
 def check_commands(task: Task, lookup: ProgramLookup = on_host) -> None:
     """Every command list of the task, read against the task's repository. A paper task's
-    scripts (its reproduce.sh) are the agent's to write: only its programs are checked."""
+    scripts (its reproduce.sh) are the agent's to write: only its programs are checked, as for
+    the score commands (the files they name are checked when the task is loaded)."""
     cwd = task.repository / task.working_dir
     made_by_setup = " ".join([*task.setup_commands, *task.preprocess_commands])
     earlier = ""  # what the commands before this one may have made (FML-bench copies its postprocess.py in first)
-    for field in COMMAND_LISTS:
+    for field in ALL_LISTS:
+        scripts = task.kind == "improve" and field in COMMAND_LISTS
         for command in getattr(task, field):
             made = earlier if field == "setup_commands" else f"{made_by_setup} {earlier}"
-            problems = command_problems(command, cwd, made, scripts=task.kind == "improve", lookup=lookup)
+            problems = command_problems(command, cwd, made, scripts=scripts, lookup=lookup)
             if problems:
                 raise TaskError(task.source or task.repository, field, f"{command!r}: " + "; ".join(problems))
             earlier += " " + command
+
+
+def check_imports(task: Task, probe: SandboxProbe) -> None:
+    """The editable and scorer modules' imports that must come installed, found inside the sandbox."""
+    for name, (field, rel, imp) in sorted(installed_imports(task).items()):
+        if not probe.has_module(name):
+            raise TaskError(
+                task.source or task.repository,
+                field,
+                f"{rel}: line {imp.line} imports {name!r}, which does not resolve inside the {probe.backend} sandbox "
+                "(neither a file of the repository nor installed in the Python environment it shows)",
+            )
+
+
+def check_task(task: Task, sandbox: str | SandboxSettings) -> None:
+    """The commands' programs and scripts and the modules' imports, looked up inside the
+    sandbox the steps use."""
+    probe = probe_sandbox(task, sandbox, programs_named(task), set(installed_imports(task)))
+    check_commands(task, probe.lookup)
+    check_imports(task, probe)
+
+
+def check_environment(task: Task, sandbox: str | SandboxSettings) -> None:
+    """What `task show` checks inside the sandbox: programs named by absolute path, and the
+    editable and scorer modules' installed imports."""
+    absolute = {p for p in programs_named(task) if p.startswith("/")}
+    modules = set(installed_imports(task))
+    if not absolute and not modules:
+        return
+    probe = probe_sandbox(task, sandbox, absolute, modules)
+    for field in ALL_LISTS:
+        for command in getattr(task, field):
+            problems = [why for p in sorted(absolute) if p in command and (why := probe.lookup(p))]
+            if problems:
+                raise TaskError(task.source or task.repository, field, f"{command!r}: " + "; ".join(problems))
+    check_imports(task, probe)
 
 
 def check_model(model: str, models_file: Path | None, timeout_s: float = 600) -> None:
@@ -261,7 +264,7 @@ def preflight(
     models_file: Path | None = None,
     model_timeout_s: float = 600,
 ) -> None:
-    """The model first (a missing key or a refused connection is named within seconds), then the
-    commands' programs and scripts (looked up inside the sandbox the steps use)."""
+    """The model first (a missing key or a refused connection is named within seconds), then
+    `check_task` (programs, scripts and imports looked up inside the sandbox the steps use)."""
     check_model(model, models_file, model_timeout_s)
-    check_commands(task, sandbox_lookup(task, sandbox))
+    check_task(task, sandbox)

@@ -117,6 +117,8 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
         )
     table.add_row(f"best {result.metric or 'metric'}", best)
     table.add_row("baseline", _fmt(result.baseline) + (f" ({result.direction})" if result.direction else ""))
+    if result.score_isolated is False:
+        table.add_row("score isolated", "[yellow]no[/]: the score was read from the run's own process (quick mode)")
     if result.test is not None:
         table.add_row(
             "hidden test", _fmt(result.test.metric) if result.test.success else escape(f"failed: {result.test.error}")

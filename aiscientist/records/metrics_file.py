@@ -1,9 +1,11 @@
 """Read FML-bench's `final_info.json`:
-`{dataset: {"means": {"<metric>_mean": v}, "stderrs": {...}, "final_info_dict": {...}}}`."""
+`{dataset: {"means": {"<metric>_mean": v}, "stderrs": {...}, "final_info_dict": {...}}}`,
+or (a task's quick mode, `metric_source: stdout`) the last `NAME: number` line of a run's output."""
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,27 @@ def pick(means: dict[str, dict[str, Any]], dataset: str, key: str) -> float:
     if not math.isfinite(value):
         raise MetricsError(f"metric {dataset}/{key} is not finite: {value}", FailureCause.METRIC_NOT_NUMBER)
     return float(value)
+
+
+def stdout_metric(text: str, name: str) -> float:
+    """The value of the last `NAME: number` or `NAME=number` in a run's output (the name
+    at a line's start or after a space, `,`, `;` or `|`), or a MetricsError saying why not."""
+    pattern = re.compile(rf"(?:^|[\s,;|])({re.escape(name)})\s*[:=][ \t]*([^\s,;|]*)", re.MULTILINE)
+    found = pattern.findall(text)
+    if not found:
+        raise MetricsError(
+            f"no line '{name}: number' (or '{name}=number') in the run's output", FailureCause.METRIC_MISSING
+        )
+    value = found[-1][1]
+    try:
+        number = float(value)
+    except ValueError:
+        raise MetricsError(
+            f"metric {name} in the run's output is not a number: {clean(value, 80)!r}", FailureCause.METRIC_NOT_NUMBER
+        ) from None
+    if not math.isfinite(number):
+        raise MetricsError(f"metric {name} in the run's output is not finite: {value}", FailureCause.METRIC_NOT_NUMBER)
+    return number
 
 
 def read_metric(path: Path, dataset: str, key: str) -> float:

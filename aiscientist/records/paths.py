@@ -32,6 +32,7 @@ TASK_TEXT_FILE = "task.md"
 TASK_RECORD_FILE = "task.json"
 TASK_TEXT = f"{TASK}/{TASK_TEXT_FILE}"
 TASK_RECORD = f"{TASK}/{TASK_RECORD_FILE}"  # the Task the run was made for
+TASK_YAML_FILE = "task.yaml"  # the task.yaml the run was started from (`solve REPO --run`: the generated one)
 ANALYSIS_SUMMARY = f"{ANALYSIS}/summary.md"
 ANALYSIS_NOTES = f"{ANALYSIS}/notes_{{}}.md"  # a comprehension reader's notes, by axis
 PLAN_FILE = f"{PLAN}/prioritized_tasks.md"

@@ -18,6 +18,9 @@ class RunResult(BaseModel):
     metric: str | None = None
     direction: str | None = None
     baseline: float | None = None
+    # False: the task's evaluator shares a process with code the agent can edit (no run / score split),
+    # so its scores could be forged by that code; None: a result written before the field existed
+    score_isolated: bool | None = None
     best_step: int | None = None
     best_metric: float | None = None
     best_metrics: dict[str, float] = {}

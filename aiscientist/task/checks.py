@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from aiscientist.task.model import Task, TaskError, expand_globs, glob_match
+from aiscientist.task.reach import check_reach
 
 
 def validate(file: Path, raw: dict[str, Any]) -> Task:
@@ -59,6 +60,7 @@ def check_files(task: Task, file: Path) -> None:
         if any(glob_match(p, pattern) for p in task.editable):
             raise TaskError(file, "protected", f"{pattern!r} is also listed as editable")
     _check_scorer(task, file)
+    check_reach(task, file)
 
 
 def _check_scorer(task: Task, file: Path) -> None:

@@ -38,8 +38,13 @@ def load_task(path: str | Path, metric: MetricChoice | MetricSpec | None = None)
 def load_task_yaml(path: Path) -> Task:
     """Our own format: `Task`'s fields, with paths relative to the file."""
     path = Path(path).resolve()
+    return parse_task_yaml(path.read_text(), path)
+
+
+def parse_task_yaml(text: str, path: Path) -> Task:
+    """task.yaml's `text` as if read from `path` (which need not exist yet)."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise TaskError(path, "(file)", f"invalid YAML: {err}") from None
     if not isinstance(raw, dict):

@@ -160,6 +160,10 @@ class Task(BaseModel):
     postprocess_commands: list[str] = Field(default_factory=list)
     working_dir: str = "."
     metrics_file: str = "final_info.json"
+    metric_source: Literal["metrics_file", "stdout"] = Field(
+        "metrics_file",
+        description="stdout: the metric is the run's last `NAME: number` line (quick mode, never isolated)",
+    )
     metric: MetricSpec | None = None
     extra_metrics: list[MetricSpec] = Field(default_factory=list)
     constraints: list[Constraint] = Field(default_factory=list)
@@ -208,6 +212,11 @@ class Task(BaseModel):
                 raise ValueError(f"{name}: must be a finite number")
         if self.score or self.test_score or self.test_prepare:
             _check_split(self)
+        if self.metric_source == "stdout" and (self.score or self.constraints):
+            raise ValueError(
+                "metric_source: stdout reads one metric from the run's output; a task with score or "
+                "constraints reads its metrics file"
+            )
         return self
 
     @property
