@@ -129,7 +129,9 @@ def _check_environment(task: Task, sandbox: str) -> None:
     try:
         conda_command(task)
     except TaskError as err:
-        console.print(f"[yellow]warning:[/] not looked up inside the sandbox: {err.reason}", soft_wrap=True)
+        make_console(stderr=True).print(
+            f"[yellow]warning:[/] not looked up inside the sandbox: {err.reason}", soft_wrap=True
+        )
         return
     check_environment(task, sandbox)
 

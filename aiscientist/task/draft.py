@@ -170,7 +170,8 @@ def render(raw: dict[str, Any], duration_s: float = 0.0) -> str:
     for key, value in raw.items():
         parts.append(COMMENTS.get(key, "").format(**values))
         if isinstance(value, (list, dict)):  # one line: [a, b] or {k: v}
-            parts.append(f"{key}: " + yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10**6).strip() + "\n")
+            flow = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10**6)
+            parts.append(f"{key}: {flow.strip()}\n")
         else:
             parts.append(yaml.safe_dump({key: value}, sort_keys=False, width=100, default_flow_style=False))
     return "".join(parts)

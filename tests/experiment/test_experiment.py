@@ -129,7 +129,8 @@ def test_constraint_violation_is_flagged_and_not_best(tmp_path: Path) -> None:
 
 
 def test_protected_file_missing_after_setup_is_a_task_error(tmp_path: Path) -> None:
-    task = load_task(tiny_copy(tmp_path, protected=["evaluate.py", "metrics/scorer.py"], scorer=["evaluate.py"]))
+    protected = ["evaluate.py", "data.py", "metrics/scorer.py"]
+    task = load_task(tiny_copy(tmp_path, protected=protected, scorer=["evaluate.py", "data.py"]))
     with pytest.raises(TaskError, match="still missing after the setup commands ran"):
         make_engine(task, tmp_path / "run")
 
