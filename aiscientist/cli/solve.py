@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=BACKENDS, help="experiment sandbox backend (default: from the config)")
     init = parser.add_argument_group(
         "your own repository in one command (as task init; --metric is then NAME:min|max; the generated task is kept "
-        "in the run folder as task/task.yaml)"
+        "in the run folder)"
     )
     add_init_arguments(init, required=False)
 

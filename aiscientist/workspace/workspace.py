@@ -24,8 +24,8 @@ from aiscientist.records.paths import (
     PERMISSIONS_FILE,
     TASK_RECORD,
     TASK_RECORD_FILE,
+    TASK_SOURCE_FILE,
     TASK_TEXT_FILE,
-    TASK_YAML_FILE,
     WORKSPACE_CONFIG,
     RunPaths,
     write_atomic,
@@ -295,7 +295,7 @@ def _write_task_folder(task: Task, folder: Path) -> None:
             shutil.copy2(source, folder / f"{name}{source.suffix}")
     (folder / TASK_RECORD_FILE).write_text(task.model_dump_json(indent=1))
     if task.source is not None and task.source.suffix in (".yaml", ".yml") and task.source.is_file():  # its text
-        shutil.copy2(task.source, folder / TASK_YAML_FILE)
+        shutil.copy2(task.source, folder / TASK_SOURCE_FILE)
 
 
 def _make_read_only(folder: Path) -> None:

@@ -175,7 +175,7 @@ def test_solve_repo_run_keeps_the_generated_task_in_the_run_folder(tmp_path, cap
     argv = ["solve", str(folder), "--run", "python train.py", "--metric", "val_loss:min", "--model", "offline"]
     assert main([*argv, "--steps", "1", "--run-dir", str(run_dir)]) in (0, 1)
     assert "score isolated" in capsys.readouterr().out
-    kept = run_dir / "task" / "task.yaml"
+    kept = run_dir / "task" / "source.yaml"
     assert yaml.safe_load(kept.read_text())["repository"] == str(folder)  # repeatable from anywhere
     assert load_task(kept).baseline == BASELINE and not (folder / "task.yaml").exists()
     assert json.loads((run_dir / "result.json").read_text())["score_isolated"] is False
