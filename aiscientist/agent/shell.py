@@ -19,12 +19,17 @@ from aiscientist.agent.tools import Tool, Toolbox, clip
 from aiscientist.experiment.integrity import READ_LIMIT
 from aiscientist.records.paths import SUBMISSION, in_submission
 from aiscientist.sandbox import CommandsResult
+from aiscientist.sandbox.base import TAIL_CHARS
 from aiscientist.task import expand_globs
 from aiscientist.util import untrusted
 from aiscientist.util.text import quoted_block
 
 TIMEOUT_S = 600.0
 OUTPUT_CHARS = 6000
+CUT_OUTPUT = (
+    "only the output's end is shown: to see all of it, send it to a file (COMMAND > out.txt 2>&1) and page "
+    "through that with read_file"
+)
 
 
 class BashArgs(BaseModel):
@@ -49,12 +54,15 @@ def editable_digests(ws: Any) -> dict[str, str]:
 
 
 def run_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> str:
-    """`[exit N]` or `[timed out]`, then the output's tail."""
+    """`[exit N]` or `[timed out]`, then the output's tail; a tail that is not the whole output says
+    how to see the rest."""
     result = sandboxed_shell(ws, role, command, on_change)
     code = result.returncodes[-1] if result.returncodes else None
     out = (result.stdout_tail + ("\n[stderr]\n" + result.stderr_tail if result.stderr_tail.strip() else "")).strip()
     status = "timed out" if result.timed_out else f"exit {code if code is not None else '?'}"
-    return f"[{status}]\n{quoted_block(out[-OUTPUT_CHARS:], 'command output')}" if out else f"[{status}]"
+    cut = len(out) > OUTPUT_CHARS or max(len(result.stdout_tail), len(result.stderr_tail)) >= TAIL_CHARS
+    more = f"\n[{CUT_OUTPUT}]" if cut else ""
+    return f"[{status}]\n{quoted_block(out[-OUTPUT_CHARS:], 'command output')}{more}" if out else f"[{status}]"
 
 
 def sandboxed_shell(ws: Any, role: str, command: str, on_change: Callable[[str], None] | None = None) -> CommandsResult:

@@ -17,10 +17,10 @@ from aiscientist.agent.journal import journaled_call
 from aiscientist.agent.loop import LoopSpec, run_loop
 from aiscientist.agent.memory import settled
 from aiscientist.agent.outcome import StopReason
-from aiscientist.agent.tools import Toolbox, clip
+from aiscientist.agent.tools import Toolbox
 from aiscientist.llm.facts import facts_line, task_facts
 from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, TASK_TEXT, in_submission
-from aiscientist.util.paging import Page
+from aiscientist.util.paging import Page, clip_lines
 from aiscientist.workspace.errors import ToolError
 
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
@@ -42,7 +42,8 @@ class SpecialistResult(BaseModel):
         head = f"[{self.role}: {'done' if self.ok else 'stopped'} in {self.turns} turn(s)]"
         files = f"\nArtifacts: {', '.join(self.artifacts)}" if self.artifacts else ""
         if file_bus:
-            return f"{head}\n{clip(self.summary, limit)}{files}"
+            rest = "its files hold the rest (Artifacts)" if self.artifacts else "ask the specialist for less"
+            return f"{head}\n{clip_lines(self.summary, limit, rest)}{files}"
         return f"{head}\n{self.full_output or self.summary}{files}"
 
 

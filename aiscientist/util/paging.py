@@ -54,7 +54,7 @@ def clip_lines(text: str, limit: int, how: str) -> str:
     lines were left out and `how` to see them."""
     if len(text) <= limit:
         return text
-    head = text[: limit - 200]
+    head = text[: limit - min(200, limit // 2)]  # room for the note
     head = head[: head.rfind("\n") + 1] or head
     left = text[len(head) :]
     lines = left.count("\n") + (not left.endswith("\n"))

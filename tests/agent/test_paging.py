@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from aiscientist.agent.context import RunContext
+from aiscientist.agent.shell import CUT_OUTPUT, run_shell
 from aiscientist.agent.tools import RESULT_CHARS, Toolbox, file_tools
 from aiscientist.llm.offline.search import parse_marker
 from aiscientist.llm.types import ToolCall
 from aiscientist.records.step import load_steps
-from aiscientist.specialists.base import shown_files
+from aiscientist.specialists.base import SpecialistResult, shown_files
 from aiscientist.task import load_task
 from aiscientist.util.paging import next_start
 from aiscientist.workspace import Workspace
@@ -118,3 +119,12 @@ def test_the_offline_policy_pages_through_a_long_file_and_changes_main_near_its_
     assert re.search(r'^\+    parser\.add_argument\("--(lr|max-steps)", type=\w+, default=[\d.]+\)$', diff, re.M)
     reads = [json.loads(line) for line in (ws.paths.logs / "llm_calls.jsonl").read_text().splitlines()]
     assert sum("read_file" in r.get("tool_calls", []) for r in reads) >= 4  # one page after another
+
+
+def test_a_long_shell_output_and_a_long_specialist_summary_say_how_to_see_the_rest(ws) -> None:
+    long = run_shell(ws, "agent", "python -c \"print('x' * 9000)\"")
+    assert long.startswith("[exit 0]") and long.endswith(f"[{CUT_OUTPUT}]")
+    assert not run_shell(ws, "agent", "echo short").endswith(f"[{CUT_OUTPUT}]")
+    result = SpecialistResult(role="comprehension", summary="a note\n" * 1000, artifacts=["paper_analysis/summary.md"])
+    shown = result.for_orchestrator(file_bus=True, limit=1500)
+    assert len(shown) < 1600 and "more lines (" in shown and "not shown; its files hold the rest (Artifacts)]" in shown
