@@ -47,7 +47,7 @@ from aiscientist.records.paths import RunPaths  # noqa: E402
 from aiscientist.records.step import load_steps  # noqa: E402
 from aiscientist.task import Direction  # noqa: E402
 from aiscientist.util.humanize import num  # noqa: E402
-from bench.scoring.metrics import RunSummary, load_runs  # noqa: E402
+from bench.scoring.summary import RunSummary, load_runs  # noqa: E402
 
 AGENTS = "linear,aide,peer-aide,peer-openevolve,peer-mini-swe-agent,aiscientist"
 TASKS = f"{ROOT / 'tests/fixtures/tiny/task.yaml'},data_efficiency"
@@ -112,18 +112,18 @@ def row(agent: str, task: str, runs: list[RunSummary], out: Path, timeout: float
         return cut_off(agent, task, out, timeout)
     first = runs[0]
     steps = [s for r in runs for s in load_steps(r.cell(out).run)]
-    done = sum(r.completed for r in runs)
-    reasons = [(getattr(r.stop_reason, "value", r.stop_reason), r.stop_detail[:120]) for r in runs]
+    done = sum(r.result.steps_completed for r in runs)
+    reasons = [(getattr(r.result.stop_reason, "value", r.result.stop_reason), r.result.stop_detail[:120]) for r in runs]
     stops = sorted({f"{reason}: {detail}" for reason, detail in reasons if reason != "step_budget"})
     return [
         agent,
         task,
-        versus(mean([r.best_val for r in runs]), first.baseline, first.direction),
-        versus(mean([r.test_metric for r in runs]), first.baseline_test, first.direction),
-        f"{done} / {sum(r.successful for r in runs)}",
+        versus(mean([r.result.best_metric for r in runs]), first.result.baseline, first.direction),
+        versus(mean([r.result.test_metric for r in runs]), first.baseline_test, first.direction),
+        f"{done} / {sum(r.result.steps_successful for r in runs)}",
         num(sum(s.eligible for s in steps)),
-        num(sum(r.tokens for r in runs) / max(done, 1)),
-        num(sum(r.wall_time_s for r in runs) / max(done, 1)),
+        num(sum(r.result.tokens for r in runs) / max(done, 1)),
+        num(sum(r.result.wall_time_s for r in runs) / max(done, 1)),
         "; ".join(stops) or "-",
     ]
 

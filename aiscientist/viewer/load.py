@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from aiscientist.records.accounting import best_step, is_better, successful, totals
 from aiscientist.records.cell import CELL_WS, run_folder
 from aiscientist.records.paths import DIFF, EXPERIMENTS, LOGS, PLAN, STEP_RECORD, TASK_RECORD, RunPaths
+from aiscientist.records.result import RunResult
 from aiscientist.records.timing import first_experiment_s
 from aiscientist.records.tree import Tree
 from aiscientist.task import TaskError
@@ -299,30 +300,25 @@ def _verify(root: Path) -> str:
     return f"{len(report.problems)} problem(s): " + "; ".join(str(p) for p in report.problems[:3])
 
 
-class _Result(BaseModel):
-    """The fields of result.json (and state/run.json) the page shows, as our writers type them."""
+class _Result(RunResult):
+    """`RunResult` as the page reads it: a field may be missing (a run still running, a
+    hostile folder); `_lenient` leaves out each field of the wrong type."""
 
-    task: str | None = None
-    agent: str | None = None
-    metric: str | None = None
-    direction: Literal["max", "min"] | None = None
-    baseline: float | None = None
-    best_step: int | None = None
-    best_metric: float | None = None
-    test: dict[str, Any] = {}
-    stop_reason: str | None = None
-    steps_total: int | None = None
-    steps_successful: int | None = None
+    task: str | None = None  # type: ignore[assignment]
+    agent: str | None = None  # type: ignore[assignment]
+
+
+class _Facts(BaseModel):
+    """The few fields of state/run.json (`orchestrator.RunInfo`) and task/task.json (`Task`) the
+    page shows, read without their owners' settings types."""
+
     steps: int | None = None
-    config: dict[str, Any] = {}
-    tokens: int | None = None
-    cost: float | None = None
-    wall_time_s: float | None = None
-    ttfe_s: float | None = None
-    experiments_per_hour: float | None = None
-    started_at: float | None = None  # state/run.json: the command's start
-    name: str | None = None  # task.json
-    metric_spec: dict[str, Any] = {}  # task.json's metric
+    stop_reason: str | None = None
+    started_at: float | None = None
+    """state/run.json: the command's start (wall clock), for the TTFE of a run still running."""
+    name: str | None = None
+    baseline: float | None = None
+    metric: dict[str, Any] = {}
 
 
 def load_run(folder: Path | str) -> RunView:
@@ -330,10 +326,9 @@ def load_run(folder: Path | str) -> RunView:
     paths = RunPaths(root)
     result = _json(root, _rel(root, paths.result))
     base = _lenient(_Result, result or {})
-    state = _lenient(_Result, _json(root, _rel(root, paths.run_info)) or {})
-    task_raw = _json(root, TASK_RECORD) or {}
-    task = _lenient(_Result, {**task_raw, "metric_spec": task_raw.get("metric")})
-    spec = task.metric_spec
+    state = _lenient(_Facts, _json(root, _rel(root, paths.run_info)) or {})
+    task = _lenient(_Facts, _json(root, TASK_RECORD) or {})
+    spec = task.metric
     direction = base.direction or (spec.get("direction") if spec.get("direction") in ("max", "min") else None) or "max"
     baseline = base.baseline if "baseline" in base.model_fields_set else task.baseline
     steps = _steps(root, direction, baseline)
@@ -342,7 +337,6 @@ def load_run(folder: Path | str) -> RunView:
     best = best_step(steps, direction)
     counted = totals(steps)
     given = base.model_fields_set
-    test = _lenient(_Test, base.test)
     return RunView(
         root=root,
         running=result is None,
@@ -353,17 +347,17 @@ def load_run(folder: Path | str) -> RunView:
         baseline=baseline,
         best_step=base.best_step if "best_step" in given else (best.step if best else None),
         best_metric=base.best_metric if "best_metric" in given else (best.metric if best else None),
-        test=test.metric,
-        test_error=test.error,
-        stop_reason=base.stop_reason or state.stop_reason or ("running" if result is None else None),
-        steps_total=base.steps_total if base.steps_total is not None else len(steps),
-        steps_successful=(
-            base.steps_successful if base.steps_successful is not None else sum(s.success for s in steps)
-        ),
-        steps_budget=state.steps or _lenient(_Result, base.config).steps,
-        tokens=base.tokens if base.tokens is not None else counted.tokens,
-        cost=base.cost if base.cost is not None else counted.cost,
-        wall_time_s=base.wall_time_s,
+        test=base.test_metric,
+        test_error=base.test_error,
+        stop_reason=(base.stop_reason and base.stop_reason.value)
+        or state.stop_reason
+        or ("running" if result is None else None),
+        steps_total=base.steps_total if "steps_total" in given else len(steps),
+        steps_successful=base.steps_successful if "steps_successful" in given else sum(s.success for s in steps),
+        steps_budget=state.steps or _lenient(_Facts, base.config).steps,
+        tokens=base.tokens if "tokens" in given else counted.tokens,
+        cost=base.cost if "cost" in given else counted.cost,
+        wall_time_s=base.wall_time_s if "wall_time_s" in given else None,
         ttfe_s=base.ttfe_s if "ttfe_s" in given else first_experiment_s(steps, state.started_at),
         experiments_per_hour=base.experiments_per_hour,
         verify=_verify(root),
@@ -373,8 +367,3 @@ def load_run(folder: Path | str) -> RunView:
         plan_texts=_plan_versions(root),
         denials=[m for m in moments if m.kind == "access.denied"],
     )
-
-
-class _Test(BaseModel):
-    metric: float | None = None
-    error: str | None = None

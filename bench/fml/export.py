@@ -19,8 +19,9 @@ from aiscientist.task import Task, expand_globs
 from bench.fml.results import ResultsError
 from bench.scoring.exploration import EXCLUDED, explore_steps
 from bench.scoring.fml_metrics import ROW_KEYS, TaskMeta, TaskRun, ValStep, plain, range_of, score, shown
-from bench.scoring.metrics import RunSummary, best_round, group_by, load_runs
+from bench.scoring.metrics import best_round, group_by
 from bench.scoring.report import markdown
+from bench.scoring.summary import RunSummary, load_runs
 
 
 @dataclass
@@ -69,21 +70,22 @@ def task_meta(task: Task) -> TaskMeta:
 
 def task_run(cell: Cell) -> TaskRun:
     s = cell.summary
-    status = "ok" if s.test_metric is not None else ("bug_test" if s.has_test and s.test_error else "no_final_test_dir")
+    r = s.result
+    status = "ok" if r.test_metric is not None else ("bug_test" if s.has_test and r.test_error else "no_final_test_dir")
     return TaskRun(
         task=cell.task.name,
-        baseline_val=s.baseline,
+        baseline_val=r.baseline,
         baseline_test=s.baseline_test,
-        baseline_primary_metric=s.baseline,
-        best_val_metric=s.best_val,
+        baseline_primary_metric=r.baseline,
+        best_val_metric=r.best_metric,
         total_steps=len(cell.steps),
         val_steps=[
             ValStep(success=successful(step), primary_metric=step.metric if successful(step) else None)
             for step in cell.steps
         ],
-        total_tokens=s.tokens,
-        total_duration_seconds=s.wall_time_s,
-        test=s.test_metric,
+        total_tokens=r.tokens,
+        total_duration_seconds=r.wall_time_s,
+        test=r.test_metric,
         test_status=status,
     )
 
@@ -192,7 +194,10 @@ def _write_task(out: Path, cell: Cell, meta: TaskMeta) -> None:
         "aiscientist_range": meta.model_dump(),
     }
     _write_json(folder / "config.json", config)
-    for name, value in (("val_info.json", cell.summary.baseline), ("test_info.json", cell.summary.baseline_test)):
+    for name, value in (
+        ("val_info.json", cell.summary.result.baseline),
+        ("test_info.json", cell.summary.baseline_test),
+    ):
         if value is not None:
             _write_json(folder / "baseline_results" / name, _info(meta, value))
     for rel, text in baselines.items():
@@ -203,6 +208,7 @@ def _write_task(out: Path, cell: Cell, meta: TaskMeta) -> None:
 
 def _write_run(run: Path, cell: Cell, meta: TaskMeta) -> None:
     s = cell.summary
+    r = s.result
     steps = []
     for step in cell.steps:
         ok = successful(step)
@@ -227,17 +233,17 @@ def _write_run(run: Path, cell: Cell, meta: TaskMeta) -> None:
             "repo_dir": cell.key,
             "target_files": sorted(baseline_files(cell.task)),
         },
-        "baseline_primary_metric": s.baseline,
+        "baseline_primary_metric": r.baseline,
         "total_steps": len(cell.steps),
-        "total_duration_seconds": s.wall_time_s,
-        "best_val_metric": s.best_val,
-        "test_result": {"primary_metric": s.test_metric, "error": s.test_error} if s.has_test else None,
+        "total_duration_seconds": r.wall_time_s,
+        "best_val_metric": r.best_metric,
+        "test_result": {"primary_metric": r.test_metric, "error": r.test_error} if s.has_test else None,
         "val_steps": steps,
-        "token_usage": {"total_tokens": s.tokens},
+        "token_usage": {"total_tokens": r.tokens},
     }
     _write_json(run / "summary.json", summary)
     execution = run / "final_test" / "run_final_test" / "execution_0"
-    if s.test_metric is not None:
-        _write_json(execution / "test_info.json", _info(meta, s.test_metric))
-    elif s.has_test and s.test_error:
-        _write_json(execution / "records" / "bug_test_0.json", {"phase": "test", "error": {"stderr": s.test_error}})
+    if r.test_metric is not None:
+        _write_json(execution / "test_info.json", _info(meta, r.test_metric))
+    elif s.has_test and r.test_error:
+        _write_json(execution / "records" / "bug_test_0.json", {"phase": "test", "error": {"stderr": r.test_error}})

@@ -29,7 +29,6 @@ from aiscientist.records.accounting import call_usage, run_usage, successful
 from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import StepRecord, load_steps
-from aiscientist.records.timing import first_experiment_s, per_hour
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.workspace import Workspace
 from bench.agents import agent_entry, agent_names, get_agent
@@ -41,7 +40,8 @@ from bench.paper.reproduce import GRADE_FILE
 from bench.scoring.contribution_judge import judge_diff
 from bench.scoring.embed import code_text, get_embedder
 from bench.scoring.fml_metrics import range_of
-from bench.scoring.metrics import RunSummary, diversity, summarize_steps
+from bench.scoring.metrics import diversity, summarize_steps
+from bench.scoring.summary import RunSummary
 
 KIND_NAMES = {"improve": "metric-driven task", "reproduce": "paper task"}
 
@@ -155,7 +155,9 @@ def summarize_cell(
     `started_at` (the cell's start, wall clock) gives the time to first experiment."""
     cell = spec.cell(out)
     steps = load_steps(ws.paths)
-    direction = task.metric.direction if task.metric else "max"
+    direction = task.metric_direction or "max"
+    measured = shared_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
+    tokens, cost = run_usage(call_usage(read_records(ws.paths.llm_calls)), steps)
     result = finish_run(
         ws,
         spec.agent,
@@ -164,41 +166,31 @@ def summarize_cell(
         stop.detail,
         wall_time_s=wall,
         started_at=started_at,
+        tokens=tokens,
+        cost=cost,
+        baseline=task.baseline if task.baseline is not None else measured.get("val"),
         config={"model": config.model, "steps": config.steps, "round": spec.round},
     )
-    test = result.test
-    measured = shared_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, cell, config.judge_model or config.model or "offline")
-    usage = summarize_steps(steps, direction)
-    usage["tokens"], usage["cost"] = run_usage(call_usage(read_records(ws.paths.llm_calls)), steps)
+    counted = summarize_steps(steps, direction)
     return RunSummary(
-        task=spec.task,
-        agent=spec.agent,
+        result=result,
         round=spec.round,
         kind=task.kind,
-        metric=task.metric.label if task.metric else None,
-        direction=direction,
-        baseline=task.baseline if task.baseline is not None else measured.get("val"),
         baseline_test=measured.get("test"),
         has_test=bool(task.test_commands),
         assigned=config.steps,
-        test_metric=test.metric if test else None,
-        test_error=test.error if test else None,
-        wall_time_s=wall,
-        ttfe_s=first_experiment_s(steps, started_at),
-        experiments_per_hour=per_hour(len(steps), wall),
+        curve=counted["curve"],
+        experiment_time_s=counted["experiment_time_s"],
         diversity=diversity,
         embedder=embedder,
         labels=labels,
         judge_tokens=call_usage(read_records(RunPaths(cell.judge).llm_calls)).tokens,
         rubric_score=_rubric(task, ws, cell, config),
         score_range=range_of(task.name, direction, task.score_range),
-        stop_reason=stop.stop,
-        stop_detail=stop.detail,
         error=None if stop.stop.normal else str(stop),
-        **usage,
     )
 
 

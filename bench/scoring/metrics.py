@@ -12,18 +12,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
 
-from aiscientist.agent.outcome import StopReason
 from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
-from aiscientist.records.cell import CellPaths, cell_results
 from aiscientist.records.step import StepRecord
 from aiscientist.records.timing import per_hour
 from bench.scoring.fml_metrics import Range, normalized_improvement
+from bench.scoring.summary import RunSummary
 
 Direction = Literal["max", "min"]
 T = TypeVar("T")
@@ -75,61 +73,6 @@ def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None
 def mean_stderr(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
     mean, std, n = mean_std(values)
     return mean, (None if std is None else std / math.sqrt(n)), n
-
-
-class RunSummary(BaseModel):
-    """`runs/<task>/<agent>/round_<k>/result.json`: everything the report needs
-    from one run, computed from its step records when the run finished."""
-
-    task: str
-    agent: str
-    round: int
-    kind: Literal["improve", "reproduce"] = "improve"
-    metric: str | None = None
-    direction: Direction = "max"
-    baseline: float | None = None  # validation baseline: the task's stated value, else measured
-    baseline_test: float | None = None  # hidden-test metric of the baseline code, when measured
-    has_test: bool = False
-    assigned: int
-    completed: int
-    successful: int
-    best_step: int | None = None
-    best_val: float | None = None
-    test_metric: float | None = None
-    test_error: str | None = None
-    curve: list[float | None] = []
-    tokens: int = 0
-    cost: float = 0.0
-    wall_time_s: float = 0.0
-    experiment_time_s: float = 0.0
-    ttfe_s: float | None = None  # the cell's start to its first counted step's end
-    experiments_per_hour: float | None = None
-    diversity: float | None = None
-    embedder: str | None = None
-    labels: dict[str, str] = {}  # step number -> "academic" | "engineering"
-    judge_tokens: int = 0
-    rubric_score: float | None = None
-    score_range: Range | None = None  # the task's fixed normalisation range, when it has one
-    stop_reason: StopReason | None = None
-    stop_detail: str = ""
-    error: str | None = None
-
-    @property
-    def score(self) -> float | None:
-        """The hidden-test metric when the task has one, else the validation best."""
-        return self.test_metric if self.has_test else self.best_val
-
-    @property
-    def score_baseline(self) -> float | None:
-        return self.baseline_test if self.has_test and self.baseline_test is not None else self.baseline
-
-    def cell(self, results: Path) -> CellPaths:
-        return CellPaths.of(results, self.task, self.agent, self.round)
-
-
-def load_runs(results: Path) -> list[RunSummary]:
-    """Every finished run's summary under RESULTS/runs/."""
-    return [RunSummary.model_validate_json(p.read_text()) for p in cell_results(results)]
 
 
 def summarize_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
@@ -193,10 +136,11 @@ class TaskInfo(BaseModel):
 
 def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
     """The round with the best validation metric (earliest on ties); None if none succeeded."""
-    scored = [r for r in runs if r.best_val is not None]
+    scored = [r for r in runs if r.result.best_metric is not None]
 
     def rank(r: RunSummary) -> tuple[float, int]:
-        return (-r.best_val if r.direction == "max" else r.best_val, r.round)  # type: ignore[operator]
+        value: float = r.result.best_metric  # type: ignore[assignment]
+        return (-value if r.direction == "max" else value, r.round)
 
     return min(scored, key=rank, default=None)
 
@@ -216,15 +160,19 @@ def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTas
         first = task_runs[0]
         by_agent = group_by(task_runs, lambda r: r.agent)
         bests = {agent: best_round(rs) for agent, rs in by_agent.items()}
-        reached = [b.best_val for b in bests.values() if b is not None and b.best_val is not None]
+        reached = [b.result.best_metric for b in bests.values() if b is not None and b.result.best_metric is not None]
         target = (min if first.direction == "max" else max)(reached, default=None)
         info = TaskInfo(
-            **first.model_dump(include={"kind", "metric", "direction", "baseline", "score_range"}),
+            kind=first.kind,
+            metric=first.result.metric,
+            direction=first.direction,
+            baseline=first.result.baseline,
+            score_range=first.score_range,
             name=name,
             score_baseline=first.score_baseline,
             target=target,
             score_span=span((r.score for r in task_runs), first.score_baseline),
-            curve_span=span((r.best_val for r in task_runs), first.baseline),
+            curve_span=span((r.result.best_metric for r in task_runs), first.result.baseline),
         )
         infos.append(info)
         cells += [_agent_task(info, by_agent[agent], bests[agent]) for agent in by_agent]
@@ -232,9 +180,10 @@ def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTas
 
 
 def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None) -> AgentTask:
-    completed = sum(r.completed for r in runs)
+    completed = sum(r.result.steps_completed for r in runs)
     assigned = sum(r.assigned for r in runs)
-    tokens, cost, wall = sum(r.tokens for r in runs), sum(r.cost for r in runs), sum(r.wall_time_s for r in runs)
+    tokens, cost = sum(r.result.tokens for r in runs), sum(r.result.cost for r in runs)
+    wall = sum(r.result.wall_time_s for r in runs)
     shown = best if best is not None else min(runs, key=lambda r: r.round)
     score = best.score if best else None
     gain = None
@@ -246,14 +195,14 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         agent=runs[0].agent,
         rounds=len(runs),
         best_round=best.round if best else None,
-        best_val=best.best_val if best else None,
+        best_val=best.result.best_metric if best else None,
         score=score,
         gain=gain,
         normalised=_normalised(info, score),
         diversity=shown.diversity,
         embedder=shown.embedder,
         academic_rate=academic_rate(shown.labels.values()),
-        success_rate=sum(r.successful for r in runs) / completed if completed else None,
+        success_rate=sum(r.result.steps_successful for r in runs) / completed if completed else None,
         completion_rate=min(1.0, completed / assigned) if assigned else 0.0,  # capped at 1
         tokens=tokens,
         tokens_per_step=tokens / completed if completed else None,
@@ -261,7 +210,7 @@ def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None)
         cost_per_step=cost / completed if completed else None,
         wall_time_s=wall,
         time_per_step_s=wall / completed if completed else None,
-        ttfe_s=mean_std(r.ttfe_s for r in runs)[0],
+        ttfe_s=mean_std(r.result.ttfe_s for r in runs)[0],
         experiments_per_hour=per_hour(completed, wall),
         steps_to_target=steps_to_target(shown.curve, info.target, info.direction) if info.target is not None else None,
         auc=_auc(info, shown),
@@ -334,7 +283,7 @@ def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[floa
 def gain_lost_on_test(run: RunSummary) -> bool:
     """Validation improved on the baseline but the hidden test ended worse than the
     baseline code's hidden test: the gain did not generalise."""
-    if run.best_val is None or run.baseline is None or run.test_metric is None or run.baseline_test is None:
+    best, baseline, test = run.result.best_metric, run.result.baseline, run.result.test_metric
+    if best is None or baseline is None or test is None or run.baseline_test is None:
         return False
-    improved_on_val = is_better(run.best_val, run.baseline, run.direction)
-    return improved_on_val and is_better(run.baseline_test, run.test_metric, run.direction)
+    return is_better(best, baseline, run.direction) and is_better(run.baseline_test, test, run.direction)

@@ -10,7 +10,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from aiscientist.records.accounting import signed_gain
-from bench.scoring.metrics import RunSummary, group_by
+from bench.scoring.metrics import group_by
+from bench.scoring.summary import RunSummary
 
 BOOTSTRAP_SAMPLES = 5000
 LEVEL = 0.95

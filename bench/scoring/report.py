@@ -21,17 +21,16 @@ from bench.agents import load_all
 from bench.scoring.metrics import (
     AGENT_METRICS,
     AgentTask,
-    RunSummary,
     TaskInfo,
     agent_averages,
     aggregate,
     gain_lost_on_test,
     group_by,
-    load_runs,
     mean_stderr,
 )
 from bench.scoring.paired import Pairing, paired_comparisons
 from bench.scoring.plots import plot_curves, plot_perf_vs_diversity
+from bench.scoring.summary import RunSummary, load_runs
 
 Table = tuple[list[str], list[list[str]]]
 OUTPUTS = (
@@ -180,7 +179,7 @@ def runs_table(runs: Sequence[RunSummary], pages: dict[tuple[str, str, int], str
             r.agent,
             num(r.round),
             num(r.score),
-            num(r.best_val),
+            num(r.result.best_metric),
             LOST if gain_lost_on_test(r) else "",
             pages.get((r.task, r.agent, r.round), ""),
         ]
@@ -357,8 +356,8 @@ def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
         notes.append(
             f"{LOST} in {plural(len(lost), 'run')}: "
             + "; ".join(
-                f"{r.task} · {r.agent} · round {r.round} (val {num(r.best_val)} vs {num(r.baseline)}, test "
-                f"{num(r.test_metric)} vs {num(r.baseline_test)})"
+                f"{r.task} · {r.agent} · round {r.round} (val {num(r.result.best_metric)} vs "
+                f"{num(r.result.baseline)}, test {num(r.result.test_metric)} vs {num(r.baseline_test)})"
                 for r in lost
             )
             + "."

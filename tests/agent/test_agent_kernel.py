@@ -223,11 +223,13 @@ def test_every_agent_runs_and_records_an_enum_stop_reason(tmp_path: Path):
             json.loads((folder / "result.json").read_text()),
             json.loads((folder / "ws" / "result.json").read_text()),
         )
-        assert summary["stop_reason"] in values and result["stop_reason"] == summary["stop_reason"], agent
-        assert summary["completed"] == 2 and summary["error"] is None, (
+        assert (
+            summary["result"]["stop_reason"] in values and result["stop_reason"] == summary["result"]["stop_reason"]
+        ), agent
+        assert summary["result"]["steps_completed"] == 2 and summary["error"] is None, (
             agent,
-            summary["stop_reason"],
-            summary["stop_detail"],
+            summary["result"]["stop_reason"],
+            summary["result"]["stop_detail"],
         )
     assert (
         "| basic | basic | bash, read_file_chunk, search_file, run_experiment, submit |"

@@ -12,6 +12,7 @@ from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import load_steps
 from bench.agents import UnknownAgent, get_agent
 from bench.grid.runner import GridConfig, RunSpec, execute_run
+from bench.scoring.summary import RunSummary
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "tests/fixtures/tiny/task.yaml"
@@ -33,19 +34,19 @@ def run_agent(
     spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
     execute_run(spec, config, out)
     folder = spec.cell(out).root
-    return folder / "ws", json.loads((folder / "result.json").read_text())
+    return folder / "ws", RunSummary.model_validate_json((folder / "result.json").read_text())
 
 
 def test_ai_scientist_explores_ideas_from_the_baseline(tmp_path: Path):
     ws, result = run_agent(tmp_path, "ai-scientist", steps=2)
     steps = load_steps(RunPaths(ws))
-    assert [s.agent for s in steps] == ["ai-scientist"] * 2 and result["completed"] == 2
+    assert [s.agent for s in steps] == ["ai-scientist"] * 2 and result.result.steps_completed == 2
     progress = json.loads(RunPaths(ws).agent_state.read_text())
     assert progress["ideas"] and all(i["title"].startswith("tune ") for i in progress["ideas"])
     assert all(s.hypothesis.startswith("ai-scientist idea 1 ") for s in steps)
     snapshots = [(ws / s.code_path / "config.py").read_text() for s in steps]
     assert (ws / steps[0].diff_path).read_text() and snapshots[0] != snapshots[1]  # each run changed the code
-    assert result["tokens"] > 0
+    assert result.result.tokens > 0
 
 
 @pytest.mark.parametrize("agent", ["basic", "iterative"])
@@ -68,13 +69,13 @@ def test_external_agent_steps_are_counted_by_the_wrapper(tmp_path: Path):
     assert [s.hypothesis for s in steps] == ["more epochs", "again"]
     assert (ws / "scratch/third.txt").read_text().strip() == "exit=3"  # the budget is enforced
     assert "Step budget: 2" in (ws / "scratch/task.txt").read_text()
-    assert result["completed"] == 2 and result["best_val"] < 0.6072  # 80 epochs fit better than 40
+    assert result.result.steps_completed == 2 and result.result.best_metric < 0.6072  # 80 epochs fit better than 40
 
 
 def test_aiscientist_arm_runs_through_solve(tmp_path: Path):
     ws, result = run_agent(tmp_path, "aiscientist-flat", steps=2)
     assert json.loads((ws / "result.json").read_text())["agent"] == "aiscientist-flat"
-    assert result["completed"] == 2 and result["agent"] == "aiscientist-flat"
+    assert result.result.steps_completed == 2 and result.agent == "aiscientist-flat"
     assert (ws.parent / "models.yaml").is_file()
 
 
@@ -118,9 +119,9 @@ def test_paper_task_is_graded_against_its_rubric(tmp_path: Path):
     config = GridConfig(agents=["basic"], tasks=[paper], rounds=1, steps=2, model="offline", embedder="minilm")
     spec = RunSpec(task_path=paper, task="knn-scaling", agent="basic", round=1)
     execute_run(spec, config, tmp_path)
-    result = json.loads((spec.cell(tmp_path).root / "result.json").read_text())
+    result = RunSummary.model_validate_json((spec.cell(tmp_path).root / "result.json").read_text())
     grade = json.loads((spec.cell(tmp_path).root / "grade/grade.json").read_text())
-    assert result["kind"] == "reproduce" and result["rubric_score"] == grade["score"] and 0.0 <= grade["score"] <= 1.0
+    assert result.kind == "reproduce" and result.rubric_score == grade["score"] and 0.0 <= grade["score"] <= 1.0
     step = load_steps(RunPaths(spec.cell(tmp_path).root / "ws"))[0]
     assert step.commands == ["bash reproduce.sh"] and not step.success  # the offline policy writes no reproduction
     write_report(tmp_path)
@@ -137,5 +138,5 @@ def test_basic_may_not_submit_before_its_code_was_measured(tmp_path: Path):
     ]
     (tmp_path / "basic.json").write_text(json.dumps(script))
     ws, result = run_agent(tmp_path, "basic", steps=3, model=f"scripted:{tmp_path / 'basic.json'}")
-    assert result["stop_reason"] == "submitted" and len(load_steps(RunPaths(ws))) == 1  # the first submit ran on
+    assert result.result.stop_reason == "submitted" and len(load_steps(RunPaths(ws))) == 1  # the first submit ran on
     assert len((ws / "logs/llm_calls.jsonl").read_text().splitlines()) == 3

@@ -5,7 +5,6 @@ each cell from its last recorded step with the tree and phase state intact."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,6 +22,7 @@ from bench.agents.search.ai_scientist_v2 import STAGES, V2Options, stage_at
 from bench.agents.search.common import State
 from bench.grid.runner import run_grid
 from bench.grid.spec import GridConfig
+from bench.scoring.summary import RunSummary
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "tests/fixtures/tiny/task.yaml"
@@ -43,20 +43,22 @@ def grid(tmp_path_factory) -> Path:
 
 def cell(out: Path, agent: str) -> tuple[Path, dict]:
     folder = out / "runs/tiny-quadratic" / agent / "round_1"
-    return folder / "ws", json.loads((folder / "result.json").read_text())
+    return folder / "ws", RunSummary.model_validate_json((folder / "result.json").read_text())
 
 
 @pytest.mark.parametrize("agent", SEARCH)
 def test_each_agent_beats_the_baseline_within_eight_steps(grid: Path, agent: str):
     ws, result = cell(grid, agent)
-    assert result["completed"] == STEPS and result["best_val"] < BASELINE
-    assert result["test_metric"] is not None and result["test_error"] is None  # the hidden test ran on the best step
+    assert result.result.steps_completed == STEPS and result.result.best_metric < BASELINE
+    assert (
+        result.result.test_metric is not None and result.result.test_error is None
+    )  # the hidden test ran on the best step
 
 
 def test_the_smoke_grid_runs_every_agent_to_its_budget(grid: Path):
     for agent in FML_MAIN:
         ws, result = cell(grid, agent)
-        assert result["completed"] == STEPS == len(load_steps(RunPaths(ws))) and result["agent"] == agent
+        assert result.result.steps_completed == STEPS == len(load_steps(RunPaths(ws))) and result.agent == agent
 
 
 @pytest.mark.parametrize("agent", SEARCH)
@@ -170,7 +172,7 @@ def test_a_grid_killed_mid_cell_resumes_from_the_last_recorded_step(tmp_path: Pa
             assert (ws / "experiments" / name / "step.json").read_text() == text
         tree = read_tree(ws)
         assert sorted(n.step for n in tree.nodes) == list(range(1, STEPS + 1))  # no node lost, none doubled
-        assert json.loads((ws.parent / "result.json").read_text())["completed"] == STEPS
+        assert RunSummary.model_validate_json((ws.parent / "result.json").read_text()).result.steps_completed == STEPS
     adaptive = read_tree(wss[0])
     state = State.model_validate_json(RunPaths(wss[0]).agent_state.read_text())
     assert state.data["phase"] == 2 and len(state.data["branches"]) == 3  # 5 steps left after 3: three branches

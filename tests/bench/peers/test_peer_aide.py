@@ -40,7 +40,7 @@ def test_aide_scripts_are_run_and_measured_by_our_engine(tmp_path: Path):
     assert not server.errors
     assert len(steps) == 2 and all(s.agent == "peer-aide" and s.success for s in steps)
     assert "EPOCHS = 150" in (ws / steps[0].code_path / "train.py").read_text()
-    assert steps[0].metric < 0.6072 and result["best_val"] == min(s.metric for s in steps)
+    assert steps[0].metric < 0.6072 and result.result.best_metric == min(s.metric for s in steps)
     assert any(r.get("tools") for r in server.requests)  # AIDE reviewed our engine's output
-    assert result["has_test"] and result["test_metric"] is not None
-    assert result["stop_reason"] == "step_budget", result
+    assert result.has_test and result.result.test_metric is not None
+    assert result.result.stop_reason == "step_budget", result

@@ -65,4 +65,4 @@ def test_a_peers_host_reads_and_network_are_held_off(tmp_path: Path, backend: st
     assert steps[0].valid and steps[0].metric == pytest.approx(0.6072, abs=1e-3)  # it still trained honestly
     text = "\n".join(p.read_text(errors="replace") for p in ws.rglob("*") if p.is_file() and not p.is_symlink())
     assert SECRET not in text
-    assert result["completed"] == 1
+    assert result.result.steps_completed == 1

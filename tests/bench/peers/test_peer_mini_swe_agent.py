@@ -59,10 +59,10 @@ def test_mini_swe_agent_edits_in_our_sandbox_and_our_engine_measures(tmp_path: P
     assert steps[0].hypothesis == "120 epochs instead of 40" and steps[0].success
     assert "EPOCHS = 120" in (ws / steps[0].code_path / "config.py").read_text()
     assert steps[0].metric < 0.6072  # our engine's number: 120 epochs fit better than the baseline's 40
-    assert result["completed"] == 1 and result["best_val"] == steps[0].metric
-    assert steps[0].tokens == 3 * 120 and result["tokens"] == 5 * 120  # metered: 3 calls before the step, 5 in all
-    assert result["has_test"] and result["test_metric"] is not None  # the hidden test ran on the best step
-    assert result["stop_reason"] == "finished", result
+    assert result.result.steps_completed == 1 and result.result.best_metric == steps[0].metric
+    assert steps[0].tokens == 3 * 120 and result.result.tokens == 5 * 120  # metered: 3 calls before the step, 5 in all
+    assert result.has_test and result.result.test_metric is not None  # the hidden test ran on the best step
+    assert result.result.stop_reason == "finished", result
     # the peer's first prompt carried the task; each later one the observation of our sandbox
     first = server.requests[0]["messages"][1]["content"]
     assert "config.py" in first and "run_experiment" in first
@@ -78,8 +78,8 @@ def test_mini_swe_agent_edits_in_our_sandbox_and_our_engine_measures(tmp_path: P
 def test_a_peer_that_never_evaluates_ends_with_a_stop_reason(tmp_path: Path):
     with ScriptedServer([bash("Nothing to do.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]) as server:
         ws, result = run_peer(tmp_path, "peer-mini-swe-agent", server, steps=2)
-    assert result["completed"] == 0 and result["stop_reason"] == "agent_failed"
-    assert "without calling the evaluator" in result["stop_detail"]
+    assert result.result.steps_completed == 0 and result.result.stop_reason == "agent_failed"
+    assert "without calling the evaluator" in result.result.stop_detail
 
 
 def test_a_peer_that_hangs_is_killed_at_its_time_limit(tmp_path: Path):
@@ -91,4 +91,6 @@ def test_a_peer_that_hangs_is_killed_at_its_time_limit(tmp_path: Path):
     with ScriptedServer([], fallback=stall) as server:
         ws, result = run_peer(tmp_path, "peer-mini-swe-agent", server, steps=2, timeout_s="8")
     assert time.monotonic() - started < 28  # killed at its limit, not left to finish
-    assert result["stop_reason"] == "wall_time" and "had not ended at its time limit (8s)" in result["stop_detail"]
+    assert (
+        result.result.stop_reason == "wall_time" and "had not ended at its time limit (8s)" in result.result.stop_detail
+    )

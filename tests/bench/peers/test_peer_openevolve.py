@@ -33,5 +33,5 @@ def test_openevolve_programs_are_measured_by_our_engine(tmp_path: Path):
     assert epochs[0] == "40" and "120" in epochs[1:]  # the initial program, then its evolved children
     assert "quadratic" in server.requests[0]["messages"][0]["content"]  # the task reached OpenEvolve's prompt
     assert min(s.metric for s in steps) < 0.6072 == pytest.approx(steps[0].metric, abs=1e-3)
-    assert result["has_test"] and result["test_metric"] is not None  # the hidden test ran on our best step
-    assert result["stop_reason"] == "step_budget", result
+    assert result.has_test and result.result.test_metric is not None  # the hidden test ran on our best step
+    assert result.result.stop_reason == "step_budget", result

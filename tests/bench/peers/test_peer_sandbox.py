@@ -74,8 +74,8 @@ def test_the_peer_process_reaches_only_its_folder_interpreter_and_model(
     assert got["env"]["HOME"] != str(Path.home())
     # the endpoint works, through the host's relay, which adds the run's key (never the peer's)
     assert got["model"] == "hello from the model" and keys == ["Bearer sk-host-only"]
-    assert result["completed"] == 1 and result["stop_reason"] == "finished", result
-    assert result["test_metric"] is not None
+    assert result.result.steps_completed == 1 and result.result.stop_reason == "finished", result
+    assert result.result.test_metric is not None
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_a_peer_that_crashes_or_writes_outside_ends_its_cell_with_the_cause(
 ):
     with ScriptedServer([], fallback="hi") as server:
         ws, result = run_cell(tmp_path, NAME, server.api_base, attack=attack)
-    assert result["stop_reason"] == "agent_failed" and cause in result["stop_detail"], result
+    assert result.result.stop_reason == "agent_failed" and cause in result.result.stop_detail, result
     assert cause in capsys.readouterr().err  # the cause on the console
     assert not Path("/etc/peer_was_here").exists()
 
@@ -102,4 +102,4 @@ def test_on_the_local_backend_the_console_says_the_peer_runs_on_the_host(
     with ScriptedServer([], fallback="hi") as server:
         ws, result = run_cell(tmp_path, NAME, server.api_base, "local", attack={})
     assert "the local sandbox is no boundary: the peer process runs on the host" in capsys.readouterr().err
-    assert result["completed"] == 1 and seen(ws)["model"] == "hi"  # it still works, through the same sockets
+    assert result.result.steps_completed == 1 and seen(ws)["model"] == "hi"  # it still works, through the same sockets

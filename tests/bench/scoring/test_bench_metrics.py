@@ -11,7 +11,6 @@ from aiscientist.records.step import StepRecord
 from bench.scoring.contribution_judge import offline_label
 from bench.scoring.fml_metrics import Range, normalized_improvement
 from bench.scoring.metrics import (
-    RunSummary,
     academic_rate,
     agent_averages,
     aggregate,
@@ -23,6 +22,7 @@ from bench.scoring.metrics import (
     steps_to_target,
     summarize_steps,
 )
+from bench.scoring.summary import RunSummary
 
 
 def step(

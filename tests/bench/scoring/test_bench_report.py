@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.scoring.metrics import RunSummary, gain_lost_on_test
+from bench.scoring.metrics import gain_lost_on_test
 from bench.scoring.paired import bootstrap_ci, paired_comparisons
 from bench.scoring.report import LOST, write_report
+from bench.scoring.summary import RunSummary
 from tests.browser_check import visit
 
 ROOT = Path(__file__).resolve().parents[3]
