@@ -43,11 +43,11 @@ from aiscientist.llm.budget import read_records  # noqa: E402
 from aiscientist.llm.config import load_llm_config  # noqa: E402
 from aiscientist.llm.local import server as local  # noqa: E402
 from aiscientist.records.accounting import is_better  # noqa: E402
+from aiscientist.records.cell import CellSummary, load_summaries  # noqa: E402
 from aiscientist.records.paths import RunPaths  # noqa: E402
 from aiscientist.records.step import load_steps  # noqa: E402
 from aiscientist.task import Direction  # noqa: E402
 from aiscientist.util.humanize import num  # noqa: E402
-from bench.scoring.summary import RunSummary, load_runs  # noqa: E402
 
 AGENTS = "linear,aide,peer-aide,peer-openevolve,peer-mini-swe-agent,aiscientist"
 TASKS = f"{ROOT / 'tests/fixtures/tiny/task.yaml'},data_efficiency"
@@ -107,7 +107,7 @@ def mean(values: list[float | None]) -> float | None:
     return sum(found) / len(found) if found else None
 
 
-def row(agent: str, task: str, runs: list[RunSummary], out: Path, timeout: float) -> list[str]:
+def row(agent: str, task: str, runs: list[CellSummary], out: Path, timeout: float) -> list[str]:
     if not runs:
         return cut_off(agent, task, out, timeout)
     first = runs[0]
@@ -159,7 +159,7 @@ def load_task_direction(ws: Path) -> Direction:
 
 
 def table(out: Path, agents: list[str], args: argparse.Namespace) -> Table:
-    runs = load_runs(out)
+    runs = load_summaries(out)
     shown = Table(
         title=f"peers beside ours: {args.model}, {args.steps} steps, {args.rounds} rounds (means over rounds)",
         show_lines=True,

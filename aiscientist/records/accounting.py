@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 Direction = Literal["max", "min"]
 
@@ -43,6 +43,31 @@ def is_better(a: float, b: float, direction: Direction) -> bool:
 def signed_gain(value: float, baseline: float, direction: Direction) -> float:
     """value − baseline, sign flipped for `min` so that positive is better."""
     return value - baseline if direction == "max" else baseline - value
+
+
+class Range(BaseModel):
+    """A task's normalisation range (FML-bench's `p_best`, `p_worst`): a gain over the baseline
+    divided by its span is the normalised improvement (`bench.scoring.fml_metrics`)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    direction: Literal["higher", "lower"]
+    """The direction the improvement is scored in (after FML-bench's display transform)."""
+    p_best: float
+    """The best value the task's metric can reach."""
+    p_worst: float | Literal["baseline"]
+    """The worst value counted, or the baseline itself."""
+
+    def span(self, baseline: float) -> float:
+        return abs(self.p_best - (baseline if self.p_worst == "baseline" else self.p_worst))
+
+    @classmethod
+    def of(cls, direction: Direction, p_best: float, p_worst: float | Literal["baseline"]) -> Range:
+        return cls(direction="higher" if direction == "max" else "lower", p_best=p_best, p_worst=p_worst)
+
+    def gain(self, value: float, baseline: float) -> float:
+        """value − baseline, signed so that positive is better."""
+        return signed_gain(value, baseline, "max" if self.direction == "higher" else "min")
 
 
 def successful(step: Step) -> bool:

@@ -315,7 +315,7 @@ class _Facts(BaseModel):
     steps: int | None = None
     stop_reason: str | None = None
     started_at: float | None = None
-    """state/run.json: the command's start (wall clock), for the TTFE of a run still running."""
+    """When the command started (wall clock; `RunInfo.started_at`): a running run's TTFE counts from it."""
     name: str | None = None
     baseline: float | None = None
     metric: dict[str, Any] = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aiscientist.records.accounting import successful
-from aiscientist.records.cell import CellPaths
+from aiscientist.records.cell import CellPaths, CellSummary, load_summaries
 from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.task import Task, expand_globs
 from bench.fml.results import ResultsError
@@ -21,7 +21,6 @@ from bench.scoring.exploration import EXCLUDED, explore_steps
 from bench.scoring.fml_metrics import ROW_KEYS, TaskMeta, TaskRun, ValStep, plain, range_of, score, shown
 from bench.scoring.metrics import best_round, group_by
 from bench.scoring.report import markdown
-from bench.scoring.summary import RunSummary, load_runs
 
 
 @dataclass
@@ -29,7 +28,7 @@ class Cell:
     """One agent's exported run on one task."""
 
     task: Task
-    summary: RunSummary
+    summary: CellSummary
     steps: list[StepRecord]
     ws: Path
     others: list[Path]  # the other rounds' folders
@@ -41,7 +40,7 @@ class Cell:
 
 def cells(results: Path) -> dict[str, dict[str, Cell]]:
     """`{agent: {task: Cell}}` for every improve task of a `bench run` folder."""
-    runs = load_runs(results)
+    runs = load_summaries(results)
     if not runs:
         shown = CellPaths.of(Path(), "<task>", "<agent>", "<k>").result
         raise ResultsError(f"{results}: no {shown} (is it a `bench run --out` folder?)")

@@ -26,7 +26,7 @@ from aiscientist.llm import read_records
 from aiscientist.llm.config import load_llm_config
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
-from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths
+from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths, CellSummary
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.task import Task, TaskError, load_task
@@ -41,7 +41,6 @@ from bench.scoring.contribution_judge import judge_diff
 from bench.scoring.embed import code_text, get_embedder
 from bench.scoring.fml_metrics import range_of
 from bench.scoring.metrics import diversity, summarize_steps
-from bench.scoring.summary import RunSummary
 
 KIND_NAMES = {"improve": "metric-driven task", "reproduce": "paper task"}
 
@@ -150,7 +149,7 @@ def summarize_cell(
     stop: Outcome,
     wall: float,
     started_at: float | None = None,
-) -> RunSummary:
+) -> CellSummary:
     """The run's end (`experiment.finish`), then diversity, judge labels and the bench summary;
     `started_at` (the cell's start, wall clock) gives the time to first experiment."""
     cell = spec.cell(out)
@@ -175,7 +174,7 @@ def summarize_cell(
     diversity, embedder = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, cell, config.judge_model or config.model or "offline")
     counted = summarize_steps(steps, direction)
-    return RunSummary(
+    return CellSummary(
         result=result,
         round=spec.round,
         kind=task.kind,

@@ -12,33 +12,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from aiscientist.records.accounting import signed_gain
+from aiscientist.records.accounting import Range
 from aiscientist.task import ScoreRange
 from bench.scoring.exploration import EXPLORATION_COLUMNS
 
 Side = Literal["higher", "lower"]
 UNLEARNING = "Unlearning_open_unlearning"
 NAN = float("nan")
-
-
-class Range(BaseModel):
-    """A task's normalisation range; `direction` is the one NI is scored in (after the
-    display transform); `p_worst` may be the baseline itself."""
-
-    direction: Side
-    p_best: float
-    p_worst: float | Literal["baseline"]
-
-    def span(self, baseline: float) -> float:
-        return abs(self.p_best - (baseline if self.p_worst == "baseline" else self.p_worst))
-
-    @classmethod
-    def of(cls, direction: Literal["max", "min"], p_best: float, p_worst: float | Literal["baseline"]) -> Range:
-        return cls(direction="higher" if direction == "max" else "lower", p_best=p_best, p_worst=p_worst)
-
-    def gain(self, value: float, baseline: float) -> float:
-        """value − baseline, signed so that positive is better."""
-        return signed_gain(value, baseline, "max" if self.direction == "higher" else "min")
 
 
 class TaskMeta(Range):

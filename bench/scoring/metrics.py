@@ -1,4 +1,4 @@
-"""Per-run summaries (`RunSummary`) and the per-task / per-agent aggregation the report prints.
+"""Per-run summaries (`CellSummary`) and the per-task / per-agent aggregation the report prints.
 
 Normalised improvement is FML-bench's `max(0, gain / |p_best - p_worst|)` on the task's fixed
 range (`bench.scoring.fml_metrics`); a task without one (the seed paper's protocol) is ranged over the
@@ -12,18 +12,17 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from pydantic import BaseModel
 
-from aiscientist.records.accounting import best_so_far, best_step, is_better, signed_gain, totals
+from aiscientist.records.accounting import Direction, Range, best_so_far, best_step, is_better, signed_gain, totals
+from aiscientist.records.cell import CellSummary
 from aiscientist.records.step import StepRecord
 from aiscientist.records.timing import per_hour
-from bench.scoring.fml_metrics import Range, normalized_improvement
-from bench.scoring.summary import RunSummary
+from bench.scoring.fml_metrics import normalized_improvement
 
-Direction = Literal["max", "min"]
 T = TypeVar("T")
 K = TypeVar("K")
 
@@ -76,7 +75,7 @@ def mean_stderr(values: Iterable[float | None]) -> tuple[float | None, float | N
 
 
 def summarize_steps(steps: Sequence[StepRecord], direction: Direction) -> dict:
-    """The step-derived fields of a RunSummary (`aiscientist.records.accounting`)."""
+    """The step-derived fields of a CellSummary (`aiscientist.records.accounting`)."""
     best = best_step(steps, direction)
     return {
         **totals(steps).model_dump(),
@@ -134,11 +133,11 @@ class TaskInfo(BaseModel):
         return self.score_range if self.score_range is not None else Range.of(self.direction, span, 0.0)
 
 
-def best_round(runs: Sequence[RunSummary]) -> RunSummary | None:
+def best_round(runs: Sequence[CellSummary]) -> CellSummary | None:
     """The round with the best validation metric (earliest on ties); None if none succeeded."""
     scored = [r for r in runs if r.result.best_metric is not None]
 
-    def rank(r: RunSummary) -> tuple[float, int]:
+    def rank(r: CellSummary) -> tuple[float, int]:
         value: float = r.result.best_metric  # type: ignore[assignment]
         return (-value if r.direction == "max" else value, r.round)
 
@@ -153,7 +152,7 @@ def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
     return dict(sorted(groups.items()))  # type: ignore[type-var]
 
 
-def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTask]]:
+def aggregate(runs: Sequence[CellSummary]) -> tuple[list[TaskInfo], list[AgentTask]]:
     """Per-task facts and per (agent, task) metrics from every run's summary."""
     infos, cells = [], []
     for name, task_runs in group_by(runs, lambda r: r.task).items():
@@ -179,7 +178,7 @@ def aggregate(runs: Sequence[RunSummary]) -> tuple[list[TaskInfo], list[AgentTas
     return infos, cells
 
 
-def _agent_task(info: TaskInfo, runs: list[RunSummary], best: RunSummary | None) -> AgentTask:
+def _agent_task(info: TaskInfo, runs: list[CellSummary], best: CellSummary | None) -> AgentTask:
     completed = sum(r.result.steps_completed for r in runs)
     assigned = sum(r.assigned for r in runs)
     tokens, cost = sum(r.result.tokens for r in runs), sum(r.result.cost for r in runs)
@@ -226,7 +225,7 @@ def _normalised(info: TaskInfo, score: float | None) -> float:
     return normalized_improvement(score, info.score_baseline, info.scale(info.score_span), undefined=0.0)
 
 
-def _auc(info: TaskInfo, run: RunSummary) -> float:
+def _auc(info: TaskInfo, run: CellSummary) -> float:
     if info.baseline is None:
         return 0.0
     values = [normalized_improvement(v, info.baseline, info.scale(info.curve_span), undefined=0.0) for v in run.curve]
@@ -280,7 +279,7 @@ def agent_averages(cells: Sequence[AgentTask]) -> dict[str, dict[str, tuple[floa
     }
 
 
-def gain_lost_on_test(run: RunSummary) -> bool:
+def gain_lost_on_test(run: CellSummary) -> bool:
     """Validation improved on the baseline but the hidden test ended worse than the
     baseline code's hidden test: the gain did not generalise."""
     best, baseline, test = run.result.best_metric, run.result.baseline, run.result.test_metric

@@ -10,8 +10,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from aiscientist.records.accounting import signed_gain
+from aiscientist.records.cell import CellSummary
 from bench.scoring.metrics import group_by
-from bench.scoring.summary import RunSummary
 
 BOOTSTRAP_SAMPLES = 5000
 LEVEL = 0.95
@@ -50,7 +50,7 @@ def bootstrap_ci(
     return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
 
 
-def paired_comparisons(runs: Sequence[RunSummary]) -> list[Pairing]:
+def paired_comparisons(runs: Sequence[CellSummary]) -> list[Pairing]:
     """Every pair of agents on every metric task, over the rounds both scored (two at least)."""
     out = []
     scored = [r for r in runs if r.kind == "improve" and r.score is not None]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aiscientist.agent import toolsets
-from aiscientist.records.cell import REPORT, BaselinePaths, cell_folders, task_folders
+from aiscientist.records.cell import REPORT, BaselinePaths, CellSummary, cell_folders, load_summaries, task_folders
 from aiscientist.util.humanize import MISSING, num, plural, pm
 from bench.agents import load_all
 from bench.scoring.metrics import (
@@ -30,7 +30,6 @@ from bench.scoring.metrics import (
 )
 from bench.scoring.paired import Pairing, paired_comparisons
 from bench.scoring.plots import plot_curves, plot_perf_vs_diversity
-from bench.scoring.summary import RunSummary, load_runs
 
 Table = tuple[list[str], list[list[str]]]
 OUTPUTS = (
@@ -95,7 +94,7 @@ def peers_first(pairings: Sequence[Pairing]) -> list[Pairing]:
 
 
 def utility_table(
-    infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[RunSummary]
+    infos: Sequence[TaskInfo], cells: Sequence[AgentTask], agents: list[str], runs: Sequence[CellSummary]
 ) -> Table:
     header = ["task", "metric", "dir", "baseline", *agents]
     rows = []
@@ -145,7 +144,7 @@ def baseline_note(results: Path, tasks: Sequence[str]) -> list[str]:
     return [f"Baseline measurement, once per task, apart from the TTFE: {', '.join(times)}."] if times else []
 
 
-def rubric_table(runs: Sequence[RunSummary]) -> Table:
+def rubric_table(runs: Sequence[CellSummary]) -> Table:
     groups = group_by([r for r in runs if r.kind == "reproduce"], lambda r: (r.task, r.agent))
     rows = []
     for (task, agent), group in groups.items():
@@ -171,7 +170,7 @@ def paired_table(pairings: Sequence[Pairing]) -> Table:
     return header, rows
 
 
-def runs_table(runs: Sequence[RunSummary], pages: dict[tuple[str, str, int], str]) -> Table:
+def runs_table(runs: Sequence[CellSummary], pages: dict[tuple[str, str, int], str]) -> Table:
     header = ["task", "agent", "round", "score", "best val", "flag", "page"]
     rows = [
         [
@@ -197,7 +196,7 @@ def tools_table(agents: list[str]) -> Table:
     ]  # type: ignore[arg-type]
 
 
-def write_run_pages(results: Path, runs: Sequence[RunSummary], out: Path) -> dict[tuple[str, str, int], str]:
+def write_run_pages(results: Path, runs: Sequence[CellSummary], out: Path) -> dict[tuple[str, str, int], str]:
     """Each run's own page (inside its run folder), as a path relative to `out`."""
     from aiscientist.viewer import write_page
 
@@ -257,7 +256,7 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
     for pattern in OUTPUTS:  # a previous report's files (this one may have fewer tables or tasks)
         for old in out.glob(pattern):
             old.unlink()
-    runs = sorted(load_runs(results), key=lambda r: (r.task, beside(r.agent), r.round))
+    runs = sorted(load_summaries(results), key=lambda r: (r.task, beside(r.agent), r.round))
     infos, cells = aggregate(runs)
     agents = sorted({r.agent for r in runs}, key=beside)
     improve = [c for c in cells if c.task in {i.name for i in infos if i.kind == "improve"}]
@@ -327,7 +326,7 @@ def _plots(
     return images
 
 
-def _notes(runs: Sequence[RunSummary], infos: Sequence[TaskInfo]) -> list[str]:
+def _notes(runs: Sequence[CellSummary], infos: Sequence[TaskInfo]) -> list[str]:
     embedders = sorted({r.embedder for r in runs if r.embedder})
     rounds = sorted({r.round for r in runs})
     span = f"round {rounds[0]}" if len(rounds) == 1 else f"rounds {rounds[0]}–{rounds[-1]}" if rounds else "no rounds"

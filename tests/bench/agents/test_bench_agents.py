@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from aiscientist.records.cell import CellSummary
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import load_steps
 from bench.agents import UnknownAgent, get_agent
 from bench.grid.runner import GridConfig, RunSpec, execute_run
-from bench.scoring.summary import RunSummary
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "tests/fixtures/tiny/task.yaml"
@@ -34,7 +34,7 @@ def run_agent(
     spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
     execute_run(spec, config, out)
     folder = spec.cell(out).root
-    return folder / "ws", RunSummary.model_validate_json((folder / "result.json").read_text())
+    return folder / "ws", CellSummary.model_validate_json((folder / "result.json").read_text())
 
 
 def test_ai_scientist_explores_ideas_from_the_baseline(tmp_path: Path):
@@ -119,7 +119,7 @@ def test_paper_task_is_graded_against_its_rubric(tmp_path: Path):
     config = GridConfig(agents=["basic"], tasks=[paper], rounds=1, steps=2, model="offline", embedder="minilm")
     spec = RunSpec(task_path=paper, task="knn-scaling", agent="basic", round=1)
     execute_run(spec, config, tmp_path)
-    result = RunSummary.model_validate_json((spec.cell(tmp_path).root / "result.json").read_text())
+    result = CellSummary.model_validate_json((spec.cell(tmp_path).root / "result.json").read_text())
     grade = json.loads((spec.cell(tmp_path).root / "grade/grade.json").read_text())
     assert result.kind == "reproduce" and result.rubric_score == grade["score"] and 0.0 <= grade["score"] <= 1.0
     step = load_steps(RunPaths(spec.cell(tmp_path).root / "ws"))[0]

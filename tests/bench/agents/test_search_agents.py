@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from aiscientist.records.cell import CellSummary
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import load_steps
 from aiscientist.records.tree import read_tree
@@ -22,7 +23,6 @@ from bench.agents.search.ai_scientist_v2 import STAGES, V2Options, stage_at
 from bench.agents.search.common import State
 from bench.grid.runner import run_grid
 from bench.grid.spec import GridConfig
-from bench.scoring.summary import RunSummary
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "tests/fixtures/tiny/task.yaml"
@@ -43,7 +43,7 @@ def grid(tmp_path_factory) -> Path:
 
 def cell(out: Path, agent: str) -> tuple[Path, dict]:
     folder = out / "runs/tiny-quadratic" / agent / "round_1"
-    return folder / "ws", RunSummary.model_validate_json((folder / "result.json").read_text())
+    return folder / "ws", CellSummary.model_validate_json((folder / "result.json").read_text())
 
 
 @pytest.mark.parametrize("agent", SEARCH)
@@ -172,7 +172,7 @@ def test_a_grid_killed_mid_cell_resumes_from_the_last_recorded_step(tmp_path: Pa
             assert (ws / "experiments" / name / "step.json").read_text() == text
         tree = read_tree(ws)
         assert sorted(n.step for n in tree.nodes) == list(range(1, STEPS + 1))  # no node lost, none doubled
-        assert RunSummary.model_validate_json((ws.parent / "result.json").read_text()).result.steps_completed == STEPS
+        assert CellSummary.model_validate_json((ws.parent / "result.json").read_text()).result.steps_completed == STEPS
     adaptive = read_tree(wss[0])
     state = State.model_validate_json(RunPaths(wss[0]).agent_state.read_text())
     assert state.data["phase"] == 2 and len(state.data["branches"]) == 3  # 5 steps left after 3: three branches

@@ -13,8 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from aiscientist.records.cell import CellPaths
-from bench.scoring.summary import RunSummary
+from aiscientist.records.cell import CellPaths, CellSummary
 
 ROOT = Path(__file__).resolve().parents[3]
 TASKS = f"{ROOT}/tests/fixtures/bench/tiny-r2/task.yaml"
@@ -104,7 +103,7 @@ def test_killed_grid_resumes_only_what_is_missing(tmp_path: Path):
         assert [p.parent.name for p in after] == [f"step_{i:04d}" for i in range(1, STEPS + 1)]
         for name, text in before.items():  # steps done before the kill are kept as they were
             assert (run / "ws/experiments" / name / "step.json").read_text() == text
-        summary = RunSummary.model_validate_json((run / "result.json").read_text())
+        summary = CellSummary.model_validate_json((run / "result.json").read_text())
         assert summary.result.steps_completed == STEPS and summary.assigned == STEPS
 
 

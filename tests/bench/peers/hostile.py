@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aiscientist.records.cell import CellSummary
 from aiscientist.records.paths import RunPaths
 from bench.grid.runner import execute_run
 from bench.grid.spec import GridConfig, RunSpec
 from bench.peers.adapter import PeerAgent
-from bench.scoring.summary import RunSummary
 from tests.bench.agents.test_bench_agents import TASK
 
 NAME = "peer-hostile"
@@ -45,7 +45,7 @@ def run_cell(
     spec = RunSpec(task_path=TASK, task="tiny-quadratic", agent=agent, round=1)
     execute_run(spec, config, out)
     folder = spec.cell(out).root
-    return folder / "ws", RunSummary.model_validate_json((folder / "result.json").read_text())
+    return folder / "ws", CellSummary.model_validate_json((folder / "result.json").read_text())
 
 
 def seen(ws: Path) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from aiscientist.records.cell import CellSummary
 from bench.peers.specs import CACHE_ENV, PeerEnvError, PeerSpec, install
-from bench.scoring.summary import RunSummary
 from tests.bench.agents.test_bench_agents import TASK
 from tests.bench.peers.loopback import ScriptedServer
 from tests.bench.peers.test_peer_mini_swe_agent import bash, installed
@@ -67,7 +67,7 @@ def test_bench_run_with_a_peer_writes_the_same_cell(tmp_path: Path):
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     cell = tmp_path / "results/runs/tiny-quadratic/peer-mini-swe-agent/round_1"
-    result = RunSummary.model_validate_json((cell / "result.json").read_text())
+    result = CellSummary.model_validate_json((cell / "result.json").read_text())
     assert result.result.steps_completed == 1 and result.result.test_metric is not None
     assert (cell / "ws/experiments/step_0001/step.json").is_file()
     assert list(cell.glob("**/run.html")) and (tmp_path / "results/report").is_dir()
@@ -94,7 +94,7 @@ def test_the_grid_goes_on_past_a_peer_that_hangs_and_one_that_never_evaluates(tm
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     cells = tmp_path / "results/runs/tiny-quadratic/peer-mini-swe-agent"
-    results = [RunSummary.model_validate_json((cells / f"round_{k}/result.json").read_text()) for k in (1, 2)]
+    results = [CellSummary.model_validate_json((cells / f"round_{k}/result.json").read_text()) for k in (1, 2)]
     assert [r.result.stop_reason for r in results] == ["wall_time", "agent_failed"], results
     assert "peer mini-swe-agent had not ended at its time limit (60s)" in done.stderr
     assert "peer mini-swe-agent ended without calling the evaluator" in done.stderr

@@ -7,9 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from aiscientist.records.accounting import Range
+from aiscientist.records.cell import CellSummary
 from aiscientist.records.step import StepRecord
 from bench.scoring.contribution_judge import offline_label
-from bench.scoring.fml_metrics import Range, normalized_improvement
+from bench.scoring.fml_metrics import normalized_improvement
 from bench.scoring.metrics import (
     academic_rate,
     agent_averages,
@@ -22,7 +24,6 @@ from bench.scoring.metrics import (
     steps_to_target,
     summarize_steps,
 )
-from bench.scoring.summary import RunSummary
 
 
 def step(
@@ -154,10 +155,10 @@ def run(
     baseline: float = 0.5,
     test: float | None = None,
     **extra,
-) -> RunSummary:
+) -> CellSummary:
     good = [v for v in curve if v is not None]
     best = (max(good) if direction == "max" else min(good)) if good else None
-    return RunSummary(
+    return CellSummary(
         task=task,
         agent=agent,
         round=k,
@@ -248,7 +249,7 @@ def test_rubric_scores_are_mean_and_standard_error_over_rounds():
     from bench.scoring.report import rubric_table
 
     runs = [
-        RunSummary(
+        CellSummary(
             task="paper",
             agent="basic",
             round=k,
@@ -261,7 +262,7 @@ def test_rubric_scores_are_mean_and_standard_error_over_rounds():
         for k, score in enumerate([0.2, 0.5, 0.8], 1)
     ]
     runs.append(
-        RunSummary(
+        CellSummary(
             task="paper",
             agent="iterative",
             round=1,

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from aiscientist.records.cell import CellSummary
 from bench.scoring.metrics import gain_lost_on_test
 from bench.scoring.paired import bootstrap_ci, paired_comparisons
 from bench.scoring.report import LOST, write_report
-from bench.scoring.summary import RunSummary
 from tests.browser_check import visit
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
 
 
-def summary(agent: str, k: int, val: float, test: float, **kw) -> RunSummary:
+def summary(agent: str, k: int, val: float, test: float, **kw) -> CellSummary:
     base = dict(
         task="t",
         agent=agent,
@@ -39,7 +39,7 @@ def summary(agent: str, k: int, val: float, test: float, **kw) -> RunSummary:
         curve=[val, val, val],
         tokens=38_660,
     )
-    return RunSummary(**{**base, **kw})
+    return CellSummary(**{**base, **kw})
 
 
 def test_paired_comparison_tells_a_real_gap_from_noise():
@@ -56,7 +56,7 @@ def test_paired_comparison_tells_a_real_gap_from_noise():
     assert paired_comparisons(runs[:1] + runs[5:6]) == []  # one round: nothing to pair
 
 
-def _results(tmp_path: Path, runs: list[RunSummary]) -> Path:
+def _results(tmp_path: Path, runs: list[CellSummary]) -> Path:
     for run in runs:
         folder = tmp_path / "runs" / run.task / run.agent / f"round_{run.round}"
         folder.mkdir(parents=True)
