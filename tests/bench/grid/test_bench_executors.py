@@ -16,6 +16,17 @@ from bench.grid.runner import GridConfig, run_grid
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'aiscientist[scale]')")
 ROOT = Path(__file__).resolve().parents[3]
 TIMING = {"wall_time_s", "experiment_time_s", "duration_s", "started_at", "finished_at", "ts"}
+TIMING |= {"ttfe_s", "experiments_per_hour"}
+
+
+def _plain(value: object) -> object:
+    """`value` without clock readings (at any depth: a cell's summary embeds the run's result),
+    its floats to 12 digits (the embedder's sums differ in the last bits between processes)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return float(f"{value:.12g}") if isinstance(value, float) else value
 
 
 def _grid(executor: str) -> GridConfig:
@@ -38,9 +49,7 @@ def _records(out: Path) -> dict[str, dict]:
     for path in sorted(out.glob("runs/*/*/round_*/result.json")) + sorted(
         out.glob("runs/*/*/round_*/ws/experiments/step_*/step.json")
     ):
-        found[path.relative_to(out).as_posix()] = {
-            k: v for k, v in json.loads(path.read_text()).items() if k not in TIMING
-        }
+        found[path.relative_to(out).as_posix()] = _plain(json.loads(path.read_text()))
     return found
 
 
