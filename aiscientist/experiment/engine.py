@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aiscientist.experiment import integrity, quota, snapshots
+from aiscientist.experiment.checked import run_checked
 from aiscientist.experiment.evidence import BASELINE_TAG, baseline_editable, write_code_evidence
 from aiscientist.experiment.hidden import run_hidden_test
 from aiscientist.experiment.repeats import Repeats, code_digest
@@ -98,8 +99,7 @@ class ExperimentEngine:
         manifest = {}
         for rel in expand_globs(submission, self.task.protected):
             target = self.paths.pristine_files / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(submission / rel, target)
+            integrity.copy_out(submission, rel, target)
             manifest[rel] = sha256_file(target)
         self.paths.pristine.mkdir(parents=True, exist_ok=True)
         self._manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -210,10 +210,10 @@ class ExperimentEngine:
             metrics_path = self.task.metrics_path(self.paths.submission)
             clean_outputs(self.task, self.paths.submission)
             self.on_event("experiment.start", {"step": step, "agent": agent, "hypothesis": hypothesis[:500]})
-            result = self.run_commands(self.task.commands) if preprocess is None or preprocess.ok else preprocess
-            if result.ok and self.task.postprocess_commands:
-                post = self.run_commands(self.task.postprocess_commands, timeout=self.task.timeout("postprocess"))
-                result = result.then(post)
+            lists = [(self.task.commands, None), (self.task.postprocess_commands, self.task.timeout("postprocess"))]
+            result = preprocess  # each command runs on a checked tree (experiment/checked.py)
+            if preprocess is None or preprocess.ok:
+                result = run_checked(self, self.paths.submission, allowed, lists)
             tampered = self.tampered_files()
             tree = integrity.scan(self.paths.submission)
             broken = integrity.violations(

@@ -13,12 +13,12 @@ the inputs the run sees (e.g. test features without the labels they share a seed
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Protocol
 
 from aiscientist.experiment import integrity
+from aiscientist.experiment.checked import run_checked
 from aiscientist.experiment.runenv import clean_outputs
 from aiscientist.experiment.scoring import Scorer, prepare_test_inputs, score_run, survivors_error
 from aiscientist.records.causes import FailureCause
@@ -57,8 +57,8 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
     code = paths.step_code(step)
     if not code.is_dir():
         return TestResult(step=step, success=False, error=f"step {step} has no code snapshot", duration_s=0.0)
-    with tempfile.TemporaryDirectory(prefix="aisci-test-") as tmp:
-        copy = Path(tmp) / "repo"
+    with untrusted.scratch_folder("aisci-test-") as tmp:
+        copy = tmp / "repo"
         shutil.copytree(task.repository, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
         clean_outputs(task, copy)
         if task.score:  # held-out labels reach only the score invocation
@@ -79,17 +79,14 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
                 data = untrusted.read_file(code, rel, integrity.READ_LIMIT, hard_links=True)
             except untrusted.Unreadable:
                 continue
-            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-            (copy / rel).unlink(missing_ok=True)
-            (copy / rel).write_bytes(data)
+            untrusted.remove_tree(copy, rel)  # what setup left there is replaced, never written through
+            untrusted.write_file(copy, rel, data)
         for rel in engine.protected_manifest():
-            (copy / rel).unlink(missing_ok=True)
-            shutil.copy2(paths.pristine_files / rel, copy / rel)
+            integrity.put_file(copy, rel, paths.pristine_files / rel)
         before = integrity.scan(copy)
         if result is None or result.ok:
-            result = engine.run_commands(
-                task.test_commands + task.postprocess_commands, copy, timeout=task.timeout("test")
-            )
+            lists = [(task.test_commands, task.timeout("test")), (task.postprocess_commands, task.timeout("test"))]
+            result = run_checked(engine, copy, before, lists, test=True)
         reading = MetricsReading(error=result.failure() or survivors_error(result))
         guard = _guard(engine, copy, before)
         if reading.error is None and not guard:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Iterable
@@ -56,11 +55,8 @@ def file_digest(root: Path, rel: str) -> str | None:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def put_file(root: Path, rel: str, source: Path) -> None:
-    """Make `root/rel` a fresh regular file with `source`'s bytes and mode: whatever is in
-    the way (a link or file where a folder belongs, anything at `rel`) is removed first,
-    and nothing is written through a link. For protected files after an untrusted run."""
-    parts = rel.split("/")
+def _clear_way(root: Path, parts: list[str]) -> None:
+    """Remove what is in the way of `root/parts` (a link or file where a folder belongs, anything there)."""
     for end in range(1, len(parts) + 1):
         prefix = "/".join(parts[:end])
         try:
@@ -70,11 +66,43 @@ def put_file(root: Path, rel: str, source: Path) -> None:
         if end == len(parts) or not stat.S_ISDIR(info.st_mode):
             untrusted.remove_tree(root, prefix)
             break
+
+
+def put_file(root: Path, rel: str, source: Path) -> None:
+    """Make `root/rel` a fresh regular file with host file `source`'s bytes and mode: whatever is
+    in the way is removed first, and nothing is written through a link. For task files after an
+    untrusted run."""
+    parts = rel.split("/")
+    _clear_way(root, parts)
     mode = source.stat()
     with untrusted.file(root, parts, write=True) as fd:
         untrusted.replace_content(fd, source.read_bytes())
         os.fchmod(fd, stat.S_IMODE(mode.st_mode))
         os.utime(fd, ns=(mode.st_atime_ns, mode.st_mtime_ns))
+
+
+def put_link(root: Path, rel: str, target: str) -> None:
+    """Make `root/rel` a link to `target`, whatever was in the way removed first."""
+    parts = rel.split("/")
+    _clear_way(root, parts)
+    with untrusted.folder(root, parts[:-1], create=True) as parent:
+        os.symlink(target, parts[-1], dir_fd=parent)
+
+
+def copy_out(root: Path, rel: str, target: Path) -> None:
+    """Copy regular file `root/rel`, reached without following links, to host path `target`
+    with its mode and times (Unreadable when it is no such file or over READ_LIMIT)."""
+    fd = untrusted.open_file(root, rel, hard_links=True)
+    try:
+        info, data = os.fstat(fd), untrusted.read_all(fd, READ_LIMIT + 1)
+    finally:
+        os.close(fd)
+    if len(data) > READ_LIMIT:
+        raise untrusted.Unreadable(rel, f"over {READ_LIMIT >> 20} MB")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    os.chmod(target, stat.S_IMODE(info.st_mode))
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
 def scan(root: Path, limits: untrusted.Limits = untrusted.LIMITS) -> dict[str, Entry]:
@@ -125,11 +153,12 @@ def link_escapes(root: Path, rel: str, target: str) -> bool:
 
 
 def allowed_output(task: Task, rel: str, metrics_rel: str) -> bool:
+    """Whether a new file is an output a step may leave: never code, whatever `outputs` says."""
     if rel == metrics_rel:
         return True
-    if task.outputs is not None:
-        return any(glob_match(rel, pattern) for pattern in task.outputs)
-    return not is_code(rel)
+    if is_code(rel) or any(is_code(part) or part == "__pycache__" for part in rel.split("/")[:-1]):
+        return False
+    return task.outputs is None or any(glob_match(rel, pattern) for pattern in task.outputs)
 
 
 def violations(
@@ -220,7 +249,7 @@ def reset_tree(
                 untrusted.remove_tree(root, top)  # what the walk could not check goes, from where it began
                 touched.append(top)
             continue
-        (root / rel).unlink(missing_ok=True)
+        untrusted.remove_tree(root, rel)
         touched.append(rel)
     keep = {rel for rel, e in current.items() if baseline.get(rel) == e or (task.is_editable(rel) and e.kind == "file")}
     if own_folders is not None:  # (run folders made before setup kept them: folders stay as they are)
@@ -228,14 +257,10 @@ def reset_tree(
     for rel, entry in baseline.items():
         if task.is_editable(rel) or (rel in current and current[rel] == entry and rel not in touched):
             continue
-        source, target = pristine / rel, root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
         if entry.kind == "link":
-            target.unlink(missing_ok=True)
-            os.symlink(entry.digest, target)
-        elif entry.kind == "file" and source.is_file():
-            target.unlink(missing_ok=True)
-            shutil.copy2(source, target)
+            put_link(root, rel, entry.digest)
+        elif entry.kind == "file" and (pristine / rel).is_file():
+            put_file(root, rel, pristine / rel)
         touched.append(rel)
     return sorted(set(touched))
 
@@ -254,6 +279,4 @@ def keep_pristine(task: Task, root: Path, baseline: dict[str, Entry], pristine: 
     """Copy every non-editable task file of the baseline tree into `pristine`."""
     for rel, entry in baseline.items():
         if entry.kind == "file" and not task.is_editable(rel):
-            target = pristine / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / rel, target, follow_symlinks=False)
+            copy_out(root, rel, pristine / rel)

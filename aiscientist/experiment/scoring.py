@@ -13,7 +13,6 @@ importable there, so no hook or patch of the run's can reach the scorer's interp
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Protocol
 
@@ -111,8 +110,8 @@ def score_run(
     `run_root` left; the result of that invocation and the metrics it wrote."""
     task = engine.task
     commands = task.test_score if test else task.score
-    with tempfile.TemporaryDirectory(prefix="aisci-score-") as tmp:
-        repo, out = Path(tmp, "repo"), Path(tmp, "out")
+    with untrusted.scratch_folder("aisci-score-") as tmp:
+        repo, out = tmp / "repo", tmp / "out"
         repo.mkdir()
         out.mkdir()
         _lay_out(engine, repo, test)
@@ -150,8 +149,8 @@ def prepare_test_inputs(engine: Scorer, dest: Path) -> CommandsResult:
     and hidden files, and lay the files they write into `$PREPARE_OUT` into `dest` (the
     hidden test's copy): the test run sees those inputs, never the hidden files they came from."""
     task = engine.task
-    with tempfile.TemporaryDirectory(prefix="aisci-prepare-") as tmp:
-        repo, out = Path(tmp, "repo"), Path(tmp, "out")
+    with untrusted.scratch_folder("aisci-prepare-") as tmp:
+        repo, out = tmp / "repo", tmp / "out"
         repo.mkdir()
         out.mkdir()
         _lay_out(engine, repo, test=True)
@@ -161,9 +160,8 @@ def prepare_test_inputs(engine: Scorer, dest: Path) -> CommandsResult:
         walker = untrusted.TreeWalk(out)
         for node, parent in walker:
             if node.kind == "file":
-                (dest / node.rel).parent.mkdir(parents=True, exist_ok=True)
-                (dest / node.rel).unlink(missing_ok=True)
-                (dest / node.rel).write_bytes(walker.read(parent, node, integrity.READ_LIMIT))
+                untrusted.remove_tree(dest, node.rel)
+                untrusted.write_file(dest, node.rel, walker.read(parent, node, integrity.READ_LIMIT))
     return result
 
 

@@ -22,9 +22,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aiscientist.experiment import legacy_git
 from aiscientist.experiment.integrity import Entry, scan
-from aiscientist.records.paths import RunPaths, write_atomic
+from aiscientist.records.paths import LEGACY_GIT, RunPaths, write_atomic
 from aiscientist.records.snapshot import Item, Snapshot
 from aiscientist.util import untrusted
 
@@ -121,17 +120,6 @@ def save_tree(paths: RunPaths, snap: Snapshot) -> str:
     return tree_sha
 
 
-def put_bytes(paths: RunPaths, data: bytes) -> str:
-    sha = hashlib.sha256(data).hexdigest()
-    target = _blob_path(paths, sha)
-    if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".incoming-{os.getpid()}")
-        tmp.write_bytes(data)
-        tmp.replace(target)
-    return sha
-
-
 def clear_incoming(paths: RunPaths) -> list[str]:
     """Remove the half-copied blobs a killed process left; their store-relative paths."""
     blobs = paths.snapshot_blobs
@@ -150,35 +138,25 @@ def exists(paths: RunPaths, tag: str) -> bool:
     return tag in _tags(paths)
 
 
+def legacy(paths: RunPaths) -> str | None:
+    """Why a run folder from before the store (its history a git repository in
+    `state/submission.git`) cannot be used, or None: no git or other tool runs on a run folder."""
+    if paths.snapshot_tags.is_file() or not os.path.lexists(paths.git_dir):
+        return None
+    return (
+        f"this run folder predates the snapshot store (its history is a git repository, {LEGACY_GIT}); "
+        "this version never runs git on a run folder, so it cannot be resumed or graded: start a new run"
+    )
+
+
 def load(paths: RunPaths, tag: str) -> Snapshot:
-    """The snapshot a tag names; a run folder from before the store is converted once."""
-    if not (paths.snapshot_tags).is_file() and paths.git_dir.is_dir():
-        _import_legacy(paths)
+    """The snapshot a tag names (a run folder from before the store is refused: `legacy`)."""
+    if (why := legacy(paths)) is not None:
+        raise SnapshotError(why)
     tree = _tags(paths).get(tag)
     if tree is None:
         raise SnapshotError(f"no snapshot tagged {tag!r} in {paths.snapshots}")
     return Snapshot.model_validate_json((paths.snapshot_trees / f"{tree}.json").read_text())
-
-
-def _import_legacy(paths: RunPaths) -> None:
-    """Copy the `baseline` and `best` tags of a run's legacy git history into the store."""
-    tags: dict[str, str] = {}
-    try:
-        for tag in (BASELINE_TAG, BEST_TAG):
-            if not legacy_git.has_tag(paths, tag):
-                continue
-            snap = Snapshot(message=f"{tag} (from the run's git history)", at=datetime.now(UTC).isoformat())
-            for file in legacy_git.tag_files(paths, tag):
-                snap.files[file.rel] = (
-                    Item(link=os.fsdecode(file.data))
-                    if file.link
-                    else Item(sha=put_bytes(paths, file.data), size=len(file.data), exec=file.mode == "100755")
-                )
-            tags[tag] = save_tree(paths, snap)
-    except legacy_git.LegacyHistoryError as err:
-        raise SnapshotError(str(err)) from None
-    paths.snapshots.mkdir(parents=True, exist_ok=True)
-    write_atomic(paths.snapshot_tags, json.dumps(tags, indent=1, sort_keys=True))
 
 
 def blob(paths: RunPaths, item: Item) -> bytes:

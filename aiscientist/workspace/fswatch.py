@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import NamedTuple
 
 from watchdog.events import (
@@ -39,6 +40,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from aiscientist.records.paths import SUBMISSION, submission_rel
+from aiscientist.util import untrusted
 
 
 class _StopRace(logging.Filter):
@@ -52,6 +54,8 @@ class _StopRace(logging.Filter):
 logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
 
 BATCH_S = 0.02
+WALK_DEPTH = 100_000  # how deep a new tree the observer follows (deeper: reported lost, the engine still checks)
+WALK_STACK = 1 << 30  # the observer threads' stack (reserved, touched only as deep as a walk goes)
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
 # Only changes: reads (open/close without writing) never leave the kernel. Each write
@@ -89,15 +93,21 @@ class WatchSpec(NamedTuple):
     protected: dict[str, str]  # path inside submission/ -> SHA-256
 
 
-def intact(path: str, digest: str) -> bool:
-    """A regular file (not a link) with this SHA-256."""
+def intact(root: str, rel: str, digest: str) -> bool:
+    """`root/rel` is a regular file with this SHA-256, reached without following a link
+    (no FIFO opened: the submission is written by untrusted code)."""
     try:
-        if os.path.islink(path):
-            return False
-        with open(path, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest() == digest
-    except OSError:
+        fd = untrusted.open_file(Path(root), rel, hard_links=True)
+    except untrusted.Unreadable:
         return False
+    found, offset = hashlib.sha256(), 0
+    try:
+        while chunk := os.pread(fd, 1 << 20, offset):
+            found.update(chunk)
+            offset += len(chunk)
+        return found.hexdigest() == digest
+    finally:
+        os.close(fd)
 
 
 class _Collector(FileSystemEventHandler):
@@ -119,7 +129,9 @@ class _Collector(FileSystemEventHandler):
                 continue
             inside = submission_rel(rel)
             digest = self.spec.protected.get(inside) if inside is not None else None
-            change = FileChange(event.event_type, rel, at, ts, None if digest is None else intact(path, digest))
+            change = FileChange(
+                event.event_type, rel, at, ts, None if digest is None else intact(self.spec.root, rel, digest)
+            )
             with self.lock:
                 self.changes.append(change)
 
@@ -130,8 +142,21 @@ class _Collector(FileSystemEventHandler):
 
 
 def observe(spec: WatchSpec, conn: Connection) -> None:
-    """The child: watch the run folder until told to stop or the run's process is gone."""
+    """The child: watch the run folder until told to stop or the run's process is gone. A folder
+    watchdog cannot follow (its recursive walk fails on a tree deeper than Python's recursion limit)
+    ends that folder's watch, not the child: it is reported as ("lost", (folder, why))."""
     collector, observer = _Collector(spec), Observer()
+    lost: list[tuple[str, str]] = []
+
+    def _lose(args: threading.ExceptHookArgs) -> None:
+        folder = getattr(getattr(args.thread, "watch", None), "path", spec.root)
+        lost.append(
+            (os.path.relpath(os.fsdecode(folder), spec.root), f"{args.exc_type.__name__}: {args.exc_value}"[:300])
+        )
+
+    threading.excepthook = _lose
+    threading.stack_size(WALK_STACK)  # watchdog's walk of a new folder recurses once per level
+    sys.setrecursionlimit(WALK_DEPTH)
     try:
         observer.schedule(collector, spec.root, recursive=False, event_filter=CHANGED)
         for entry in os.scandir(spec.root):
@@ -152,6 +177,8 @@ def observe(spec: WatchSpec, conn: Connection) -> None:
             batch = collector.take()
             if batch:
                 conn.send(("changes", batch))
+            while lost:
+                conn.send(("lost", lost.pop()))
             if stopping:
                 conn.send(("stopped", None))
                 return
@@ -165,8 +192,13 @@ class ObserverProcess:
 
     interpreter: str = sys.executable  # the child runs on the run's own Python
 
-    def __init__(self, spec: WatchSpec, on_changes: Callable[[list[FileChange]], None]):
-        self.spec, self.on_changes = spec, on_changes
+    def __init__(
+        self,
+        spec: WatchSpec,
+        on_changes: Callable[[list[FileChange]], None],
+        on_lost: Callable[[str, str], None] = lambda folder, why: None,
+    ):
+        self.spec, self.on_changes, self.on_lost = spec, on_changes, on_lost
         self._reader = threading.Thread(target=self._read, name="workspace-watcher-reader", daemon=True)
 
     def start(self) -> None:
@@ -215,6 +247,9 @@ class ObserverProcess:
                 return
             if kind == "stopped":
                 return
+            if kind == "lost":
+                self.on_lost(*payload)
+                continue
             self.on_changes(payload)
 
 

@@ -84,7 +84,9 @@ class Watcher:
 
     def __enter__(self) -> Watcher:
         observer = ObserverProcess(
-            WatchSpec(os.path.realpath(self.ws.paths.root), UNWATCHED, IGNORED, self._manifest), self._receive
+            WatchSpec(os.path.realpath(self.ws.paths.root), UNWATCHED, IGNORED, self._manifest),
+            self._receive,
+            self._lost,
         )
         try:
             observer.start()
@@ -223,10 +225,16 @@ class Watcher:
         if running is None:
             self.ws.engine.restore_protected()
 
+    def _lost(self, folder: str, why: str) -> None:
+        """A folder the observer stopped watching (a tree too deep to follow): recorded, and the
+        engine's own checks (after every command, experiment/checked.py) still hold."""
+        log.warning("workspace watcher no longer watches %s: %s", folder, why)
+        self.ws.events.record("system", "watcher.unwatched", {"folder": folder, "error": why})
+
     def _check_pristine(self) -> None:
         """Pristine copies cannot be restored from anywhere: flag them for verify."""
         copies = self.ws.paths.pristine_files
-        bad = [inside for inside, digest in self._manifest.items() if not intact(str(copies / inside), digest)]
+        bad = [inside for inside, digest in self._manifest.items() if not intact(str(copies), inside, digest)]
         if bad:
             self.ws.events.record(
                 "system",

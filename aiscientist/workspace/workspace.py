@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from aiscientist.experiment import snapshots
 from aiscientist.experiment.engine import ExperimentEngine
 from aiscientist.llm import read_records
 from aiscientist.records.accounting import best_step, call_usage, run_usage
@@ -34,6 +35,7 @@ from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.resources import WORKSPACE_TEMPLATE
 from aiscientist.sandbox import CommandsResult, Mounts, Sandbox, SandboxSettings, get_sandbox
 from aiscientist.task import Task, TaskError
+from aiscientist.util import untrusted
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
 from aiscientist.workspace.scope import Scope
@@ -137,11 +139,9 @@ class Workspace:
             ws.refresh_map()
             return ws
         except BaseException:
+            untrusted.remove_tree(root.parent, root.name)  # setup's commands ran in it: any depth, no link followed
             if existed:
-                for child in root.iterdir():
-                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-            else:
-                shutil.rmtree(root, ignore_errors=True)
+                root.mkdir()
             raise
 
     @classmethod
@@ -152,6 +152,8 @@ class Workspace:
         task_json = paths.task_record
         if not task_json.is_file() or not paths.workspace_config.is_file():
             raise TaskError(root, "run folder", f"not a run folder ({TASK_RECORD} or {WORKSPACE_CONFIG} missing)")
+        if (why := snapshots.legacy(paths)) is not None:
+            raise TaskError(root, "run folder", why)
         try:
             task = Task.model_validate_json(task_json.read_text())
             config = WorkspaceConfig.model_validate_json(paths.workspace_config.read_text())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
 import traceback
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths, CellSu
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.task import Task, TaskError, load_task
+from aiscientist.util import untrusted
 from aiscientist.workspace import Workspace
 from bench.agents import agent_entry, agent_names, get_agent
 from bench.grid.executors import open_executor, pool_shape, thread_env
@@ -84,7 +84,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     options, seed, ws_dir = config.options.get(spec.agent, {}), _seed(spec, config.seed), cell.ws
     own = getattr(agent, "creates_workspace", False)
     if ws_dir.exists() and not (cell.run.run_info if own else cell.run.setup_done).is_file():
-        shutil.rmtree(ws_dir)  # created only half-way before a crash: start the run over
+        untrusted.remove_tree(ws_dir.parent, ws_dir.name)  # made half-way before a crash: start over (any depth)
     if own:
         stop = _guard(
             lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, seed, config.sandbox, options)
@@ -206,7 +206,7 @@ def shared_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if record.is_file():
             return json.loads(record.read_text())
-        shutil.rmtree(folder.ws, ignore_errors=True)
+        untrusted.remove_tree(folder.ws.parent, folder.ws.name)
         started = time.monotonic()
         step, result = measure_baseline(Workspace.create(task, folder.ws, sandbox=sandbox), started=started)
         test = result.test

@@ -5,7 +5,6 @@ reproduce, judge, score, and write `grade.json` (the graded tree in PaperBench's
 
 from __future__ import annotations
 
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,7 +122,7 @@ def grade_submission(
         raise RubricError(
             f"{submission}: {'not a directory' if submission.exists() else 'submission folder not found'}"
         )
-    if all(path.name in GRADER_FILES for path in submission.iterdir()):
+    if all(node.rel in GRADER_FILES for node, _ in untrusted.TreeWalk(submission)):  # stops at the first other
         raise RubricError(f"{submission}: the submission folder is empty")
     files = paper_files(Path(paper_dir))
     root = rubric_mod.load(files.rubric).root
@@ -141,10 +140,10 @@ def grade_submission(
     started, clock = datetime.now(UTC), time.monotonic()
     out_dir = Path(out).resolve() if out is not None else submission
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="aisci-grade-") as work:
+    with untrusted.scratch_folder("aisci-grade-") as work:  # the reproduction's copy: any depth, removed
         reproduction = None
         if not code_dev:
-            reproduction = reproduce(submission, Path(work), timeout_s or files.timeout_s, sandbox)
+            reproduction = reproduce(submission, work, timeout_s or files.timeout_s, sandbox)
             if reproduction.ran:
                 write_output(out_dir, LOG_COPY, _log_copy(reproduction))
         evidence = Evidence.collect(submission, reproduction)

@@ -4,16 +4,13 @@ step's disk quota, through the real engine on each sandbox backend."""
 from __future__ import annotations
 
 import os
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from aiscientist.experiment import snapshots
-from aiscientist.experiment.evidence import baseline_editable
 from aiscientist.records.causes import FailureCause
-from aiscientist.records.paths import RunPaths
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace, verify_run
 from tests.sandbox_backends import BACKENDS
@@ -76,28 +73,6 @@ def test_restore_never_writes_through_a_link(tmp_path: Path) -> None:
     assert train.read_text() == snapshots.text_of(ws.paths, "baseline", "train.py")
 
 
-def test_a_run_from_before_the_store_still_reads_its_baseline(tmp_path: Path) -> None:
-    ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox="local")
-    paths = ws.paths
-    expected = baseline_editable(ws.task, paths)
-    for item in sorted(paths.snapshots.rglob("*"), reverse=True):  # as an old run folder has it: git only
-        item.rmdir() if item.is_dir() else item.unlink()
-    paths.snapshots.rmdir()
-    git = [
-        "git",
-        f"--git-dir={paths.git_dir}",
-        f"--work-tree={paths.submission}",
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-    ]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "baseline"], ["tag", "baseline"]):
-        subprocess.run([*git, *args], check=True, capture_output=True)
-    assert baseline_editable(ws.task, paths) == expected
-    assert snapshots.exists(paths, "baseline") and not snapshots.exists(paths, "best")
-
-
 @pytest.mark.parametrize("backend", SANDBOXED)
 def test_a_step_over_its_disk_quota_is_invalid_and_its_excess_removed(tmp_path: Path, backend: str) -> None:
     payload = """
@@ -136,23 +111,3 @@ def test_large_outputs_are_never_snapshotted(tmp_path: Path, monkeypatch: pytest
     best = ws.engine.snapshot(snapshots.BEST_TAG, "best")
     assert "config.py" in best.skipped and "outputs.bin" not in best.files  # over the cap; not the code
     assert "data.py" in best.files  # the baseline's own files are kept whatever their size
-
-
-def test_a_run_from_before_the_store_has_its_git_tags_copied_in_once(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "train.py").write_text("print(1)\n")
-    (work / "run.sh").write_text("#!/bin/sh\n")
-    (work / "run.sh").chmod(0o755)
-    os.symlink("train.py", work / "alias.py")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"], ["tag", "baseline"]):
-        subprocess.run([*git, *args], check=True, capture_output=True)
-    paths = RunPaths(tmp_path / "run")
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(paths.git_dir)], check=True, capture_output=True)
-    snap = snapshots.load(paths, "baseline")
-    assert snap.files["alias.py"].link == "train.py" and snap.files["run.sh"].exec
-    assert snapshots.blob(paths, snap.files["train.py"]) == b"print(1)\n"
-    assert not snapshots.exists(paths, "best")
-    paths.git_dir.rename(tmp_path / "gone.git")  # copied once: the store answers alone now
-    assert snapshots.load(paths, "baseline") == snap

@@ -7,6 +7,7 @@ with one signature each:
     open_file(root, rel)                 a read descriptor       read_file(root, rel, max_bytes)  its bytes
     read_head(root, rel, max_bytes)      its first bytes          write_file(root, rel, data)      replaced content
     remove_tree(root, rel)               deleted, iteratively     walk(root) / TreeWalk(root)      every entry, bounded
+    scratch_folder(prefix)               a temporary folder a sandbox may fill, removed iteratively at exit
     folder(root, parts) / file(root, parts) / entry(root, parts)  descriptors for work on open folders and files
     entries(dir_fd), read_all(fd, limit), replace_content(fd, data), open_at(dir_fd, name)  on those descriptors
     loads_json(data)                     JSON with a nesting limit
@@ -27,6 +28,9 @@ import json
 import os
 import re
 import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +125,7 @@ def _remove_in(parent: int, name: str) -> None:
     if not stat.S_ISDIR(info.st_mode):
         os.unlink(name, dir_fd=parent)
         return
-    stack = [(parent, name, os.open(name, DIR_FLAGS, dir_fd=parent))]
+    stack = [(parent, name, _open_own(parent, name))]
     try:
         while stack:
             _, _, fd = stack[-1]
@@ -133,7 +137,7 @@ def _remove_in(parent: int, name: str) -> None:
                         break
                     os.unlink(item.name, dir_fd=fd)
             if sub is not None:
-                stack.append((fd, sub, os.open(sub, DIR_FLAGS, dir_fd=fd)))
+                stack.append((fd, sub, _open_own(fd, sub)))
                 continue
             above, own, _ = stack.pop()
             os.close(fd)
@@ -141,6 +145,28 @@ def _remove_in(parent: int, name: str) -> None:
     finally:
         for _, _, fd in stack:
             os.close(fd)
+
+
+def _open_own(parent: int, name: str) -> int:
+    """A folder to empty, made writable first (a sandbox may have left it read-only or unreadable)."""
+    try:
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+    except PermissionError:
+        os.chmod(name, 0o700, dir_fd=parent)  # only once every process that wrote it is dead
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+    os.fchmod(fd, 0o700)
+    return fd
+
+
+@contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A fresh temporary folder, removed with `remove_tree` however deep or linked what a
+    sandbox left in it (tempfile's cleanup recurses and dies on a deep tree)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        remove_tree(path.parent, path.name)
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -190,6 +216,7 @@ __all__ = [
     "read_head",
     "remove_tree",
     "replace_content",
+    "scratch_folder",
     "walk",
     "write_file",
 ]
