@@ -42,7 +42,10 @@ def cell_status(spec: RunSpec, task: Task, out: Path) -> CellStatus:
     best = best_step(steps, task.metric_direction)
     if cell.result.is_file():
         state: State = "done"
-        note = str(json.loads(cell.result.read_text()).get("error") or "")
+        try:
+            note = str(json.loads(cell.result.read_text()).get("error") or "")
+        except (ValueError, OSError):
+            note = ""  # written by another process right now
     elif cell.error.is_file():
         state, note = "failed", (cell.error.read_text().strip().splitlines() or [""])[-1]
     else:

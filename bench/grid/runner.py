@@ -26,7 +26,7 @@ from aiscientist.llm.config import load_llm_config
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import call_usage, run_usage, successful
 from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths, CellSummary
-from aiscientist.records.paths import RunPaths
+from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.task import Task, TaskError, load_task
 from aiscientist.util import untrusted
@@ -97,7 +97,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = summarize_cell(spec, config, task, ws, out, stop, timing.close(), timing.first_started)
     cell.error.unlink(missing_ok=True)
-    cell.result.write_text(summary.model_dump_json(indent=1))
+    write_atomic(cell.result, summary.model_dump_json(indent=1))  # the live progress reads it meanwhile
     return str(stop)
 
 

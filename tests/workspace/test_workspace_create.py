@@ -107,7 +107,8 @@ def test_open_on_a_copied_folder_resumes_with_the_same_state(tmp_path, task):
 def test_scope_operations(tmp_path, task):
     ws = Workspace.create(task, tmp_path / "run", sandbox="local")
     impl = ws.scope("implementation")
-    assert impl.read("submission/train.py", start_line=2, max_lines=1) == "\n"
+    page = impl.read("submission/train.py", start_line=2, max_lines=1)
+    assert page.startswith("\n[") and 'read_file(path="submission/train.py", start_line=3)' in page
     with pytest.raises(ToolError, match="occurs 0 times|not found"):
         impl.edit("submission/config.py", "NO SUCH TEXT", "x")
     impl.write("submission/config.py", "A = 1\nA = 1\n")
