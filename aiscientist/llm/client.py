@@ -131,7 +131,10 @@ class LLMClient:
             completion_tokens = (
                 reply.completion_tokens if reply.completion_tokens is not None else self._count_reply(reply)
             )
-            cost = reply.cost if reply.cost is not None else self._price(prompt_tokens, completion_tokens)
+            cached, written = reply.cached_tokens or 0, reply.cache_write_tokens or 0
+            priced = self._price(prompt_tokens, completion_tokens, cached, written)
+            cost = reply.cost if reply.cost is not None else priced
+            saved = self._price(prompt_tokens, completion_tokens) - priced if cached + written else 0.0
             if self.recorder is not None:
                 update = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cost": cost}
                 self.recorder.save(key, request, reply.model_copy(update=update))
@@ -162,7 +165,10 @@ class LLMClient:
                 **base,
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
-                "cost": cost,
+                "cached_tokens": cached,  # the provider's count; 0 when it reported none
+                **({"cache_write_tokens": written} if written else {}),
+                "cost": cost,  # at the cached price
+                "cache_saved": round(saved, 8),  # the uncached price less the cost (negative: writes cost more)
                 **attempts.fields(started),
                 "outcome": "ok",
                 "tokens_estimated": reply.prompt_tokens is None,  # counted here with tiktoken
@@ -179,6 +185,7 @@ class LLMClient:
             message=assistant_message(reply.content, raws),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
+            cached_tokens=cached,
             cost=cost,
         )
 
@@ -211,14 +218,20 @@ class LLMClient:
     def _count_reply(self, reply: Reply) -> int:
         return self.counter.text(reply.content + "".join(c.name + c.arguments for c in reply.tool_calls))
 
-    def _price(self, prompt_tokens: int, completion_tokens: int) -> float:
+    def _price(self, prompt_tokens: int, completion_tokens: int, cached: int = 0, written: int = 0) -> float:
+        """At litellm's prices: `cached` prompt tokens at the cache-read price, `written` at
+        the cache-write price (a model litellm does not price: the fallback price for all)."""
         if not self.priced:
             return 0.0
         import litellm
 
         try:
             prompt_cost, completion_cost = litellm.cost_per_token(
-                model=self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+                model=self.model,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cache_read_input_tokens=cached,
+                cache_creation_input_tokens=written,
             )
             return float(prompt_cost + completion_cost)
         except Exception:  # not in litellm's cost map: configured fallback price

@@ -92,6 +92,8 @@ class Reply(BaseModel):
     tool_calls: list[RawToolCall] = Field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None  # of prompt_tokens, read from the provider's prompt cache
+    cache_write_tokens: int | None = None  # of prompt_tokens, written to it (Anthropic)
     cost: float | None = None
     failure: Failure | None = None
 
@@ -111,6 +113,7 @@ class Completion(BaseModel):
     message: dict[str, Any]
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
     cost: float = 0.0
 
     @property

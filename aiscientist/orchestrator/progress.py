@@ -11,7 +11,7 @@ from rich.table import Table
 
 from aiscientist.records.accounting import is_better
 from aiscientist.records.result import RunResult
-from aiscientist.util.humanize import pace
+from aiscientist.util.humanize import cache_line, pace
 from aiscientist.util.text import clean
 
 
@@ -129,6 +129,7 @@ def summary_table(result: RunResult, run_dir: str) -> Table:
     if result.best_step is None and result.failure_causes:
         table.add_row("failure causes", escape(result.failure_causes))
     table.add_row("tokens · cost", f"{result.tokens:,} · ${result.cost:.4f}")
+    table.add_row("prompt cache", cache_line(result.prompt_tokens, result.cached_tokens, result.cache_saved))
     table.add_row("wall time", f"{result.wall_time_s:.1f} s")
     table.add_row("pace", pace(result.ttfe_s, result.experiments_per_hour))
     table.add_row("run folder", escape(run_dir))

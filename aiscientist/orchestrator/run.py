@@ -25,8 +25,9 @@ from aiscientist.config import RunConfig
 from aiscientist.experiment import snapshots
 from aiscientist.experiment.finish import finish_run
 from aiscientist.llm import load_llm_config, make_client
-from aiscientist.llm.budget import forget_run
+from aiscientist.llm.budget import forget_run, read_records
 from aiscientist.orchestrator.graph import Orchestrator
+from aiscientist.records.accounting import cache_fields, call_usage
 from aiscientist.records.paths import RUN_INFO, STEP_RECORD, RunPaths, write_atomic
 from aiscientist.records.result import RunResult
 from aiscientist.records.step import StepRecord, folder_hashes
@@ -217,6 +218,7 @@ def finish(ctx: RunContext, info: RunInfo, stop_reason: StopReason, detail: str 
         config=config,
         wall_time_s=round(ctx.elapsed_s(), 3),
         started_at=info.started_at,
+        **cache_fields(call_usage(read_records(ctx.ws.paths.llm_calls))),
         tokens=tokens,
         cost=round(cost, 6),
     )

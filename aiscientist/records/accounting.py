@@ -134,6 +134,13 @@ class CallUsage:
     cost: float = 0.0
     answer_tokens: int = 0  # completion tokens of the answered calls
     wall_time_s: float = 0.0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
+    cache_saved: float = 0.0  # the uncached price less the cost, US dollars
+
+    @property
+    def cached_share(self) -> float | None:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record (a malformed one is skipped)."""
@@ -143,16 +150,29 @@ class CallUsage:
                 self.wall_time_s = max(self.wall_time_s, wall)
                 return
             prompt, completion = int(record.get("prompt_tokens") or 0), int(record.get("completion_tokens") or 0)
-            cost = float(record.get("cost") or 0.0)
+            cost, cached = float(record.get("cost") or 0.0), int(record.get("cached_tokens") or 0)
+            saved = float(record.get("cache_saved") or 0.0)
         except (ValueError, TypeError, AttributeError):
             return
         self.calls += 1
         self.tokens += prompt + completion
         self.cost += cost
+        self.prompt_tokens += prompt
+        self.cached_tokens += min(cached, prompt)
+        self.cache_saved += saved
         self.wall_time_s = max(self.wall_time_s, wall)
         if record.get("outcome", "ok") == "ok":
             self.answered += 1
             self.answer_tokens += completion
+
+
+def cache_fields(usage: CallUsage) -> dict[str, Any]:
+    """The prompt-cache fields of `result.json` and the bench summary."""
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "cache_saved": round(usage.cache_saved, 8),
+    }
 
 
 def call_usage(records: Iterable[Mapping[str, Any]]) -> CallUsage:

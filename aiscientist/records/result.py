@@ -49,7 +49,13 @@ class RunResult(BaseModel):
     tokens: int = 0
     """Model tokens of the run (its model-call log; else the steps' charges)."""
     cost: float = 0.0
-    """Model cost of the run, US dollars."""
+    """Model cost of the run at the providers' cached prices, US dollars."""
+    prompt_tokens: int = 0
+    """Prompt tokens of the run's model calls, cached ones included."""
+    cached_tokens: int = 0
+    """Of prompt_tokens, those read from a provider's prompt cache (`cached_tokens` in llm_calls.jsonl)."""
+    cache_saved: float = 0.0
+    """What the cache saved: the uncached price less the cost, US dollars."""
     wall_time_s: float = 0.0
     """Wall-clock seconds of the run (over its sessions)."""
     ttfe_s: float | None = None

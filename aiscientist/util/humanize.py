@@ -50,3 +50,11 @@ def pace(ttfe_s: float | None, per_hour: float | None) -> str:
     """`first experiment after 3 min 40 s · 12.5 experiments per hour` (records/timing.py)."""
     first = f"first experiment after {duration(ttfe_s)}" if ttfe_s is not None else "no experiment yet"
     return first + (f" · {num(per_hour, 3)} experiments per hour" if per_hour is not None else "")
+
+
+def cache_line(prompt_tokens: int | None, cached_tokens: int | None, saved: float | None) -> str:
+    """`83% of 120,000 prompt tokens cached · saved $0.0123` (a provider's prompt cache)."""
+    if not prompt_tokens:
+        return MISSING
+    share = f"{100 * (cached_tokens or 0) / prompt_tokens:.0f}% of {num(prompt_tokens)} prompt tokens cached"
+    return share + (f" · saved {money(saved)}" if saved else "")

@@ -92,6 +92,9 @@ class RunView(BaseModel):
     wall_time_s: float | None
     ttfe_s: float | None
     experiments_per_hour: float | None
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    cache_saved: float | None
     verify: str
     steps: list[StepView]
     timeline: list[Moment]
@@ -319,6 +322,9 @@ class _Facts(BaseModel):
     name: str | None = None
     baseline: float | None = None
     metric: dict[str, Any] = {}
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_saved: float | None = None
 
 
 def load_run(folder: Path | str) -> RunView:
@@ -360,6 +366,9 @@ def load_run(folder: Path | str) -> RunView:
         wall_time_s=base.wall_time_s if "wall_time_s" in given else None,
         ttfe_s=base.ttfe_s if "ttfe_s" in given else first_experiment_s(steps, state.started_at),
         experiments_per_hour=base.experiments_per_hour,
+        prompt_tokens=base.prompt_tokens,
+        cached_tokens=base.cached_tokens,
+        cache_saved=base.cache_saved,
         verify=_verify(root),
         steps=steps,
         timeline=[m for m in moments if m.kind != "access.denied"],

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from aiscientist.records.accounting import is_better, successful
-from aiscientist.util.humanize import duration, money, num, pace, plural
+from aiscientist.util.humanize import cache_line, duration, money, num, pace, plural
 from aiscientist.viewer.load import Moment, RunView, StepView
 
 REFRESH_S = 10  # while a run is going, the page reloads itself (re-written by `show --watch`)
@@ -157,6 +157,7 @@ def _summary(run: RunView) -> list[tuple[str, str]]:
         ("stop reason", run.stop_reason or "–"),
         ("steps", steps),
         ("tokens · cost", f"{num(run.tokens)} · {money(run.cost)}"),
+        ("prompt cache", cache_line(run.prompt_tokens, run.cached_tokens, run.cache_saved)),
         ("wall time", duration(run.wall_time_s)),
         ("pace", pace(run.ttfe_s, run.experiments_per_hour)),
         ("verify", run.verify),

@@ -24,7 +24,7 @@ from aiscientist.experiment.finish import finish_run, measure_baseline
 from aiscientist.llm import read_records
 from aiscientist.llm.config import load_llm_config
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
-from aiscientist.records.accounting import call_usage, run_usage, successful
+from aiscientist.records.accounting import cache_fields, call_usage, run_usage, successful
 from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths, CellSummary
 from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.records.step import StepRecord, load_steps
@@ -156,7 +156,8 @@ def summarize_cell(
     steps = load_steps(ws.paths)
     direction = task.metric_direction or "max"
     measured = shared_baseline(task, out, config.sandbox) if task.kind == "improve" else {}
-    tokens, cost = run_usage(call_usage(read_records(ws.paths.llm_calls)), steps)
+    calls = call_usage(read_records(ws.paths.llm_calls))
+    tokens, cost = run_usage(calls, steps)
     result = finish_run(
         ws,
         spec.agent,
@@ -169,6 +170,7 @@ def summarize_cell(
         cost=cost,
         baseline=task.baseline if task.baseline is not None else measured.get("val"),
         config={"model": config.model, "steps": config.steps, "round": spec.round},
+        **cache_fields(calls),
     )
     good = [s for s in steps if successful(s)]
     diversity, embedder = _diversity(task, ws, good, config.embedder)

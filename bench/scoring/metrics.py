@@ -109,6 +109,8 @@ class AgentTask(BaseModel):
     time_per_step_s: float | None
     ttfe_s: float | None = None
     experiments_per_hour: float | None = None
+    cached_share: float | None = None
+    cache_saved: float = 0.0
     steps_to_target: int | None
     auc: float
     curve: list[float | None]
@@ -211,6 +213,10 @@ def _agent_task(info: TaskInfo, runs: list[CellSummary], best: CellSummary | Non
         time_per_step_s=wall / completed if completed else None,
         ttfe_s=mean_std(r.result.ttfe_s for r in runs)[0],
         experiments_per_hour=per_hour(completed, wall),
+        cached_share=sum(r.result.cached_tokens for r in runs) / prompt
+        if (prompt := sum(r.result.prompt_tokens for r in runs))
+        else None,
+        cache_saved=sum(r.result.cache_saved for r in runs),
         steps_to_target=steps_to_target(shown.curve, info.target, info.direction) if info.target is not None else None,
         auc=_auc(info, shown),
         curve=shown.curve,
@@ -268,6 +274,8 @@ AGENT_METRICS: tuple[tuple[str, str, str], ...] = (  # (field, column, what it m
         "(the task's baseline measurement is apart)",
     ),
     ("experiments_per_hour", "experiments / hour", "completed steps per hour of wall time (pooled over rounds)"),
+    ("cached_share", "cached share", "prompt tokens read from the provider's prompt cache / all prompt tokens"),
+    ("cache_saved", "cache saved $", "the uncached price less the cost at the cached price, US dollars, all rounds"),
 )
 
 

@@ -122,7 +122,7 @@ def agents_table(cells: Sequence[AgentTask]) -> Table:
     return header, rows
 
 
-PACE_METRICS = ("ttfe_s", "experiments_per_hour")  # how soon and how often, per agent and task
+PACE_METRICS = ("ttfe_s", "experiments_per_hour", "cached_share", "cache_saved")  # per agent and task
 
 
 def pace_table(cells: Sequence[AgentTask]) -> Table:
@@ -268,7 +268,10 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
             utility_table(infos, cells, agents, runs),
         )
         tables["agents"] = ("Per agent: mean ± std over tasks (no spread with one task)", agents_table(improve))
-        tables["pace"] = ("Per agent and task: how soon and how often it experiments", pace_table(improve))
+        tables["pace"] = (
+            "Per agent and task: how soon and how often it experiments, what the cache saved",
+            pace_table(improve),
+        )
     if pairings:
         tables["paired"] = ("Agent against agent, paired by round: more than noise?", paired_table(pairings))
     if any(r.kind == "reproduce" for r in runs):

@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiscientist.llm.config import LLMConfig
+from aiscientist.llm.provider.caching import cache_counts, needs_breakpoints, with_breakpoints
 from aiscientist.llm.provider.errors import (
     CONNECT_TIMEOUT_S,
     context_sizes,
@@ -102,6 +103,8 @@ class LiteLLMBackend:
             "stop": stop,
         }
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if needs_breakpoints(cfg.model):  # the role's stable prefix is cached only up to a breakpoint
+            messages, tools = with_breakpoints(messages, tools)
         if tools:
             kwargs["tools"] = tools
         import httpx  # litellm's own HTTP client
@@ -145,13 +148,14 @@ def _reply_from_response(response: Any) -> Reply:
     usage = getattr(response, "usage", None)
     # litellm reports zeros when the provider sent no usage; no real request has 0 prompt tokens
     reported = usage is not None and bool(getattr(usage, "prompt_tokens", 0))
-    hidden = getattr(response, "_hidden_params", {}) or {}
+    cached, written = cache_counts(response) if reported else (None, None)
     return Reply(
         content=message.content or "",
         tool_calls=calls,
         prompt_tokens=usage.prompt_tokens if reported else None,
         completion_tokens=usage.completion_tokens if reported else None,
-        cost=hidden.get("response_cost") if reported else None,
+        cached_tokens=cached,
+        cache_write_tokens=written,
     )
 
 
