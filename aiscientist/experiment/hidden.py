@@ -18,33 +18,21 @@ from pathlib import Path
 from typing import Protocol
 
 from aiscientist.experiment import integrity
-from aiscientist.experiment.checked import run_checked
+from aiscientist.experiment.checked import Runner, run_checked
 from aiscientist.experiment.runenv import clean_outputs
 from aiscientist.experiment.scoring import Scorer, prepare_test_inputs, score_run, survivors_error
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading, TestResult
-from aiscientist.sandbox import CommandsResult
 from aiscientist.task import Task, expand_globs, glob_match
 from aiscientist.util import untrusted
 
 
-class TestRunner(Scorer, Protocol):
+class TestRunner(Scorer, Runner, Protocol):
     """What the hidden test needs of the experiment engine."""
 
     task: Task
     paths: RunPaths
-
-    def run_commands(
-        self,
-        commands: list[str],
-        repo: Path | None = None,
-        hide_task: bool = True,
-        protect: bool = True,
-        timeout: float | None = None,
-    ) -> CommandsResult: ...
-
-    def protected_manifest(self) -> dict[str, str]: ...
 
     def read_metrics(self, metrics_path: Path, stdout: str = "") -> MetricsReading: ...
 
