@@ -44,10 +44,14 @@ def test_baseline_prints_metric_and_writes_result(tmp_path: Path) -> None:
             "protected: 'scorer.py' is still missing after the setup commands ran",
         ),
         ({"scorer": ["evaluate.py", "train.py"]}, "scorer: train.py is neither protected nor hidden"),
-        ({"score": ["python evaluate.py --split val"], "scorer": ["evaluate.py"]}, "scorer: evaluate.py: line 8: from "
-         "data import make_split loads data.py, which is not a scorer file"),  # fmt: skip
-        ({"score": ["python evaluate.py --config config.py"]}, "score: 'python evaluate.py --config config.py' names "
-         "config.py, which its sandbox invocation does not see"),  # fmt: skip
+        (
+            {"score": ["python evaluate.py --split val"], "scorer": ["evaluate.py"]},
+            "scorer: evaluate.py: line 8: from data import make_split loads data.py, which is not a scorer file",
+        ),  # fmt: skip
+        (
+            {"score": ["python evaluate.py --config config.py"]},
+            "score: 'python evaluate.py --config config.py' names config.py, which its sandbox invocation does not see",
+        ),  # fmt: skip
         ({"hidden": ["heldout/*", "data.py"]}, "hidden: data.py is both protected ('data.py') and hidden"),
         ({"artifacts": ["*.py"]}, "artifacts: '*.py' could match code"),
         ({"test_score": []}, "test_score: a task with score and test_commands must say how"),

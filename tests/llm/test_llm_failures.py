@@ -99,8 +99,8 @@ def test_patience_bounds_the_retries_and_an_outage_within_it_is_sat_out(tmp_path
         with pytest.raises(
             ModelUnavailable,
             match=(
-                r"connection refused \(http://127.0.0.1:\d+/v1\): nothing listens there .* \(model unavailable: gave up "
-                r"after \d+ "
+                r"connection refused \(http://127.0.0.1:\d+/v1\): nothing listens there .* "
+                r"\(model unavailable: gave up after \d+ "
                 r"attempts over \d+ s"
             ),
         ):
