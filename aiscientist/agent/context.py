@@ -32,6 +32,7 @@ from aiscientist.records.paths import in_submission
 from aiscientist.records.step import StepRecord
 from aiscientist.task import Task, expand_globs
 from aiscientist.util import untrusted
+from aiscientist.workspace import guidance
 
 if TYPE_CHECKING:
     from aiscientist.workspace import Workspace
@@ -105,11 +106,20 @@ class RunContext:
             return self._clients[role]
 
     def complete(
-        self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, guided: bool = True
     ) -> Completion:
         """One model call with `role`'s client. Tool calls rejected before they could
-        run (bad JSON, unknown tool, arguments not matching the schema) become events."""
+        run (bad JSON, unknown tool, arguments not matching the schema) become events.
+        `guided`: the person's new notes (`workspace.guidance`) ride on the prompt's last message,
+        once per role (the orchestrator shows them in its status instead; specialists get them from it)."""
+        if guided and (notes := self.guidance.pending(role)):
+            messages = [*messages, {"role": "user", "content": guidance.block(notes)}]
+            self.guidance.mark(self.ws.events, role, guidance.DELIVERED, notes)
         return call_model(self.client(role), self.ws, role, messages, tools)
+
+    @cached_property
+    def guidance(self) -> guidance.Guidance:
+        return guidance.Guidance(self.ws.paths.root)
 
     def usage(self) -> tuple[int, float]:
         """(tokens, cost) used by the run so far, earlier sessions included."""

@@ -17,7 +17,7 @@ from aiscientist.util.registry import Registry
 # name -> the module holding its HELP, add_arguments(parser) and run(args): aiscientist's own here,
 # other installed packages' from their entry points in the PLUGINS group (pyproject.toml)
 COMMANDS: Registry[str] = Registry("command")
-for _name in ("solve", "baseline", "verify", "show", "sandbox", "task", "model"):
+for _name in ("solve", "baseline", "guide", "verify", "show", "sandbox", "task", "model"):
     COMMANDS.register(_name, f"aiscientist.cli.{_name}")
 PLUGINS = "aiscientist.commands"
 

@@ -28,6 +28,7 @@ from aiscientist.experiment.hidden import run_hidden_test
 from aiscientist.experiment.repeats import Repeats, code_digest
 from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
 from aiscientist.experiment.scoring import read_metrics, score_run, survivors_error
+from aiscientist.records import ledger
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import DIFF, STDERR, STDOUT, STEP_CODE, RunPaths
 from aiscientist.records.snapshot import Snapshot
@@ -38,6 +39,7 @@ from aiscientist.records.step import (
     StepRecord,
     TestResult,
     folder_hashes,
+    load_steps,
     sha256_file,
 )
 from aiscientist.sandbox import CommandsResult, Sandbox
@@ -266,6 +268,7 @@ class ExperimentEngine:
             os.replace(tmp, step_dir / STEP_RECORD)
             self._last_step = step
             self.repeats.add(record)
+            ledger.append(self.paths, load_steps(self.paths), self.task.metric.direction if self.task.metric else None)
             self.on_event("experiment.recorded", {"step": step})
             return record
 

@@ -36,6 +36,7 @@ from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, i
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.util import notices
+from aiscientist.workspace import guidance
 
 TURN = "turn"  # the graph's one node
 THREAD = {"configurable": {"thread_id": "orchestrator"}, "recursion_limit": 1_000_000}
@@ -110,7 +111,8 @@ class Orchestrator:
             stage = "submit" if final else "research"
         else:
             stage = stage_of(state.get("calls", {}), steps_done, ctx.steps)
-        view = {**state, "final_call": final, "stage": stage}
+        notes = ctx.guidance.pending(self.role)  # shown in the status until a decision acts on them
+        view = {**state, "final_call": final, "stage": stage, "guidance": [vars(n) for n in notes]}
         try:
             completion, turns = self.query(view)
         except BudgetExhausted as err:
@@ -139,6 +141,9 @@ class Orchestrator:
                 "tools": [c.name for c in completion.tool_calls],
             },
         )
+        if completion.tool_calls:
+            tools = [c.name for c in completion.tool_calls]
+            ctx.guidance.mark(ctx.ws.events, self.role, guidance.ACK, notes, decision=decision, tools=tools)
         silent = 0 if completion.tool_calls else state.get("no_tool_calls", 0) + 1
         if silent >= config.orchestrator.no_tool_call_limit:
             why = f"the model answered {silent} times in a row without calling a tool (text only, no call to read)"
@@ -161,7 +166,7 @@ class Orchestrator:
         turns = view.get("turns", [])
         while True:
             try:
-                return self.ctx.complete(self.role, self.messages({**view, "turns": turns}), self.schemas), turns
+                return self.ctx.complete(self.role, self.messages({**view, "turns": turns}), self.schemas, False), turns
             except ContextOverflow as err:
                 if not self.grows or not turns:
                     raise

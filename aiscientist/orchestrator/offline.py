@@ -48,7 +48,9 @@ def orchestrator_policy(seen: PolicyContext) -> PolicyReply:
             submit = ("submit", {"reason": f"{BANNER} the last step of the budget ran; {KEPT}"})
             return PolicyReply(f"{BANNER} The last step, then submit.", [*calls, submit])
     if bus or not calls:
-        calls.append(("implementation", {"mode": "explore", "task": REVISE, "context": "" if bus else _outcomes(seen)}))
+        asked = [n for n in f.get("guidance") or [] if search.GUIDED.search(str(n))]  # a person's `try NAME=VALUE`
+        task = f"{REVISE}; first, as the person's guidance asks: {asked[0]}" if asked else REVISE
+        calls.append(("implementation", {"mode": "explore", "task": task, "context": "" if bus else _outcomes(seen)}))
     return PolicyReply(f"{BANNER} {', '.join(name for name, _ in calls)}.", calls)
 
 

@@ -8,6 +8,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
 from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, SUBMISSION
 from aiscientist.specialists.base import facts, task_brief
+from aiscientist.workspace.guidance import Note, block
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
 You are the Tier-0 orchestrator of AiScientist, an autonomous ML research engineer. You
@@ -60,7 +61,8 @@ def orchestrator_messages(ctx: RunContext, state: OrchestratorState) -> list[dic
 
 
 def flat_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
-    status = f"## Status\n{progress_line(ctx)}\n{best_line(ctx)}\n{facts(ctx, 'flat')}"
+    notes = guidance_block(state)
+    status = f"## Status\n{progress_line(ctx)}\n{best_line(ctx)}\n{notes}{facts(ctx, 'flat', guidance=_notes(state))}"
     return _conversation(f"{FLAT_SYSTEM}\n\n{TURN_RULES}", task_brief(ctx), state, status)
 
 
@@ -124,10 +126,17 @@ def status_block(ctx: RunContext, state: OrchestratorState) -> str:
     reminders = reminders_for(ctx, state)
     if reminders:
         parts += ["## Reminders", *(f"- {r}" for r in reminders)]
+    if state.get("guidance"):
+        parts.append(guidance_block(state).strip())
     parts += [
         "## Workspace map",
         ctx.ws.map_text(stable=True).strip(),
-        facts(ctx, "orchestrator", counters={n: calls.get(n, 0) for n in (*COUNTED, "explore", "fix", "full")}),
+        facts(
+            ctx,
+            "orchestrator",
+            counters={n: calls.get(n, 0) for n in (*COUNTED, "explore", "fix", "full")},
+            guidance=_notes(state),
+        ),
     ]
     shown = {m.get("tool_call_id") for turn in state.get("turns", []) for m in turn if m.get("role") == "tool"}
     summaries = [
@@ -140,6 +149,16 @@ def status_block(ctx: RunContext, state: OrchestratorState) -> str:
             for s in summaries
         ]
     return "\n".join(parts)
+
+
+def _notes(state: OrchestratorState) -> list[str] | None:
+    return [n["text"] for n in state.get("guidance") or []] or None  # facts drop a None: no key without notes
+
+
+def guidance_block(state: OrchestratorState) -> str:
+    """The person's notes not acknowledged yet, quoted as guidance (with a newline after), or nothing."""
+    notes = [Note(**n) for n in state.get("guidance") or []]
+    return block(notes) + "\n" if notes else ""
 
 
 def reminders_for(ctx: RunContext, state: OrchestratorState) -> list[str]:

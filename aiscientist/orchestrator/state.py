@@ -37,6 +37,7 @@ class OrchestratorState(TypedDict, total=False):
     final_call: bool  # the step budget is spent: this decision may only submit
     stop_reason: str  # a StopReason value; set: the run ends
     stop_detail: str  # the same for people
+    guidance: list[dict[str, Any]]  # the person's unacknowledged notes (a decision's view; kept in the event log)
 
 
 def initial_state() -> OrchestratorState:

@@ -39,6 +39,7 @@ PLAN_FILE = f"{PLAN}/prioritized_tasks.md"
 MAP_FILE = "WORKSPACE.md"
 RESULT = "result.json"
 PAGE = "run.html"  # the run's viewer page
+LEDGER = "results.tsv"  # one row per step, appended as each step ends (records/ledger.py)
 EVENTS_LOG = f"{LOGS}/events.jsonl"
 LLM_CALLS_LOG = f"{LOGS}/llm_calls.jsonl"
 EXP_LOG = f"{LOGS}/exp_log.md"
@@ -107,6 +108,7 @@ class RunPaths:
     pristine_logs = _below_root(PRISTINE_LOGS)
     result = _below_root(RESULT)
     page = _below_root(PAGE)
+    ledger = _below_root(LEDGER)
     events = _below_root(EVENTS_LOG)
     events_head = _below_root(EVENTS_HEAD)
     llm_calls = _below_root(LLM_CALLS_LOG)

@@ -71,7 +71,7 @@ def run_specialist(
         prose_finish_chars=prose_finish_chars,
     )
     outcome = run_loop(
-        lambda msgs, tools: ctx.complete(role, settled(msgs, box.is_effect), tools),
+        lambda msgs, tools: ctx.complete(role, settled(msgs, box.is_effect), tools, guided=False),
         box,
         messages,
         spec,

@@ -261,6 +261,12 @@ def _shown(event: dict[str, Any]) -> Moment | None:
             f"context window full ({num(p.get('tokens'))} of {num(p.get('limit'))} tokens): forgot the "
             f"{p.get('forgot_turns')} oldest turns, kept {p.get('kept_turns')}"
         ),
+        "guidance.note": lambda p: f"guidance note {p.get('id')}: {p.get('text', '')}",
+        "guidance.ack": lambda p: (
+            f"acknowledged note(s) {p.get('notes')} at decision {p.get('decision')}: "
+            + f"calls {', '.join(p.get('tools', []))}"
+        ),
+        "guidance.delivered": lambda p: f"note(s) {p.get('notes')} carried by the next prompt",
         "access.denied": lambda p: f"{p.get('op')} {p.get('path')}: {p.get('reason')}",
         "run.end": lambda p: f"run ended: {p.get('stop_reason', '')}",
         "run.stopped": lambda p: (

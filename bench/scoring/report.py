@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aiscientist.agent import toolsets
 from aiscientist.records.cell import REPORT, BaselinePaths, CellSummary, cell_folders, load_summaries, task_folders
+from aiscientist.records.paths import LEDGER
 from aiscientist.util.humanize import MISSING, num, plural, pm
 from bench.agents import load_all
 from bench.scoring.metrics import (
@@ -32,26 +33,11 @@ from bench.scoring.paired import Pairing, paired_comparisons
 from bench.scoring.plots import plot_curves, plot_perf_vs_diversity
 
 Table = tuple[list[str], list[list[str]]]
+Links = dict[tuple[str, str, int], str]  # (task, agent, round) -> a path relative to the report
+TABLES = ("utility", "agents", "rubric", "paired", "runs", "pace", "tools")
 OUTPUTS = (
-    "utility.md",
-    "utility.csv",
-    "agents.md",
-    "agents.csv",
-    "rubric.md",
-    "rubric.csv",
-    "paired.md",
-    "paired.csv",
-    "runs.md",
-    "runs.csv",
-    "pace.md",
-    "pace.csv",
-    "tools.md",
-    "tools.csv",
-    "per_task.csv",
-    "curves_*.png",
-    "perf_vs_diversity.png",
-    "report.md",
-    "index.html",
+    *(f"{t}.{ext}" for t in TABLES for ext in ("md", "csv")),
+    *("per_task.csv", "curves_*.png", "perf_vs_diversity.png", "report.md", "index.html"),
 )
 LOST = "⚠ test below baseline"
 
@@ -77,6 +63,7 @@ COLUMNS = {
     "best val": "the run's best validation metric",
     "flag": f"{LOST}: validation improved on the baseline but the hidden test ended worse than the baseline's",
     "page": "the run's own page (steps, diffs, decisions), written by `aiscientist show`",
+    "ledger": f"the run's {LEDGER}: one row per step (status, metric, best so far, time, tokens, hypothesis)",
     "role": "the role inside the agent that makes model calls (AiScientist: orchestrator and specialists)",
     "tools": "the tools that role may call (`python -m aiscientist bench agents`); `bash` is one shared sandboxed "
     "shell",
@@ -170,8 +157,8 @@ def paired_table(pairings: Sequence[Pairing]) -> Table:
     return header, rows
 
 
-def runs_table(runs: Sequence[CellSummary], pages: dict[tuple[str, str, int], str]) -> Table:
-    header = ["task", "agent", "round", "score", "best val", "flag", "page"]
+def runs_table(runs: Sequence[CellSummary], pages: dict[tuple[str, str, int], str], ledgers: Links) -> Table:
+    header = ["task", "agent", "round", "score", "best val", "flag", "page", "ledger"]
     rows = [
         [
             r.task,
@@ -181,6 +168,7 @@ def runs_table(runs: Sequence[CellSummary], pages: dict[tuple[str, str, int], st
             num(r.result.best_metric),
             LOST if gain_lost_on_test(r) else "",
             pages.get((r.task, r.agent, r.round), ""),
+            ledgers.get((r.task, r.agent, r.round), ""),
         ]
         for r in runs
     ]
@@ -194,6 +182,12 @@ def tools_table(agents: list[str]) -> Table:
     return ["agent", "role", "tools"], [
         [str(r["agent"]), str(r["role"] or MISSING), ", ".join(r["tools"]) or "(no tool calls)"] for r in rows
     ]  # type: ignore[arg-type]
+
+
+def ledger_links(results: Path, runs: Sequence[CellSummary], out: Path) -> Links:
+    """Each run's ledger (its run folder's results.tsv), as a path relative to `out`."""
+    ledgers = {(r.task, r.agent, r.round): r.cell(results).run.ledger for r in runs}
+    return {key: os.path.relpath(path, out) for key, path in ledgers.items() if path.is_file()}
 
 
 def write_run_pages(results: Path, runs: Sequence[CellSummary], out: Path) -> dict[tuple[str, str, int], str]:
@@ -232,8 +226,8 @@ def write_csv(path: Path, table: Table) -> None:
 
 
 def _html_cell(column: str, value: str) -> str:
-    if column == "page" and value:
-        return f"<td><a href='{html.escape(value)}'>run page</a></td>"
+    if column in ("page", "ledger") and value:
+        return f"<td><a href='{html.escape(value)}'>{'run page' if column == 'page' else LEDGER}</a></td>"
     return f"<td class='lost'>{html.escape(value)}</td>" if LOST in value else f"<td>{html.escape(value)}</td>"
 
 
@@ -276,7 +270,8 @@ def write_report(results: Path, out: Path | None = None, run_pages: bool = True)
         tables["paired"] = ("Agent against agent, paired by round: more than noise?", paired_table(pairings))
     if any(r.kind == "reproduce" for r in runs):
         tables["rubric"] = ("Paper tasks: rubric score", rubric_table(runs))
-    tables["runs"] = ("Every run", runs_table(runs, write_run_pages(results, runs, out) if run_pages else {}))
+    pages = write_run_pages(results, runs, out) if run_pages else {}
+    tables["runs"] = ("Every run", runs_table(runs, pages, ledger_links(results, runs, out)))
     tables["tools"] = ("Tools per agent and role", tools_table(agents))
     for name, (_, table) in tables.items():
         write_csv(out / f"{name}.csv", table)

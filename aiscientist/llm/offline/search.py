@@ -9,7 +9,8 @@ pairs that marker with the metric it got. From those tries `next_change` picks:
 2. first, going on in the direction of a change that set a new best;
 3. then, a literal not tried yet (a seeded order, direction seeded);
 4. then, the other direction of a literal whose tries did not help;
-within a tier, literals with the larger observed effect (|metric delta|) first.
+within a tier, literals with the larger observed effect (|metric delta|) first. A person's note
+`try NAME=VALUE` passed on by the orchestrator comes before all of these (`guided_change`).
 """
 
 from __future__ import annotations
@@ -128,6 +129,22 @@ def next_change(contents: dict[str, str], tries: list[Try], rng: random.Random) 
             mine = [t for t in done if t.edit.key == edit.key]
             options.setdefault((edit.path, edit.old, edit.new), (_rank(mine, edit) + (rng.random(),), edit))
     return min(options.values(), key=lambda o: o[0])[1] if options else None
+
+
+GUIDED = re.compile(r"\btry\s+([A-Za-z_]\w*)\s*=\s*([^\s,;]+)", re.I)
+
+
+def guided_change(contents: dict[str, str], text: str) -> Edit | None:
+    """The change a person's note names (`try NAME=VALUE`, the first such in `text`): set the
+    candidate literal NAME (as written in the code) to VALUE; None when no note names one."""
+    for name, value in GUIDED.findall(text):
+        for path in sorted(contents):
+            for cand in find_candidates(contents[path]):
+                line = contents[path].splitlines()[cand.line - 1]
+                if cand.name == name and cand.value != value and contents[path].count(line) == 1:
+                    new = line[: cand.start] + value + line[cand.end :]
+                    return Edit(path, name, cand.line, cand.value, value, line, new)
+    return None
 
 
 def options_of(contents: dict[str, str]) -> list[Edit]:

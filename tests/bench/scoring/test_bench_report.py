@@ -4,6 +4,7 @@ not carry over to the hidden test, and links to each run's page; it renders in C
 
 from __future__ import annotations
 
+import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +135,9 @@ def test_two_round_grid_prints_cells_and_reports_intervals(grid):
     assert len(lines) == 4 and all("2/2 steps" in line for line in lines)
     paired = (out / "report" / "paired.md").read_text()
     assert "| tiny-quadratic | hpsearch vs linear | 2 |" in paired and "%" in paired and "[" in paired
+    with (out / "report" / "runs.csv").open() as handle:
+        ledgers = [row["ledger"] for row in csv.DictReader(handle)]
+    assert len(ledgers) == 4 and all(len((out / "report" / p).read_text().splitlines()) == 3 for p in ledgers)
 
 
 @pytest.mark.slow
