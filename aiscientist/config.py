@@ -71,6 +71,7 @@ class RunConfig(BaseModel):
     preflight_model_timeout_s: float = Field(
         600, gt=0, description="how long preflight waits for the model's first answer"
     )
+    tracking: str | None = Field(None, description="mlflow, mlflow=URI or wandb (docs/tracking.md); --track sets it")
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
     specialists: SpecialistConfig = Field(default_factory=SpecialistConfig)
 

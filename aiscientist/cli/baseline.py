@@ -8,7 +8,7 @@ import time
 from rich.table import Table
 
 from aiscientist.cli.common import add_task_arguments, default_run_dir, task_from_args
-from aiscientist.experiment.finish import measure_baseline
+from aiscientist.experiment.finish import BASELINE_AGENT, measure_baseline
 from aiscientist.util.console import make_console
 
 console = make_console()
@@ -22,8 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiscientist.tracking import parse_spec, track_run
     from aiscientist.workspace import Workspace  # heavy: watchdog, git
 
+    tracking = parse_spec(args.track)
     task = task_from_args(args)
     run_dir = args.run_dir or default_run_dir(task)
     if run_dir.exists() and any(run_dir.iterdir()):
@@ -33,8 +35,11 @@ def run(args: argparse.Namespace) -> int:
     with console.status(f"setting up {task.name} in {run_dir} ..."):
         ws = Workspace.create(task, run_dir, sandbox=args.sandbox)
     steps = " && ".join(task.commands) + (" and the hidden test" if args.test else "")
+    params = {"task": task.name, "agent": BASELINE_AGENT, "test": args.test}
+    direction = task.metric.direction if task.metric else None
     with console.status(f"running the baseline of {task.name} ({steps}) ..."):
-        record, result = measure_baseline(ws, test=args.test, started=started)
+        with track_run(tracking, ws.paths, f"{task.name} baseline", params, {"task": task.name}, direction):
+            record, result = measure_baseline(ws, test=args.test, started=started)
     test = result.test
 
     table = Table(title=f"baseline · {task.name}")

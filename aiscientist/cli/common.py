@@ -17,9 +17,18 @@ _METRIC = re.compile(r"^(?P<dataset>[^/]+)/(?P<name>[^:]+)(?::(?P<direction>max|
 def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="a task.yaml, or an FML-bench task folder (config.json + prompt.json)")
     add_selection_arguments(parser)
+    add_track_argument(parser)
     parser.add_argument("--run-dir", type=Path, help=f"run folder (default: {RUNS_HOME}/<task>-<time>)")
     parser.add_argument(
         "--sandbox", default="auto", choices=BACKENDS, help="experiment sandbox backend (default: auto)"
+    )
+
+
+def add_track_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--track",
+        metavar="mlflow[=URI]|wandb",
+        help="copy the run to MLflow (default store ./mlflow.db, or a server URI) or W&B (offline); docs/tracking.md",
     )
 
 

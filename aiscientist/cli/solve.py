@@ -7,7 +7,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from aiscientist.cli.common import add_selection_arguments, default_run_dir, task_from_args
+from aiscientist.cli.common import add_selection_arguments, add_track_argument, default_run_dir, task_from_args
 from aiscientist.cli.task_init import NOT_ISOLATED, add_init_arguments, initialise
 from aiscientist.config import RunConfig, load_config
 from aiscientist.records.paths import RUN_INFO, RUNS_HOME
@@ -55,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run")
     add_selection_arguments(parser)
+    add_track_argument(parser)
     parser.add_argument(
         "--no-preflight",
         action="store_true",
@@ -93,6 +94,7 @@ def _run(args: argparse.Namespace, stack: ExitStack) -> int:
     from aiscientist.orchestrator.progress import LiveProgress, summary_table
     from aiscientist.orchestrator.run import is_run_folder, solve
     from aiscientist.records.timing import process_started_at
+    from aiscientist.tracking import parse_spec
 
     if args.steps is not None and args.steps < 1:
         raise TaskError("--steps", "steps", "must be at least 1")
@@ -107,6 +109,9 @@ def _run(args: argparse.Namespace, stack: ExitStack) -> int:
             raise TaskError("solve", "task", "a TASK (task.yaml or FML-bench folder) or --resume RUN_DIR is required")
         sets = [*args.sets, *([f"sandbox.backend={args.sandbox}"] if args.sandbox else [])]
         config = load_config([CONFIGS_DIR / "default.yaml", *(resolve_config(c) for c in args.config)], sets)
+        if args.track:
+            config = config.model_copy(update={"tracking": args.track})
+        parse_spec(config.tracking)  # a bad value or a missing extra fails before the run starts
         task = _generated_task(args, config, stack) if args.run else task_from_args(args)
         run_dir = args.run_dir or default_run_dir(task)
         if run_dir.exists() and any(run_dir.iterdir()):

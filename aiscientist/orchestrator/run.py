@@ -32,6 +32,7 @@ from aiscientist.records.paths import RUN_INFO, STEP_RECORD, RunPaths, write_ato
 from aiscientist.records.result import RunResult
 from aiscientist.records.step import StepRecord, folder_hashes
 from aiscientist.task import Task, TaskError, load_task
+from aiscientist.tracking import parse_spec, start_tracking
 
 
 class RunInfo(BaseModel):
@@ -107,6 +108,17 @@ def solve(
         config=info.config,
         wall_time_s=info.wall_time_s,
     )
+    tracker = start_tracking(
+        parse_spec(info.config.tracking),
+        ws.paths,
+        f"{ws.task.name} {info.config.arm}",
+        {"task": ws.task.name, "agent": info.config.arm, "model": info.model, "steps": info.steps,
+         "config": info.config.model_dump(mode="json")},
+        {"agent": info.config.arm, "task": ws.task.name},
+        ws.task.metric.direction if ws.task.metric else None,
+    )  # fmt: skip
+    if tracker is not None:
+        ws.on_step.append(tracker.catch_up)
     started = time.monotonic()
     with ExitStack() as stack:
         conn = stack.enter_context(closing(sqlite3.connect(ws.paths.checkpoints, check_same_thread=False)))
@@ -126,6 +138,8 @@ def solve(
         except KeyboardInterrupt:
             ws.events.record("orchestrator", "run.interrupted", {"steps_done": ctx.steps_done()})
             _save(ws, info.model_copy(update={"stop_reason": StopReason.INTERRUPTED}))
+            if tracker is not None:
+                tracker.close()
             raise
     stop_reason = StopReason(final_state.get("stop_reason") or StopReason.FINISHED)
     detail = final_state.get("stop_detail", "")
@@ -143,6 +157,8 @@ def solve(
         },
     )
     _save(ws, info.model_copy(update={"finished": not resumable, "stop_reason": stop_reason}))
+    if tracker is not None:
+        tracker.close()
     forget_run(run_dir)  # closes its call log; a later client rebuilds the tracker from it
     return result
 

@@ -11,7 +11,7 @@ import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,7 @@ class Workspace:
         # of these: the watcher attributes a file change to who was active when it happened
         self._timeline: deque[tuple[float, str, int | None, bool]] = deque(maxlen=1024)
         self.watcher = None
+        self.on_step: list[Callable[[int], None]] = []  # called with each step's number once it is recorded
         self._map_dirty = True
         self._map_lock = threading.Lock()
 
@@ -263,6 +264,8 @@ class Workspace:
         if kind == "experiment.recorded":  # the record is visible now; its end event came first
             self.set_step(None)
             self.changed()
+            for listener in self.on_step:
+                listener(payload["step"])
             return
         self.events.record(self.active if kind.startswith("experiment") else "system", kind, payload)
 

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from rich.text import Text
 
+from aiscientist.cli.common import add_track_argument
 from aiscientist.records.cell import CELL_ERROR, REPORT, RUNS, has_runs
 from aiscientist.sandbox import BACKENDS
+from aiscientist.tracking import parse_spec
 from aiscientist.util.console import make_console
 from aiscientist.util.text import clean
 from bench.agents import agent_names, load_all
@@ -75,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="agent option, e.g. external.command='my-agent' (repeatable)",
     )
     run.add_argument("--no-progress", action="store_true", help="no live table: one line per finished cell")
+    add_track_argument(run)
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     report = sub.add_parser(
         "report", help="write markdown/CSV tables, PNG plots and an HTML page from a results folder"
@@ -158,8 +161,10 @@ def run(args: argparse.Namespace) -> int:
             agents=[a.strip() for a in args.agents.split(",") if a.strip()],
             tasks=resolve_tasks([t.strip() for t in args.tasks.split(",") if t.strip()], BENCH_ROOT),
             options=parse_options(args.option),
+            tracking=args.track,
         )
         _check_models(config)
+        parse_spec(config.tracking)  # a bad --track or a missing extra fails before any work
         check_options(config.options)
         if config.address and config.executor != "ray":
             raise ValueError("--address is the address of a Ray cluster: use it with --executor ray")

@@ -29,6 +29,7 @@ from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths, CellSu
 from aiscientist.records.paths import RunPaths, write_atomic
 from aiscientist.records.step import StepRecord, load_steps
 from aiscientist.task import Task, TaskError, load_task
+from aiscientist.tracking import grid_parent, parse_spec, start_tracking
 from aiscientist.util import untrusted
 from aiscientist.workspace import Workspace
 from bench.agents import agent_entry, agent_names, get_agent
@@ -81,6 +82,16 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     timing = Timing(cell)
     task = load_task(spec.task_path)
     agent = get_agent(spec.agent)
+    tracker = start_tracking(
+        parse_spec(config.tracking),
+        cell.run,
+        f"{spec.task} {spec.agent} round {spec.round}",
+        {"task": spec.task, "agent": spec.agent, "round": spec.round, "model": config.model, "steps": config.steps},
+        {"agent": spec.agent, "task": spec.task, "round": str(spec.round)},
+        task.metric.direction if task.metric else None,
+        parent=config.tracking_parent,
+        group=config.tracking and out.name,
+    )
     options, seed, ws_dir = config.options.get(spec.agent, {}), _seed(spec, config.seed), cell.ws
     own = getattr(agent, "creates_workspace", False)
     if ws_dir.exists() and not (cell.run.run_info if own else cell.run.setup_done).is_file():
@@ -94,10 +105,13 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
         ws = Workspace.open(ws_dir) if ws_dir.exists() else Workspace.create(task, ws_dir, sandbox=config.sandbox)
         ws.engine.env.update(thread_env())
         ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
+        ws.on_step += [tracker.catch_up] if tracker else []
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = summarize_cell(spec, config, task, ws, out, stop, timing.close(), timing.first_started)
     cell.error.unlink(missing_ok=True)
     write_atomic(cell.result, summary.model_dump_json(indent=1))  # the live progress reads it meanwhile
+    if tracker is not None:
+        tracker.close()
     return str(stop)
 
 
@@ -296,6 +310,9 @@ def run_grid(config: GridConfig, out: Path, progress: bool = True) -> dict[str, 
     out.mkdir(parents=True, exist_ok=True)
     (out / GRID_FILE).write_text(config.model_dump_json(indent=1))
     todo = [s for s in specs if not is_finished(s, out)]
+    if todo and config.tracking:  # the cells run as children of one parent run
+        grid = config.model_dump(mode="json", exclude={"options", "tracking_parent"})
+        config = config.model_copy(update={"tracking_parent": grid_parent(parse_spec(config.tracking), out.name, grid)})
     failures: dict[str, str] = {}
     if todo:
         # the baselines first, as jobs of their own, so no run waits for one at its end

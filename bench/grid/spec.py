@@ -25,6 +25,8 @@ class GridConfig(BaseModel):
     address: str | None = None  # ray: an existing cluster (default: a local one)
     embedder: str = "auto"
     options: dict[str, dict[str, Any]] = {}
+    tracking: str | None = None  # mlflow, mlflow=URI or wandb (aiscientist.tracking)
+    tracking_parent: str | None = None  # the grid's MLflow parent run (set when the grid starts)
 
 
 class RunSpec(BaseModel):
