@@ -367,6 +367,7 @@ class ExperimentEngine:
             score_isolated=self.task.score_isolated,
             tokens=tokens,
             cost=cost,
+            peak_memory_mb=result.memory.peak_mb if result.memory else None,
         )
 
     def read_metrics(self, metrics_path: Path, stdout: str = "") -> MetricsReading:

@@ -19,6 +19,7 @@ class FailureCause(StrEnum):
     PROTECTED_CHANGED = "protected file changed"
     INTEGRITY = "integrity violation"
     DISK_QUOTA = "disk quota"
+    MEMORY = "memory limit"  # the kernel killed a process of the step at sandbox.memory_mb
 
 
 def summarize(failures: Iterable[tuple[FailureCause, str]]) -> str:

@@ -65,6 +65,8 @@ class StepRecord(BaseModel):
     """Model tokens charged to it."""
     cost: float = 0.0
     """Model cost charged to it, US dollars."""
+    peak_memory_mb: float | None = None
+    """Its commands' peak memory: processes, tmpfs and shared memory (None: not measured)."""
 
     @property
     def eligible(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Literal, NamedTuple, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from aiscientist.records.causes import FailureCause
+from aiscientist.sandbox.cgroup import MemoryUse, memory_enforcement
 
 TAIL_CHARS = 8000
 
@@ -40,7 +41,9 @@ class SandboxSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     backend: BackendName = "auto"
-    memory_mb: int | None = Field(8192, ge=64, description="address-space / memory limit per command (None: unlimited)")
+    memory_mb: int | None = Field(
+        8192, ge=64, description="memory per invocation: processes, tmpfs, shared memory (None: unlimited)"
+    )
     processes: int | None = Field(1024, ge=16, description="processes and threads per sandbox (None: unlimited)")
     file_size_mb: int | None = Field(4096, ge=1, description="largest file a command may write (None: unlimited)")
     cpus: float | None = Field(None, gt=0, description="docker: CPU quota (None: all)")
@@ -67,12 +70,14 @@ class CommandsResult(BaseModel):
     stdout_bytes: int = 0  # what the commands wrote in all (only the tails are kept)
     stderr_bytes: int = 0
     survivors: int = 0  # processes still alive after the last kill (none may be, before scoring)
+    memory: MemoryUse | None = None  # how memory was limited and what the invocation used
 
     @property
     def ok(self) -> bool:
         return (
             not self.timed_out
             and not self.survivors
+            and not self.out_of_memory
             and len(self.returncodes) == len(self.commands)
             and all(rc == 0 for rc in self.returncodes)
         )
@@ -90,11 +95,20 @@ class CommandsResult(BaseModel):
             stdout_bytes=self.stdout_bytes + later.stdout_bytes,
             stderr_bytes=self.stderr_bytes + later.stderr_bytes,
             survivors=self.survivors + later.survivors,
+            memory=_both(self.memory, later.memory),
         )
+
+    @property
+    def out_of_memory(self) -> bool:
+        """The kernel killed a process of the invocation at its memory limit (the run failed, even
+        when its command carried on without it)."""
+        return bool(self.memory and self.memory.oom_kills)
 
     def failure_cause(self) -> FailureCause | None:
         if self.timed_out:
             return FailureCause.TIMEOUT
+        if self.out_of_memory:
+            return FailureCause.MEMORY
         failed = [rc for rc in self.returncodes if rc != 0]
         if not failed:
             return None
@@ -104,11 +118,26 @@ class CommandsResult(BaseModel):
         """A short reason when the run did not succeed."""
         if self.timed_out:
             return f"timed out running: {self.commands[len(self.returncodes) - 1]}"
+        if self.memory is not None and self.out_of_memory:
+            rc, command = self.returncodes[-1], self.commands[len(self.returncodes) - 1]
+            return (
+                f"stopped at the memory limit (sandbox.memory_mb = {self.memory.limit_mb}, {self.memory.enforced_by}; "
+                f"peak {self.memory.peak_mb} MB; {self.memory.oom_kills} process(es) killed): exit {rc}: {command}"
+            )
         for command, rc in zip(self.commands, self.returncodes):
             if rc != 0:
                 last = self.stderr_tail.strip().splitlines()[-1:] or [""]
                 return f"command exited {rc}: {command}" + (f" ({last[0][:200]})" if last[0] else "")
         return None
+
+
+def _both(first: MemoryUse | None, later: MemoryUse | None) -> MemoryUse | None:
+    """Two invocations' memory as one: the larger peak, every kill."""
+    if first is None or later is None:
+        return first or later
+    peaks = [p for p in (first.peak_mb, later.peak_mb) if p is not None]
+    kills = first.oom_kills + later.oom_kills
+    return later.model_copy(update={"peak_mb": max(peaks, default=None), "oom_kills": kills})
 
 
 class Mounts(NamedTuple):
@@ -143,6 +172,10 @@ class Sandbox(ABC):
         """Run `commands` in order through bash in `cwd`, each with `timeout` seconds
         (see `Mounts`; with no `writable`, only `cwd` is writable)."""
         return self.execute(commands, Path(cwd), timeout, env, Mounts(writable or [Path(cwd)], readonly, hidden))
+
+    def memory_enforcement(self) -> str:
+        """What holds `memory_mb` here: a cgroup (v2/v1, counting tmpfs and shared memory) or a rlimit."""
+        return memory_enforcement()
 
     @abstractmethod
     def execute(

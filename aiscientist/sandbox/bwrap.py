@@ -6,7 +6,9 @@ Visible inside: the system's runtime folders and the Python environment
 folders, no host /tmp or /run, no sockets, no sibling folders of the run.
 Hidden paths that fall inside a visible folder are covered. No network, no
 capabilities, its own PID namespace (nothing outlives a command), resource
-limits from the settings.
+limits from the settings: one memory cgroup per invocation counting processes,
+`/tmp` and `/dev/shm` (`sandbox/cgroup.py`); `/dev` read-only but for its devices,
+`/dev/shm` a tmpfs of at most `memory_mb`.
 """
 
 from __future__ import annotations
@@ -145,7 +147,11 @@ class BwrapSandbox(Sandbox):
         )  # /tmp lives in memory
         # the private /tmp first: an environment or a run folder under host /tmp is mounted onto it
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        args += ["--dev", "/dev", "--proc", "/proc", *tmp_size, "--tmpfs", PRIVATE_TMP, *_system_args()]
+        # /dev read-only but for its devices (null, zero, urandom...) and /dev/shm, a tmpfs no larger
+        # than the memory cap; the cgroup counts its pages (and /tmp's) with the processes' memory
+        shm = ["--size", str(self.settings.memory_mb << 20)] if self.settings.memory_mb else []
+        args += ["--dev", "/dev", *shm, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc"]
+        args += [*tmp_size, "--tmpfs", PRIVATE_TMP, *_system_args()]
         shown: list[Path | str] = [*resolved(writable)]
         for path in shown:
             args += ["--bind", str(path), str(path)]

@@ -32,6 +32,7 @@ from aiscientist.sandbox.base import (
     to_cover,
 )
 from aiscientist.sandbox.bwrap import SYSTEM_DIRS, private_paths, python_dirs, runtime_paths
+from aiscientist.sandbox.cgroup import MemoryUse
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.interpreter import sandbox_path
 from aiscientist.sandbox.local import python_env
@@ -122,13 +123,16 @@ class DockerSandbox(Sandbox):
         self.host_runtime = (image.labels or {}).get(HOST_RUNTIME) == "1"
         remove_orphans(self.client)
 
+    def memory_enforcement(self) -> str:
+        return "docker"
+
     def limits(self) -> dict[str, Any]:
         from docker.types import DeviceRequest, Ulimit
 
         s = self.settings
         options: dict[str, Any] = {}
-        if s.memory_mb:
-            options["mem_limit"] = options["memswap_limit"] = f"{s.memory_mb}m"
+        if s.memory_mb:  # the container's cgroup counts its /dev/shm and tmpfs pages too
+            options["mem_limit"] = options["memswap_limit"] = options["shm_size"] = f"{s.memory_mb}m"
         if s.processes:
             options["pids_limit"] = s.processes
         if s.file_size_mb:
@@ -184,6 +188,8 @@ class DockerSandbox(Sandbox):
             **self.limits(),
         )
 
+        killed: list[str] = []  # the containers the kernel stopped at the memory limit
+
         def one(command: str) -> tuple[int, bool]:
             """A private /tmp per command, as under bwrap: nothing one command leaves there
             (a planted module, a cache) reaches the next."""
@@ -192,11 +198,13 @@ class DockerSandbox(Sandbox):
                 private.mkdir()
                 private.chmod(0o1777)
                 empty.touch()
-                return self._one(command, timeout, {**options, "mounts": self.mounts(mounts, private, empty)}, out, err)
+                each = {**options, "mounts": self.mounts(mounts, private, empty)}
+                return self._one(command, timeout, each, out, err, killed)
 
         try:
             result = run_each(commands, one, timeout, out, err, self.name)
             result.survivors = len(self.client.containers.list(filters={"label": [f"{LABEL}.call={call}"]}))
+            result.memory = MemoryUse(enforced_by="docker", limit_mb=self.settings.memory_mb, oom_kills=len(killed))
             return result
         except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
             for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={call}"]}):
@@ -204,7 +212,7 @@ class DockerSandbox(Sandbox):
             raise
 
     def _one(
-        self, command: str, timeout: float, options: dict[str, Any], out: OutputRing, err: OutputRing
+        self, command: str, timeout: float, options: dict[str, Any], out: OutputRing, err: OutputRing, killed: list[str]
     ) -> tuple[int, bool]:
         """One command in its own container; the container (every process in it) is gone
         on return. An engine error (bad mount, image gone) fails the command with 125.
@@ -237,6 +245,9 @@ class DockerSandbox(Sandbox):
             except (ReadTimeout, ConnectionError):  # the wait's read timeout: the command's time is up
                 container.kill()
                 rc, timed_out = container.wait()["StatusCode"], True
+            container.reload()
+            if container.attrs.get("State", {}).get("OOMKilled"):
+                killed.append(container.name)
             pump.join(timeout=10)
         except DockerException as error:
             err.write(f"\n[sandbox] docker engine error: {error}\n".encode())

@@ -4,10 +4,11 @@ The local backend is NOT a security boundary: commands see and may write the
 whole host as the current user. It only limits resources and makes sure that
 nothing a step started (even a `setsid` child that left its session) outlives it.
 
-Memory and file size are rlimits set in the child before it executes (inherited by
-everything it starts). The process limit is a `pids` cgroup when this host lets us
-make one (v1 or v2): RLIMIT_NPROC is kept too, but the kernel does not enforce it
-for root, which is who runs the sandbox on CI machines.
+Memory and processes are limited by one cgroup per invocation (`sandbox/cgroup.py`: processes,
+tmpfs and shared memory counted; v2, else v1) where this host lets us make one; file size is an
+rlimit set in the child before it executes (inherited by everything it starts). Without a memory
+cgroup, memory is an address-space rlimit per process; RLIMIT_NPROC is kept too, but the kernel
+does not enforce it for root, which is who runs the sandbox on CI machines.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from aiscientist.sandbox.base import (
@@ -34,6 +35,7 @@ from aiscientist.sandbox.base import (
     allowed_env,
     run_each,
 )
+from aiscientist.sandbox.cgroup import InvocationGroup, make_group
 from aiscientist.sandbox.interpreter import sandbox_path
 
 MARKER = "AISCIENTIST_SANDBOX_RUN"
@@ -89,7 +91,7 @@ def run_commands(
     marker = uuid.uuid4().hex
     env = {**env, MARKER: marker}
     out, err = OutputRing(), OutputRing()  # output goes through pipes into bounded rings, never a host file
-    with _pids_cgroup(settings.processes) as group:
+    with contextlib.closing(make_group(settings.memory_mb, settings.processes)) as group:
 
         def run_one(command: str) -> tuple[int, bool]:
             (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
@@ -125,6 +127,7 @@ def run_commands(
 
         result = run_each(commands, run_one, timeout, out, err, backend)
         result.survivors = _survivors(group, marker)
+        result.memory = group.use()
         return result
 
 
@@ -174,13 +177,10 @@ def marked(marker: str) -> list[int]:
     return found
 
 
-def _survivors(group: Path | None, marker: str) -> int:
+def _survivors(group: InvocationGroup, marker: str) -> int:
     """How many processes of a run are still alive after up to a second of killing them."""
     for _ in range(100):
-        left = set(marked(marker))
-        if group is not None:
-            with contextlib.suppress(OSError):
-                left |= {int(p) for p in (group / "cgroup.procs").read_text().split()}
+        left = set(marked(marker)) | group.pids()
         if not left:
             return 0
         for pid in left:
@@ -190,69 +190,23 @@ def _survivors(group: Path | None, marker: str) -> int:
     return len(left)
 
 
-def _kill_all(proc: subprocess.Popen, group: Path | None, marker: str) -> None:
+def _kill_all(proc: subprocess.Popen, group: InvocationGroup, marker: str) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, 9)
-    if group is not None:
-        _kill_cgroup(group)  # holds every process the command started, setsid ones too
+    if group.folders:
+        group.kill()  # holds every process the command started, setsid ones too
     else:
         kill_marked(marker)
 
 
-def _pids_parent() -> Path | None:
-    """A cgroup folder under which we may make pids-limited groups, or None."""
-    v1 = Path("/sys/fs/cgroup/pids")
-    if (v1 / "cgroup.procs").is_file() and os.access(v1, os.W_OK):
-        return v1
-    v2 = Path("/sys/fs/cgroup")
-    control = v2 / "cgroup.subtree_control"
-    if control.is_file() and "pids" in control.read_text().split() and os.access(v2, os.W_OK):
-        return v2
-    return None
-
-
-@contextlib.contextmanager
-def _pids_cgroup(limit: int | None) -> Iterator[Path | None]:
-    """A fresh pids cgroup capped at `limit` for one run (None when unavailable)."""
-    parent = _pids_parent() if limit else None
-    group = None
-    if parent is not None:
-        group = parent / f"aiscientist-{uuid.uuid4().hex[:12]}"
-        try:
-            group.mkdir()
-            (group / "pids.max").write_text(str(limit))
-        except OSError:
-            group = None
-    try:
-        yield group
-    finally:
-        if group is not None:
-            _kill_cgroup(group)
-            with contextlib.suppress(OSError):
-                group.rmdir()
-
-
-def _kill_cgroup(group: Path) -> None:
-    for _ in range(20):
-        try:
-            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-        except OSError:
-            return
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, 9)
-
-
-def _preexec(settings: SandboxSettings, group: Path | None) -> Callable[[], None]:
-    """The function the child runs before exec: new session, cgroup, limits."""
+def _preexec(settings: SandboxSettings, group: InvocationGroup) -> Callable[[], None]:
+    """The function the child runs before exec: new session, cgroup, limits (an address-space
+    limit only where no memory cgroup counts the invocation's memory)."""
 
     def apply() -> None:
         os.setsid()
-        if group is not None:
-            (group / "cgroup.procs").write_text("0")
-        if settings.memory_mb:
+        group.join()
+        if settings.memory_mb and group.memory is None:
             _cap(resource.RLIMIT_AS, settings.memory_mb << 20)
         if settings.file_size_mb:
             _cap(resource.RLIMIT_FSIZE, settings.file_size_mb << 20)

@@ -126,9 +126,8 @@ class Workspace:
             task.copy_repository(paths.submission)
             _write_task_folder(task, paths.task)
             ws = cls(task, paths, config, permissions, box)
-            ws.events.record(
-                "system", "workspace.created", {"task": task.name, "file_bus": file_bus, "sandbox": box.name}
-            )
+            created = {"task": task.name, "file_bus": file_bus, "sandbox": box.name, "memory": box.memory_enforcement()}
+            ws.events.record("system", "workspace.created", created)
             ws.engine.ensure_setup()
             manifest = paths.pristine_manifest
             ws.events.record(
