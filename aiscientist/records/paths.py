@@ -66,6 +66,8 @@ SNAPSHOT_BLOBS = f"{SNAPSHOTS}/blobs"  # file bytes by sha256 (experiment/snapsh
 SNAPSHOT_TREES = f"{SNAPSHOTS}/trees"  # one manifest per snapshot
 SNAPSHOT_TAGS = f"{SNAPSHOTS}/tags.json"
 SNAPSHOT_LOG = f"{SNAPSHOTS}/log.jsonl"
+PEER_BRIEF = f"{STATE}/peer_brief.json"  # what a peer is told, mounted read-only into its sandbox
+PEER_OUTPUT = f"{STATE}/peer_output.txt"  # the last of a peer's output, from the sandbox's pipes
 # inside a step folder (experiments/step_NNNN/)
 STEP_RECORD = "step.json"
 PENDING_RECORD = "step.json.tmp"
@@ -120,6 +122,8 @@ class RunPaths:
     journal = _below_root(JOURNAL)
     workspace_config = _below_root(WORKSPACE_CONFIG)
     permissions = _below_root(PERMISSIONS)
+    peer_brief = _below_root(PEER_BRIEF)
+    peer_output = _below_root(PEER_OUTPUT)
     workspace_map = _below_root(MAP_FILE)
     tree = _below_root(TREE)
     agent_state = _below_root(AGENT_STATE)

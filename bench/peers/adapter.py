@@ -1,6 +1,6 @@
 """The adapter contract: what a peer is told, in its own terms, and how its process is run.
 
-A peer gets a `PeerBrief` (JSON in `brief.json` of `RunPaths.agent_dir`): the task (goal, metric and
+A peer gets a `PeerBrief` (JSON in `state/peer_brief.json`, mounted read-only): the task (goal, metric and
 direction, editable files, the evaluation command — our `run_experiment`), the budget (one
 counted experiment is one of our steps; the driver maps it to the peer's own iterations)
 and the model (a litellm name and, for OpenAI-compatible servers, `api_base`). The peer's
@@ -26,7 +26,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.llm import load_llm_config
 from aiscientist.records.cell import CELL_WS
-from aiscientist.records.paths import AGENT_DIR
+from aiscientist.records.paths import PEER_OUTPUT, write_atomic
 from aiscientist.sandbox import get_sandbox
 from aiscientist.util.console import make_console
 from bench.peers.bridge import Bridge
@@ -34,7 +34,6 @@ from bench.peers.meter import Meter
 from bench.peers.specs import PeerEnvError, ensure, spec
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
-OUTPUT = "output.txt"  # the peer's own output, in RunPaths.agent_dir
 OPENAI_BASE = "https://api.openai.com/v1"
 console = make_console(stderr=True, soft_wrap=True)
 
@@ -124,8 +123,8 @@ class PeerAgent:
 
     def solve(self, ctx: RunContext) -> Outcome:
         python = ensure(self.peer)
-        folder = ctx.ws.paths.agent_dir
-        folder.mkdir(parents=True, exist_ok=True)
+        paths = ctx.ws.paths
+        paths.agent_dir.mkdir(parents=True, exist_ok=True)
         told = brief(ctx)
         upstream, key = told.model.api_base, told.model.api_key
         told.model.api_base = told.model.api_key = None  # the peer reaches the model through the relay only
@@ -134,13 +133,14 @@ class PeerAgent:
         with tempfile.TemporaryDirectory(prefix="aisci-peer-") as tmp, contextlib.ExitStack() as stack:
             sockets = Path(tmp)
             if upstream:  # the peer's tokens are counted on their way back
-                stack.enter_context(Meter(upstream, ctx.ws.paths.root, self.name, sockets / "model.sock", key))
+                stack.enter_context(Meter(upstream, paths.root, self.name, sockets / "model.sock", key))
             bridge = stack.enter_context(Bridge(ctx, sockets / "bridge.sock"))
-            (folder / "brief.json").write_text(told.model_dump_json(indent=1))
+            write_atomic(paths.peer_brief, told.model_dump_json(indent=1))  # host-owned, read-only inside
             env = self.environment(bridge, sockets)
-            code = run_sandboxed(ctx, python, self.driver(), folder, sockets, env, timeout)
+            code, output = run_sandboxed(ctx, python, self.driver(), sockets, env, timeout)
             calls = dict(bridge.calls)
-        return self.outcome(ctx, code, calls, folder / OUTPUT, timeout)
+        write_atomic(paths.peer_output, output)
+        return self.outcome(ctx, code, calls, output, timeout)
 
     def environment(self, bridge: Bridge, sockets: Path) -> dict[str, str]:
         """What the peer process gets besides the sandbox's own PATH, HOME and TMPDIR: no host variable, no key."""
@@ -149,14 +149,13 @@ class PeerAgent:
             "HF_HUB_OFFLINE": "1",
             "PYTHONUNBUFFERED": "1",
             "AISCI_BRIDGE_TOKEN": bridge.token,
-            "AISCI_PEER_DIR": str(bridge.ctx.ws.paths.agent_dir),
+            "AISCI_PEER_DIR": str(bridge.ctx.ws.paths.agent_dir),  # its working folder, the only one it writes
+            "AISCI_BRIEF": str(bridge.ctx.ws.paths.peer_brief),
             "AISCI_SOCKETS": str(sockets),
         }
 
-    def outcome(
-        self, ctx: RunContext, code: int | None, calls: dict[str, int], output: Path, timeout: float
-    ) -> Outcome:
-        tail = output.read_text(errors="replace")[-1500:] if output.is_file() else ""
+    def outcome(self, ctx: RunContext, code: int | None, calls: dict[str, int], output: str, timeout: float) -> Outcome:
+        tail = output[-1500:]
         if code is None:
             detail = f"peer {self.peer} had not ended at its time limit ({timeout:g}s) and was killed"
             stop = StopReason.WALL_TIME
@@ -168,7 +167,7 @@ class PeerAgent:
             detail, stop = f"peer {self.peer} ended without calling the evaluator", StopReason.AGENT_FAILED
         else:
             return Outcome(stop=StopReason.FINISHED, detail=f"peer {self.peer} ended its own run")
-        console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail} (see {CELL_WS}/{AGENT_DIR}/{OUTPUT})")
+        console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail} (see {CELL_WS}/{PEER_OUTPUT})")
         return Outcome(stop=stop, detail=detail)
 
 
@@ -181,30 +180,32 @@ def cause_of(output: str) -> str:
 
 
 def run_sandboxed(
-    ctx: RunContext, python: Path, driver: Path, folder: Path, sockets: Path, env: dict[str, str], timeout: float
-) -> int | None:
-    """The driver's exit code (None: killed at `timeout`), run in the run's sandbox backend: its
-    interpreter's venv, the drivers and the socket folder read-only, `folder` writable, nothing else."""
+    ctx: RunContext, python: Path, driver: Path, sockets: Path, env: dict[str, str], timeout: float
+) -> tuple[int | None, str]:
+    """The driver's exit code (None: killed at `timeout`) and the last of its output (the sandbox's
+    pipes, never a file it could write), run in the run's sandbox backend: its interpreter's venv, the
+    drivers, the socket folder and the brief read-only, `state/agent/` writable, nothing else."""
+    paths = ctx.ws.paths
     venv = python.parent.parent
-    argv = " ".join(shlex.quote(str(a)) for a in (python, DRIVERS / "launch.py", driver, folder / "brief.json"))
+    argv = " ".join(shlex.quote(str(a)) for a in (python, DRIVERS / "launch.py", driver, paths.peer_brief))
     sandbox = get_sandbox(ctx.ws.engine.sandbox.settings)
     if sandbox.name == "local":
         console.print(f"[red]{ctx.agent}: the local sandbox is no boundary: the peer process runs on the host[/red]")
     result = sandbox.run(
-        [f"exec {argv} >> {OUTPUT} 2>&1"],
-        cwd=folder,
+        [f"exec {argv} 2>&1"],
+        cwd=paths.agent_dir,
         timeout=timeout,
         env=env,
-        writable=[folder],
-        readonly=list(dict.fromkeys([venv, DRIVERS, driver.parent, sockets])),  # docker refuses a mount twice
-        hidden=[*ctx.task.agent_hidden_paths(), ctx.ws.paths.pristine],
+        writable=[paths.agent_dir],
+        readonly=list(dict.fromkeys([venv, DRIVERS, driver.parent, sockets, paths.peer_brief])),  # docker: once each
+        hidden=[*ctx.task.agent_hidden_paths(), paths.pristine],
     )
-    if result.stderr_tail.strip():  # the sandbox's own words (e.g. an engine error), after the peer's output
-        with open(folder / OUTPUT, "a") as output:
-            output.write(result.stderr_tail)
+    output = result.stdout_tail + result.stderr_tail  # the sandbox's own words (an engine error) come last
     if result.timed_out:
-        return None
-    return result.returncodes[-1] if result.returncodes else -1
+        return None, output
+    if result.out_of_memory:
+        output += f"\n{result.failure()}"
+    return (result.returncodes[-1] if result.returncodes else -1), output
 
 
 __all__ = ["PeerAgent", "PeerBrief", "PeerEnvError", "PeerModel", "brief", "peer_model"]

@@ -13,7 +13,7 @@ FAILED = -1e30  # below every real score: a failed step never becomes OpenEvolve
 
 
 def evaluate(program_path: str) -> dict:
-    with open(os.environ["AISCI_PEER_DIR"] + "/brief.json") as handle:
+    with open(os.environ["AISCI_BRIEF"]) as handle:
         brief = json.load(handle)
     with open(program_path) as handle:
         code = handle.read()

@@ -50,7 +50,7 @@ def endpoint(brief: dict) -> str:
 
 def main(brief_path: str) -> int:
     brief = load_brief(brief_path)
-    folder = Path(brief_path).parent
+    folder = Path(os.environ["AISCI_PEER_DIR"])  # its own folder (the brief is read-only, elsewhere)
     model = brief["model"]
     if model.get("api_base"):
         os.environ["OPENAI_BASE_URL"] = model["api_base"]

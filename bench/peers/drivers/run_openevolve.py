@@ -31,7 +31,7 @@ def endpoint_name(name: str) -> str:
 
 def main(brief_path: str) -> int:
     brief = load_brief(brief_path)
-    folder = Path(brief_path).parent
+    folder = Path(os.environ["AISCI_PEER_DIR"])  # its own folder (the brief is read-only, elsewhere)
     target = brief["options"].get("file") or brief["editable"][0]
     os.environ["AISCI_OPENEVOLVE_FILE"] = target
     source = call("shell", command=f"cat -- '{target}'")

@@ -50,9 +50,8 @@ def run_cell(
 
 def seen(ws: Path) -> dict[str, Any]:
     """What the hostile peer reported from inside its sandbox."""
-    for line in (RunPaths(ws).agent_dir / "output.txt").read_text().splitlines():
+    output = RunPaths(ws).peer_output.read_text()  # the host's file: what the sandbox's pipes carried
+    for line in output.splitlines():
         if line.startswith("SEEN "):
             return json.loads(line.removeprefix("SEEN "))
-    raise AssertionError(
-        "the hostile peer reported nothing: " + (RunPaths(ws).agent_dir / "output.txt").read_text()[-2000:]
-    )
+    raise AssertionError("the hostile peer reported nothing: " + output[-2000:])
