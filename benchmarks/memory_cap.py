@@ -33,7 +33,7 @@ WAYS = {
 
 
 def workspace(root: Path, settings: SandboxSettings, command: str) -> Workspace:
-    repo = root / "task" / "repo"
+    repo = root / "spec" / "repo"
     repo.mkdir(parents=True)
     (repo / "step.sh").write_text(f"{command}\n{METRIC}\n")
     spec = {
@@ -43,8 +43,8 @@ def workspace(root: Path, settings: SandboxSettings, command: str) -> Workspace:
         "command_timeout_s": 120,
         "commands": ["bash step.sh"],
     }
-    (root / "task" / "task.yaml").write_text(yaml.safe_dump(spec))
-    return Workspace.create(load_task(root / "task" / "task.yaml"), root / "run", sandbox=settings)
+    (root / "spec" / "task.yaml").write_text(yaml.safe_dump(spec))
+    return Workspace.create(load_task(root / "spec" / "task.yaml"), root / "run", sandbox=settings)
 
 
 def step_ms(root: Path, settings: SandboxSettings, runs: int) -> tuple[float, float]:

@@ -25,7 +25,7 @@ from aiscientist.agent.registry import role_sampling
 from aiscientist.config import RunConfig
 from aiscientist.experiment import snapshots
 from aiscientist.experiment.integrity import READ_LIMIT
-from aiscientist.llm import BudgetLimits, Completion, LLMClient, load_llm_config, make_client
+from aiscientist.llm import BudgetLimits, Completion, LLMClient, LLMConfig, load_llm_config, make_client
 from aiscientist.llm.budget import tracker_for_run
 from aiscientist.records import accounting
 from aiscientist.records.paths import in_submission
@@ -85,24 +85,27 @@ class RunContext:
 
     # ---- model ---------------------------------------------------------------------
 
-    def client(self, role: str) -> LLMClient:
+    def llm_config(self, role: str) -> LLMConfig:
+        """`role`'s model settings: the models file's, under this run's budget."""
         if self.model is None:
             raise RuntimeError(f"agent {self.agent} needs a model (--model)")
+        limits = BudgetLimits(
+            tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s
+        )
+        budget = limits.model_dump() if limits != BudgetLimits() else None  # None keeps the models file's
+        return load_llm_config(
+            self.model,
+            self.config.models_file,
+            budget=budget,
+            offline_max_steps=self.steps,
+            seed=self.seed,
+            **role_sampling(role),  # e.g. AIDE samples code at 0.5, as the original does
+        )
+
+    def client(self, role: str) -> LLMClient:
         with self._lock:
             if role not in self._clients:
-                limits = BudgetLimits(
-                    tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s
-                )
-                budget = limits.model_dump() if limits != BudgetLimits() else None  # None keeps the models file's
-                llm_config = load_llm_config(
-                    self.model,
-                    self.config.models_file,
-                    budget=budget,
-                    offline_max_steps=self.steps,
-                    seed=self.seed,
-                    **role_sampling(role),  # e.g. AIDE samples code at 0.5, as the original does
-                )
-                self._clients[role] = make_client(self.model, self.ws.paths.root, role, llm_config)
+                self._clients[role] = make_client(self.model or "", self.ws.paths.root, role, self.llm_config(role))
             return self._clients[role]
 
     def complete(

@@ -120,7 +120,7 @@ class LLMClient:
         }
         est_completion = self.config.max_tokens or self.budget.typical_completion_tokens()
         try:
-            reservation = self.budget.reserve(est_prompt + est_completion, self._price(est_prompt, est_completion))
+            reservation = self.budget.reserve(est_prompt + est_completion, self.price(est_prompt, est_completion))
         except BudgetExhausted as err:
             self.budget.record({**_stamp(), **base, **_zero(), "outcome": "budget_exhausted", "error": str(err)})
             raise
@@ -132,9 +132,9 @@ class LLMClient:
                 reply.completion_tokens if reply.completion_tokens is not None else self._count_reply(reply)
             )
             cached, written = reply.cached_tokens or 0, reply.cache_write_tokens or 0
-            priced = self._price(prompt_tokens, completion_tokens, cached, written)
+            priced = self.price(prompt_tokens, completion_tokens, cached, written)
             cost = reply.cost if reply.cost is not None else priced
-            saved = self._price(prompt_tokens, completion_tokens) - priced if cached + written else 0.0
+            saved = self.price(prompt_tokens, completion_tokens) - priced if cached + written else 0.0
             if self.recorder is not None:
                 update = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cost": cost}
                 self.recorder.save(key, request, reply.model_copy(update=update))
@@ -218,7 +218,7 @@ class LLMClient:
     def _count_reply(self, reply: Reply) -> int:
         return self.counter.text(reply.content + "".join(c.name + c.arguments for c in reply.tool_calls))
 
-    def _price(self, prompt_tokens: int, completion_tokens: int, cached: int = 0, written: int = 0) -> float:
+    def price(self, prompt_tokens: int, completion_tokens: int, cached: int = 0, written: int = 0) -> float:
         """At litellm's prices: `cached` prompt tokens at the cache-read price, `written` at
         the cache-write price (a model litellm does not price: the fallback price for all)."""
         if not self.priced:

@@ -6,7 +6,7 @@ counted experiment is one of our steps; the driver maps it to the peer's own ite
 and the model (a litellm name and, for OpenAI-compatible servers, `api_base`). The peer's
 driver script runs under the peer's own interpreter (`bench/peers/specs.py`) inside the run's
 sandbox backend, with no network: it reaches the run only through the bridge
-(`bench/peers/bridge.py`) and the model only through the token meter (`bench/peers/meter.py`),
+(`bench/peers/bridge.py`) and the model only through the gateway (`bench/peers/gateway.py`),
 both Unix sockets in a folder mounted into the sandbox, which `drivers/launch.py` relays
 from loopback ports inside it.
 """
@@ -24,13 +24,15 @@ from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
-from aiscientist.llm import load_llm_config
+from aiscientist.llm import LLMClient, load_llm_config
+from aiscientist.llm.budget import tracker_for_run
+from aiscientist.llm.provider.backends import backend_kind
 from aiscientist.records.cell import CELL_WS
 from aiscientist.records.paths import PEER_OUTPUT, write_atomic
 from aiscientist.sandbox import get_sandbox
 from aiscientist.util.console import make_console
 from bench.peers.bridge import Bridge
-from bench.peers.meter import Meter
+from bench.peers.gateway import Gateway
 from bench.peers.specs import PeerEnvError, ensure, spec
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
@@ -132,15 +134,34 @@ class PeerAgent:
         # a short folder: a Unix socket's path has at most 107 bytes
         with tempfile.TemporaryDirectory(prefix="aisci-peer-") as tmp, contextlib.ExitStack() as stack:
             sockets = Path(tmp)
-            if upstream:  # the peer's tokens are counted on their way back
-                stack.enter_context(Meter(upstream, paths.root, self.name, sockets / "model.sock", key))
+            gateway = None
+            if upstream:  # every call passes the host's gateway: pinned, capped, priced, under the run's budget
+                client = self.budgeted(ctx)
+                gateway = stack.enter_context(Gateway(upstream, client, self.name, sockets / "model.sock", key))
             bridge = stack.enter_context(Bridge(ctx, sockets / "bridge.sock"))
             write_atomic(paths.peer_brief, told.model_dump_json(indent=1))  # host-owned, read-only inside
             env = self.environment(bridge, sockets)
             code, output = run_sandboxed(ctx, python, self.driver(), sockets, env, timeout)
             calls = dict(bridge.calls)
         write_atomic(paths.peer_output, output)
+        if gateway is not None and gateway.refused and code is not None and ctx.steps_left() > 0:
+            detail = f"peer {self.peer}: the gateway refused its model calls: {gateway.refused}"
+            console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail}")
+            return Outcome(stop=StopReason.MODEL_BUDGET, detail=detail)
         return self.outcome(ctx, code, calls, output, timeout)
+
+    def budgeted(self, ctx: RunContext) -> LLMClient:
+        """A client of the run's model that never calls it (the peer's own client does, through the
+        gateway) but prices, counts and records those calls under the run's budget, which holds the
+        peer's call cap too (option `model_calls`, default 10 per step + 10): the host, not the peer,
+        ends a peer that keeps asking."""
+        config = ctx.llm_config("peer")
+        calls = int(ctx.options.get("model_calls", 10 * ctx.steps + 10))
+        if config.budget.calls is None or config.budget.calls > calls:
+            config.budget = config.budget.model_copy(update={"calls": calls})
+        model = ctx.model or ""
+        tracker = tracker_for_run(ctx.ws.paths.root, config.budget)
+        return LLMClient(config, None, tracker, role=self.name, priced=not backend_kind(model).local)
 
     def environment(self, bridge: Bridge, sockets: Path) -> dict[str, str]:
         """What the peer process gets besides the sandbox's own PATH, HOME and TMPDIR: no host variable, no key."""

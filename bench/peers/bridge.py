@@ -29,6 +29,8 @@ from bench.peers.serve import LoopbackServer
 
 ROLE = "agent"
 OUTPUT_CHARS = 10000
+MAX_REQUEST_BYTES = 8 << 20  # a request (a whole editable file at most) is refused over this, unread
+HYPOTHESIS_CHARS = 2000  # what a step records of the peer's hypothesis
 
 
 class Bridge(LoopbackServer):
@@ -49,7 +51,7 @@ class Bridge(LoopbackServer):
             if op == "write":
                 return self.write(str(request.get("path", "")), str(request.get("text", "")))
             if op == "experiment":
-                return self.experiment(str(request.get("hypothesis", "")))
+                return self.experiment(str(request.get("hypothesis", ""))[:HYPOTHESIS_CHARS])
             if op == "brief":
                 return {"steps_left": self.ctx.steps_left()}
         return {"error": f"unknown op {op!r}"}
@@ -93,8 +95,13 @@ def _handler(bridge: Bridge) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("X-Bridge-Token") != bridge.token:
                 self._send(403, {"error": "bad token"})
                 return
+            header = self.headers.get("Content-Length", "0") or "0"
+            length = int(header) if header.isdigit() else -1
+            if not 0 <= length <= MAX_REQUEST_BYTES:
+                self._send(413, {"error": f"request of {length:,} bytes is over the bridge's {MAX_REQUEST_BYTES:,}"})
+                return
             try:
-                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                request = json.loads(self.rfile.read(length))
                 self._send(200, bridge.answer(request if isinstance(request, dict) else {}))
             except Exception as err:  # the peer sees the failure; the run goes on
                 self._send(500, {"error": f"{type(err).__name__}: {err}"})

@@ -64,7 +64,8 @@ def main(brief_path: str) -> int:
     model_config["model_kwargs"] = {**model_config.get("model_kwargs", {}), **model_kwargs(brief)}
     agent_config = {k: v for k, v in config["agent"].items() if k != "mode"}
     calls = int(brief["options"].get("model_calls", 10 * brief["steps"] + 10))
-    agent_config.update(step_limit=calls, cost_limit=0, output_path=Path(os.environ["AISCI_PEER_DIR"], "trajectory.json"))
+    trajectory = Path(os.environ["AISCI_PEER_DIR"], "trajectory.json")
+    agent_config.update(step_limit=calls, cost_limit=0, output_path=trajectory)
     env = BridgeEnvironment(**config.get("environment", {}))
     agent = DefaultAgent(get_model(brief["model"]["name"], model_config), env, **agent_config)
     result = agent.run(task_text(brief, HOW))

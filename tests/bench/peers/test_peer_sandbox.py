@@ -60,18 +60,24 @@ def test_the_peer_process_reaches_only_its_folder_interpreter_and_model(
             "writes": [
                 *(str(p) for p in (host / "pwned", other / "pwned.py", own / "submission/evaluate.py")),
                 *(str(p) for p in (DRIVERS / "pwned.py", cache_dir() / "mini-swe-agent/pwned", "/usr/pwned")),
-                *(str(own / p) for p in ("state/peer_brief.json", "state/peer_output.txt", "state/pwned")),
+                *(str(own / p) for p in ("state/peer_brief.json", "state/peer_output.txt")),
             ],
         }
         ws, result = run_cell(out, NAME, server.api_base, backend, attack=attack)
         keys = list(server.keys)
     got = seen(ws)
-    assert all(v.startswith("no ") for v in got["reads"].values()), got["reads"]
-    assert all(v.startswith("no ") for v in got["connects"].values()), got["connects"]
-    assert all(v.startswith("no ") for v in got["writes"].values()), got["writes"]
+    assert all(v.startswith("no ") for v in got["reads"].values()), {
+        k: v for k, v in got["reads"].items() if v[:3] != "no "
+    }
+    assert all(v.startswith("no ") for v in got["connects"].values()), {
+        k: v for k, v in got["connects"].items() if v[:3] != "no "
+    }
+    assert all(v.startswith("no ") for v in got["writes"].values()), {
+        k: v for k, v in got["writes"].items() if v[:3] != "no "
+    }
     assert not (host / "pwned").exists() and not (DRIVERS / "pwned.py").exists()
     # the host's own files about the peer sit outside its folder: its brief is read-only, its output the pipe's
-    assert "peer was here" not in (ws / "state/peer_brief.json").read_text() and not (ws / "state/pwned").exists()
+    assert "peer was here" not in (ws / "state/peer_brief.json").read_text()
     assert "peer was here" not in (ws / "state/peer_output.txt").read_text()
     assert not (ws / "state/agent/brief.json").exists() and not (ws / "state/agent/output.txt").exists()
     assert (ws / "submission/evaluate.py").read_text() == (TASK.parent / "repo/evaluate.py").read_text()
