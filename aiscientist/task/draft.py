@@ -84,13 +84,25 @@ def reach(repo: Path, command: str) -> list[str]:
     return reached(repo, entries(command), ["."])
 
 
+def named_files(repo: Path, command: str) -> list[str]:
+    """The repository's files a command line names as arguments (`--labels=y.npy`, `y.npy`)."""
+    found = []
+    for words in simple_commands(command):
+        for arg in words[1:]:
+            value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+            rel = os.path.normpath(value) if value and not value.startswith(("-", "/")) else ""
+            if rel and not rel.startswith("..") and (repo / rel).is_file():
+                found.append(PurePosixPath(rel).as_posix())
+    return found
+
+
 def resolve_files(
     repo: Path, run: str, editable: list[str], protected: list[str], score: str | None
 ) -> tuple[list[str], list[str], list[str]]:
     """(editable globs, protected globs, scorer files): the editable files default to the
     Python files the run reaches that are not the scorer's or protected; the scorer files
-    (what the score command reaches) are protected."""
-    scorer = reach(repo, score) if score else []
+    (what the score command reaches, and the files it names) are protected."""
+    scorer = sorted({*reach(repo, score), *named_files(repo, score)}) if score else []
     if score and not scorer:
         raise TaskError("--score", "score", f"{score!r} runs no Python file of {repo} (e.g. python evaluate.py)")
     protected = [*protected, *(f for f in scorer if not any(glob_match(f, p) for p in protected))]
