@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from aiscientist.records.paths import RunPaths
+
 RUN = "python trainer.py --max-steps 200"
 SCORE = "python evaluate.py --targets val_targets.npy"
 
@@ -208,11 +210,12 @@ def variant(name: str, root: Path, extra: list[str], sandbox: str) -> dict[str, 
     solve = ["solve", str(repo / "task.yaml"), "--model", "offline", "--steps", "3", "--run-dir", str(run_dir),
              "--sandbox", sandbox]  # fmt: skip
     phase("solve", solve, cwd, times)
-    result = json.loads((run_dir / "result.json").read_text())
+    paths = RunPaths(run_dir)
+    result = json.loads(paths.result.read_text())
     best = result.get("best_step")
     changed = False
     if best is not None:
-        step = json.loads((run_dir / "experiments" / f"step_{best:04d}" / "step.json").read_text())
+        step = json.loads(paths.step_record(best).read_text())
         code = run_dir / step["code_path"] / "trainer.py"
         changed = code.is_file() and code.read_text() != original
     baseline, best_metric = result.get("baseline"), result.get("best_metric")
