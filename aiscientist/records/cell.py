@@ -141,6 +141,8 @@ class CellSummary(BaseModel):
     """Mean distance of the successful steps' code embeddings to their centroid."""
     embedder: str | None = None
     """The embedder that measured the diversity."""
+    diversity_note: str | None = None
+    """Why the diversity was not measured when steps succeeded (no code embedder installed)."""
     labels: dict[str, str] = {}
     """Step number -> the judge's label, "academic" or "engineering"."""
     judge_tokens: int = 0

@@ -39,7 +39,7 @@ from bench.grid.spec import GridConfig, RunSpec
 from bench.paper.grading import grade_task
 from bench.paper.reproduce import GRADE_FILE
 from bench.scoring.contribution_judge import judge_diff
-from bench.scoring.embed import code_text, get_embedder
+from bench.scoring.embed import EmbedderUnavailable, code_text, get_embedder
 from bench.scoring.fml_metrics import range_of
 from bench.scoring.metrics import diversity, summarize_steps
 
@@ -187,7 +187,7 @@ def summarize_cell(
         **cache_fields(calls),
     )
     good = [s for s in steps if successful(s)]
-    diversity, embedder = _diversity(task, ws, good, config.embedder)
+    diversity, embedder, diversity_note = _diversity(task, ws, good, config.embedder)
     labels = label_steps(task, ws, good, cell, config.judge_model or config.model or "offline")
     counted = summarize_steps(steps, direction)
     return CellSummary(
@@ -201,6 +201,7 @@ def summarize_cell(
         experiment_time_s=counted["experiment_time_s"],
         diversity=diversity,
         embedder=embedder,
+        diversity_note=diversity_note,
         labels=labels,
         judge_tokens=call_usage(read_records(RunPaths(cell.judge).llm_calls)).tokens,
         rubric_score=_rubric(task, ws, cell, config),
@@ -236,12 +237,19 @@ def shared_baseline(task: Task, out: Path, sandbox: str) -> dict[str, Any]:
         return measured
 
 
-def _diversity(task: Task, ws: Workspace, good: list[StepRecord], prefer: str) -> tuple[float | None, str | None]:
+def _diversity(
+    task: Task, ws: Workspace, good: list[StepRecord], prefer: str
+) -> tuple[float | None, str | None, str | None]:
+    """The successful steps' code diversity, the embedder that measured it, and why it is
+    missing when no code embedder is installed (a plain `pip install`)."""
     if not good:
-        return None, None
-    embedder = get_embedder(prefer)
+        return None, None, None
+    try:
+        embedder = get_embedder(prefer)
+    except EmbedderUnavailable as err:
+        return None, None, str(err)
     vectors = [embedder.embed(code_text(task, ws.paths.root / s.code_path)) for s in good]
-    return diversity(vectors), embedder.name
+    return diversity(vectors), embedder.name, None
 
 
 def label_steps(task: Task, ws: Workspace, good: list[StepRecord], cell: CellPaths, model: str) -> dict[str, str]:

@@ -94,10 +94,16 @@ def embed_all(texts: Sequence[str], prefer: str = "auto") -> tuple[np.ndarray, s
 def explore_steps(
     baselines: Mapping[str, str], snapshots: Sequence[Mapping[str, str]], repo_subdir: str, prefer: str = "auto"
 ) -> tuple[dict[str, float], str | None]:
-    """The four metrics of the steps' code against the baseline code, and the embedder used."""
+    """The four metrics of the steps' code against the baseline code, and the embedder used
+    ("unavailable: <why>" and NaN metrics when no code embedder is installed)."""
     if not baselines or not snapshots:
         return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), None
     texts = ["\n".join(text for _, text in sorted(baselines.items()))]
     texts += [full_code(snapshot, baselines, repo_subdir) for snapshot in snapshots]
-    vectors, name = embed_all(texts, prefer)
+    from bench.scoring.embed import EmbedderUnavailable
+
+    try:
+        vectors, name = embed_all(texts, prefer)
+    except EmbedderUnavailable as err:  # a plain install has no code embedder: the metrics are missing, not fatal
+        return dict.fromkeys(EXPLORATION_COLUMNS, math.nan), f"unavailable: {err}"
     return exploration(vectors[1:], vectors[0]), name

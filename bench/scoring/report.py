@@ -337,6 +337,9 @@ def _notes(runs: Sequence[CellSummary], infos: Sequence[TaskInfo]) -> list[str]:
         "Each table lists what its columns mean.",
         f"Diversity embedder: {', '.join(embedders) if embedders else 'none (no successful step)'}.",
     ]
+    missing = [r.diversity_note for r in runs if r.diversity_note]
+    if missing:
+        notes.append(f"Diversity unavailable in {plural(len(missing), 'run')}: {missing[0]}.")
     if len(rounds) < 2:
         notes.append(
             "One round per agent and task: no paired comparison (run two or more rounds to tell a difference from "
