@@ -44,7 +44,7 @@ USER = "the output folder the user named (an emptiness check before a run starts
 TOOL = "starts or installs a host tool (sandbox backend, conda, model server, observer) on host-owned paths"
 SCRATCH = "a scratch folder the host lays out before any sandbox writes it (removed by untrusted.scratch_folder)"
 API = "reads through a descriptor util/untrusted opened (no link followed), or pristine copies (host-owned)"
-PEERS = "the bridge's request files in the peer's folder state/agent/ (size-limited before read; to move to util.untrusted)"
+PEERS = "the bridge's request files in the peer's folder state/agent/ (size-limited before they are read)"
 NOT_IO = "not file I/O: a method of its own named open"
 CGROUP = "the kernel's control-group files under /sys/fs/cgroup (host-owned; a sandbox cannot write them)"
 
