@@ -53,13 +53,24 @@ def run_checked(
     test: bool = False,
 ) -> CommandsResult:
     """Run each (commands, timeout) list in order, one invocation per command, checking the
-    tree between commands; stop at a failed command or a tree that fails its check."""
-    flat = [(command, timeout) for commands, timeout in lists for command in commands]
+    tree before every command that follows one; stop at a failed command or a tree that fails
+    its check. The last list is the task's own postprocess: it is checked before it starts, not
+    between its own commands (FML-bench's legacy postprocess copies its script in, runs it and
+    removes it)."""
+    last = len(lists) - 1
+    flat = [
+        (command, timeout, i == last and j > 0)
+        for i, (cmds, timeout) in enumerate(lists)
+        for j, command in enumerate(cmds)
+    ]
     result: CommandsResult | None = None
-    for index, (command, timeout) in enumerate(flat):
+    for index, (command, timeout, _) in enumerate(flat):
         done = runner.run_commands([command], repo, timeout=timeout)
         result = done if result is None else result.then(done)
-        if not done.ok or (index < len(flat) - 1 and problem(runner, repo, allowed, test) is not None):
+        if not done.ok:
+            break
+        follows = index < len(flat) - 1 and not flat[index + 1][2]
+        if follows and problem(runner, repo, allowed, test) is not None:
             break
     assert result is not None, "a task has at least one command"
     return result
