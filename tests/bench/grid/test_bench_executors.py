@@ -16,7 +16,7 @@ from bench.grid.runner import GridConfig, run_grid
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'aiscientist[scale]')")
 ROOT = Path(__file__).resolve().parents[3]
 TIMING = {"wall_time_s", "experiment_time_s", "duration_s", "started_at", "finished_at", "ts"}
-TIMING |= {"ttfe_s", "experiments_per_hour"}
+TIMING |= {"ttfe_s", "experiments_per_hour", "peak_memory_mb"}  # measurements, not results
 
 
 def _plain(value: object) -> object:
