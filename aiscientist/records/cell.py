@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from aiscientist.records.accounting import Direction, Range
-from aiscientist.records.paths import RESULT, RunPaths
+from aiscientist.records.paths import RESULT, RunPaths, below_root
 from aiscientist.records.result import RunResult
 
 RUNS = "runs"
@@ -31,24 +31,20 @@ BASELINE_RECORD = "baseline.json"
 LOCK = ".lock"
 
 
-def _below_root(name: str) -> property:
-    return property(lambda self: self.root / name)
-
-
 @dataclass(frozen=True)
 class CellPaths:
     """`OUT/runs/<task>/<agent>/round_<k>/`: one bench run and what the bench keeps beside it."""
 
     root: Path
 
-    ws = _below_root(CELL_WS)
-    result = _below_root(RESULT)  # the cell's summary, written last: the cell is finished
-    error = _below_root(CELL_ERROR)
-    timing = _below_root(CELL_TIMING)
-    labels = _below_root(CELL_LABELS)
-    judge = _below_root(CELL_JUDGE)
-    grade = _below_root(CELL_GRADE)
-    models = _below_root(CELL_MODELS)
+    ws = below_root(CELL_WS)
+    result = below_root(RESULT)  # the cell's summary, written last: the cell is finished
+    error = below_root(CELL_ERROR)
+    timing = below_root(CELL_TIMING)
+    labels = below_root(CELL_LABELS)
+    judge = below_root(CELL_JUDGE)
+    grade = below_root(CELL_GRADE)
+    models = below_root(CELL_MODELS)
 
     @classmethod
     def of(cls, out: Path, task: str, agent: str, round: int) -> CellPaths:
@@ -70,9 +66,9 @@ class BaselinePaths:
 
     root: Path
 
-    ws = _below_root(CELL_WS)
-    record = _below_root(BASELINE_RECORD)
-    lock = _below_root(LOCK)
+    ws = below_root(CELL_WS)
+    record = below_root(BASELINE_RECORD)
+    lock = below_root(LOCK)
 
     @classmethod
     def of(cls, out: Path, task: str) -> BaselinePaths:
