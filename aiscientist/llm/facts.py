@@ -7,9 +7,11 @@ never the prose around them, so rewording a prompt cannot change what it does.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 PREFIX = "FACTS: "
+FLAG = re.compile(r"(?<![^\s'\"])--([A-Za-z][\w-]*)")
 
 
 def facts_line(**facts: Any) -> str:
@@ -25,7 +27,14 @@ def task_facts(task: Any, editable: list[str]) -> dict[str, Any]:
         "direction": metric.direction if metric else None,
         "baseline": task.baseline,
         "editable": editable,
+        "fixed_flags": fixed_flags(getattr(task, "commands", None) or []),
     }
+
+
+def fixed_flags(commands: list[str]) -> list[str] | None:
+    """The options the task's own commands set (`--max-steps 200` -> `max_steps`): an argparse
+    default of the same name never reaches the run, so changing it changes nothing."""
+    return sorted({flag.replace("-", "_") for command in commands for flag in FLAG.findall(command)}) or None
 
 
 def read_facts(messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -69,10 +69,16 @@ def docker_problem() -> str | None:
     return None
 
 
+def labelled(client, label: str, *, running_only: bool = False) -> list:
+    """The containers carrying `label`; one removed between the engine's list and its
+    inspection (another process's sandbox finishing) is skipped, not an error."""
+    return client.containers.list(all=not running_only, ignore_removed=True, filters={"label": [label]})
+
+
 def remove_orphans(client) -> list[str]:
     """Remove this host's sandbox containers whose owner process is gone."""
     removed = []
-    for container in client.containers.list(all=True, filters={"label": [f"{LABEL}.host={socket.gethostname()}"]}):
+    for container in labelled(client, f"{LABEL}.host={socket.gethostname()}"):
         pid = int(container.labels.get(f"{LABEL}.pid", "0"))
         if not _alive(pid):
             _remove(container)
@@ -130,8 +136,11 @@ class DockerSandbox(Sandbox):
         from docker.types import DeviceRequest, Ulimit
 
         s = self.settings
-        options: dict[str, Any] = {}
-        if s.memory_mb:  # the container's cgroup counts its /dev/shm and tmpfs pages too
+        # /tmp: private to the command (a .pyc planted by one command never reaches the next), never a host
+        # disk; like /dev/shm and docker's own 64 MB /dev, its pages count against the container's memory cgroup
+        size = f",size={s.memory_mb}m" if s.memory_mb else ""
+        options: dict[str, Any] = {"tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,mode=1777{size}"}}
+        if s.memory_mb:
             options["mem_limit"] = options["memswap_limit"] = options["shm_size"] = f"{s.memory_mb}m"
         if s.processes:
             options["pids_limit"] = s.processes
@@ -147,13 +156,13 @@ class DockerSandbox(Sandbox):
             ]
         return options
 
-    def mounts(self, wanted: Mounts, private_tmp: Path, empty: Path) -> list:
-        """Parents before children, as Docker applies them: runtime, writable areas, protected paths, hidden paths."""
+    def mounts(self, wanted: Mounts, empty: Path) -> list:
+        """Parents before children, as Docker applies them: runtime, writable areas, protected paths, hidden paths.
+        /tmp is not among them: it is the container's own tmpfs (`limits`)."""
         writable, readonly, hidden = wanted
         from docker.types import Mount
 
         mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_paths() if self.host_runtime else [])]
-        mounts.append(Mount("/tmp", str(private_tmp), type="bind"))
         mounts += [Mount(str(p), str(p), type="bind") for p in resolved(writable)]
         mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in resolved(readonly) if p.exists()]
         for path in to_cover([*hidden, *map(Path, private_paths())], [m["Source"] for m in mounts]):
@@ -191,23 +200,19 @@ class DockerSandbox(Sandbox):
         killed: list[str] = []  # the containers the kernel stopped at the memory limit
 
         def one(command: str) -> tuple[int, bool]:
-            """A private /tmp per command, as under bwrap: nothing one command leaves there
-            (a planted module, a cache) reaches the next."""
             with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
-                private, empty = Path(tmp, "tmp"), Path(tmp, "empty")
-                private.mkdir()
-                private.chmod(0o1777)
+                empty = Path(tmp, "empty")  # what a hidden file is covered with
                 empty.touch()
-                each = {**options, "mounts": self.mounts(mounts, private, empty)}
+                each = {**options, "mounts": self.mounts(mounts, empty)}
                 return self._one(command, timeout, each, out, err, killed)
 
         try:
             result = run_each(commands, one, timeout, out, err, self.name)
-            result.survivors = len(self.client.containers.list(filters={"label": [f"{LABEL}.call={call}"]}))
+            result.survivors = len(labelled(self.client, f"{LABEL}.call={call}", running_only=True))
             result.memory = MemoryUse(enforced_by="docker", limit_mb=self.settings.memory_mb, oom_kills=len(killed))
             return result
         except BaseException:  # Ctrl-C may land between the engine creating a container and us holding it
-            for container in self.client.containers.list(all=True, filters={"label": [f"{LABEL}.call={call}"]}):
+            for container in labelled(self.client, f"{LABEL}.call={call}"):
                 _remove(container)
             raise
 

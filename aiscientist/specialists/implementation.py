@@ -103,7 +103,7 @@ def offline_policy(seen: PolicyContext) -> PolicyReply:
     calls: list[Call] = [("edit_file", back.args())] if back else []
     note = f" after reverting {back.name} to {back.after} (no new best)" if back else ""
     guided = search.guided_change(contents, str(seen.args.get("task", "")))
-    edit = guided or search.next_change(contents, done, seen.rng("change", len(done)))
+    edit = guided or search.next_change(contents, done, seen.rng("change", len(done)), search.fixed_names(seen.facts))
     if edit is None:
         return seen.finish(f"{BANNER} No untried change is left{note}.", *calls)
     return seen.finish(f"Applied {edit.what}{note}.\n{BANNER}\n{edit.marker()}", *calls, ("edit_file", edit.args()))

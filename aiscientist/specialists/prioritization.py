@@ -61,7 +61,7 @@ def offline_policy(seen: PolicyContext) -> PolicyReply:
     )
     if reading:
         return reading
-    changes = search.options_of(replay(seen))
+    changes = search.options_of(replay(seen), search.fixed_names(seen.facts))
     lines = [
         f"# Prioritized tasks\n_{BANNER}: one-step changes of literals found mechanically, each up and down; gains "
         "unknown._\n"

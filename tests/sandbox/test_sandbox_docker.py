@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from aiscientist.sandbox import SandboxSettings, SandboxUnavailable, get_sandbox
-from aiscientist.sandbox.docker import LABEL, docker_problem
+from aiscientist.sandbox.docker import LABEL, docker_problem, labelled
 
 _PROBLEM = docker_problem()
 pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=f"no Docker engine: {_PROBLEM}")
@@ -28,7 +28,7 @@ def docker(**limits):
 
 
 def _ours(client) -> list:
-    return client.containers.list(all=True, filters={"label": [f"{LABEL}.pid={os.getpid()}"]})
+    return labelled(client, f"{LABEL}.pid={os.getpid()}")
 
 
 def test_memory_processes_and_file_size_are_limited(tmp_path: Path) -> None:
@@ -138,16 +138,16 @@ def test_orphans_of_a_dead_owner_are_removed_on_next_start(tmp_path: Path) -> No
     )
     owner = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     client = docker().client
-    label = {"label": [f"{LABEL}.pid={owner.pid}"]}
+    label = f"{LABEL}.pid={owner.pid}"
     for _ in range(200):
-        if client.containers.list(filters=label):
+        if labelled(client, label, running_only=True):
             break
         threading.Event().wait(0.05)
     owner.kill()
     owner.wait()
-    assert len(client.containers.list(all=True, filters=label)) == 1
+    assert len(labelled(client, label)) == 1
     docker()  # the next start cleans up
-    assert client.containers.list(all=True, filters=label) == []
+    assert labelled(client, label) == []
 
 
 def test_missing_engine_or_image_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -275,5 +275,5 @@ def test_solve_runs_every_step_in_docker_and_leaves_no_container(tmp_path: Path)
     assert done.returncode == 0, done.stdout + done.stderr
     steps = [json.loads(p.read_text()) for p in sorted(run_dir.glob("experiments/step_*/step.json"))]
     assert len(steps) == 2 and {s["backend"] for s in steps} == {"docker"}
-    containers = docker().client.containers.list(all=True, filters={"label": [f"{LABEL}.cwd"]})
+    containers = labelled(docker().client, f"{LABEL}.cwd")
     assert [c for c in containers if c.labels[f"{LABEL}.cwd"].startswith(str(run_dir))] == []

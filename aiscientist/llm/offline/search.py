@@ -117,14 +117,16 @@ def score(runs: list[tuple[Edit | None, float | None]], direction: str | None, b
     return out
 
 
-def next_change(contents: dict[str, str], tries: list[Try], rng: random.Random) -> Edit | None:
-    """See the module docstring; None when no change is left."""
+def next_change(
+    contents: dict[str, str], tries: list[Try], rng: random.Random, fixed: frozenset[str] = frozenset()
+) -> Edit | None:
+    """See the module docstring; None when no change is left. `fixed`: names the run command sets."""
     done = [t for t in tries if t.edit is not None]
     held: dict[tuple[str, str, int], set[str]] = {}
     for t in done:
         held.setdefault(t.edit.key, set()).update((t.edit.before, t.edit.after))
     options: dict[tuple[str, str, str], tuple[tuple[int, float, float], Edit]] = {}
-    for edit in options_of(contents):
+    for edit in options_of(contents, fixed):
         if edit.after not in held.get(edit.key, ()):
             mine = [t for t in done if t.edit.key == edit.key]
             options.setdefault((edit.path, edit.old, edit.new), (_rank(mine, edit) + (rng.random(),), edit))
@@ -147,11 +149,16 @@ def guided_change(contents: dict[str, str], text: str) -> Edit | None:
     return None
 
 
-def options_of(contents: dict[str, str]) -> list[Edit]:
-    """Each candidate up and down (flags toggled)."""
+def fixed_names(facts: dict) -> frozenset[str]:
+    """The names a change must leave alone: the options the task's commands set (see `facts.fixed_flags`)."""
+    return frozenset(facts.get("fixed_flags") or ())
+
+
+def options_of(contents: dict[str, str], fixed: frozenset[str] = frozenset()) -> list[Edit]:
+    """Each candidate up and down (flags toggled), but none named in `fixed`."""
     out = []
     for path in sorted(contents):
-        for cand in find_candidates(contents[path]):
+        for cand in (c for c in find_candidates(contents[path]) if c.name not in fixed):
             for up in (True, False) if cand.kind == "number" else (None,):
                 change = perturb(contents[path], cand, random.Random(0), up)
                 if change is not None:

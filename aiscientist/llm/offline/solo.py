@@ -72,7 +72,7 @@ def solo(ctx: PolicyContext, revert: bool = True, bash: bool = False) -> PolicyR
     )
     back = search.revert_last(contents, done) if revert else None
     calls: list[Call] = [("edit_file", back.args())] if back else []
-    edit = search.next_change(contents, done, ctx.rng("change", len(runs)))
+    edit = search.next_change(contents, done, ctx.rng("change", len(runs)), search.fixed_names(ctx.facts))
     if edit is None:
         return ctx.finish(f"{BANNER} No untried change is left after {len(runs)} experiments.", *calls)
     if bash:

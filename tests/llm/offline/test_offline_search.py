@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiscientist.llm.offline.search import Edit, Try, next_change, options_of, score, undo
+from aiscientist.llm.facts import task_facts
+from aiscientist.llm.offline.search import Edit, Try, fixed_names, next_change, options_of, score, undo
+from aiscientist.task import Task
 
 SOURCE = "LR = 0.1\nEPOCHS = 40\nDECAY = 0.9\nUSE_BIAS = True\n"
 PATH = "submission/train.py"
@@ -90,3 +93,23 @@ def test_untried_literals_before_second_directions_and_failures_count_as_no_effe
     assert done == [Try(first, None, None)] and not done[0].kept
     proposal = next_change(contents, done, random.Random(1))
     assert proposal is not None and proposal.name != "EPOCHS"
+
+
+def test_an_option_the_run_command_sets_is_never_changed() -> None:
+    """`python train.py --max-steps 200` overrides `default=50`: changing that default changes nothing."""
+    source = (
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--max-steps', type=int, default=50)\n"
+        "p.add_argument('--lr', type=float, default=0.1)\n"
+    )
+    task = Task(
+        name="t",
+        repository=Path("."),
+        metric={"dataset": "d", "name": "loss"},
+        commands=["python train.py --max-steps=200"],
+    )
+    facts = task_facts(task, [PATH])
+    assert facts["fixed_flags"] == ["max_steps"]
+    fixed = fixed_names(facts)
+    assert {e.name for e in options_of({PATH: source})} == {"max_steps", "lr"}
+    assert {e.name for e in options_of({PATH: source}, fixed)} == {"lr"}
+    assert next_change({PATH: source}, [], random.Random(0), fixed).name == "lr"
