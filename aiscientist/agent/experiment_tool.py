@@ -24,7 +24,7 @@ BEST_TAG = "best"
 
 
 class RunExperimentArgs(BaseModel):
-    hypothesis: str = Field("", description="what this run tests")
+    hypothesis: str = Field("", description="what this run tests (the first 4,000 characters are kept)")
 
 
 def run_step_once(ctx: RunContext, key: str, hypothesis: str) -> StepRecord:

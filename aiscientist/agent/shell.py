@@ -3,7 +3,9 @@
 What a command may touch is set by the sandbox's mounts, not by the prompt: writable are
 the role's writable areas; protected files are read-only; the task's own folders and
 `.pristine/` are hidden; no network. Each call is a `shell.run` event naming the editable
-files it changed (by content digest), which become the call's artifacts.
+files it changed (by content digest), which become the call's artifacts. After each call the
+run folder's writable areas are held to the run-wide disk quota (experiment/quota.py): over it,
+the excess is removed and the call fails with "disk quota" (a `quota.exceeded` event).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aiscientist.agent.tools import Tool, Toolbox, clip
+from aiscientist.experiment import quota
 from aiscientist.experiment.integrity import READ_LIMIT
+from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import SUBMISSION, in_submission
 from aiscientist.sandbox import CommandsResult
 from aiscientist.sandbox.base import TAIL_CHARS
@@ -39,6 +43,11 @@ class BashArgs(BaseModel):
 def writable_areas(ws: Any, role: str) -> list[Path]:
     names = {glob.split("/", 1)[0] for glob in ws.scope(role).policy.write_globs}
     return [ws.paths.root / name for name in sorted(names) if (ws.paths.root / name).is_dir()]
+
+
+def baseline_entries(ws: Any) -> list[str]:
+    """The submission's files and folders as setup left it (none before setup)."""
+    return [*ws.engine.baseline_tree(), *(ws.engine.baseline_folders() or [])]
 
 
 def editable_digests(ws: Any) -> dict[str, str]:
@@ -82,6 +91,13 @@ def sandboxed_shell(ws: Any, role: str, command: str, on_change: Callable[[str],
         readonly=readonly,
         hidden=[*task.agent_hidden_paths(), ws.paths.pristine],
     )
+    over, removed = quota.enforce_areas(task.sandbox, quota.run_folder_areas(task, ws.paths, baseline_entries(ws)))
+    if over:
+        ws.events.record(role, "quota.exceeded", {"problem": over, "removed": removed[:50]})
+        note = f"\n[{FailureCause.DISK_QUOTA.value}] {over}; removed: {', '.join(removed[:10])}"
+        result = result.model_copy(
+            update={"stderr_tail": result.stderr_tail + note, "returncodes": [*result.returncodes[:-1], 1]}
+        )
     code = result.returncodes[-1] if result.returncodes else None
     after = editable_digests(ws)
     changed = [in_submission(rel) for rel in sorted(before.keys() | after.keys()) if before.get(rel) != after.get(rel)]

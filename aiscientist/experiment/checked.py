@@ -12,6 +12,7 @@ the ones just verified, byte for byte their pristine copies (`ExperimentEngine.r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -51,12 +52,13 @@ def run_checked(
     allowed: dict[str, integrity.Entry],
     lists: list[tuple[list[str], float | None]],
     test: bool = False,
+    after: Callable[[], str | None] | None = None,
 ) -> CommandsResult:
     """Run each (commands, timeout) list in order, one invocation per command, checking the
     tree before every command that follows one; stop at a failed command or a tree that fails
     its check. The last list is the task's own postprocess: it is checked before it starts, not
     between its own commands (FML-bench's legacy postprocess copies its script in, runs it and
-    removes it)."""
+    removes it). `after` runs after every invocation (the hidden test's disk quota): a reason stops the list."""
     last = len(lists) - 1
     flat = [
         (command, timeout, i == last and j > 0)
@@ -67,7 +69,7 @@ def run_checked(
     for index, (command, timeout, _) in enumerate(flat):
         done = runner.run_commands([command], repo, timeout=timeout)
         result = done if result is None else result.then(done)
-        if not done.ok:
+        if not done.ok or (after is not None and after() is not None):
             break
         follows = index < len(flat) - 1 and not flat[index + 1][2]
         if follows and problem(runner, repo, allowed, test) is not None:

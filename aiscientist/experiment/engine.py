@@ -38,6 +38,7 @@ from aiscientist.records.step import (
     MetricsReading,
     StepRecord,
     TestResult,
+    capped_hypothesis,
     folder_hashes,
     load_steps,
     sha256_file,
@@ -187,6 +188,7 @@ class ExperimentEngine:
     ) -> StepRecord:
         """Run the experiment command list once on the current code and record it; code an earlier
         measured step (or, unless this step measures the `baseline`, the baseline) ran is a repeat."""
+        hypothesis = capped_hypothesis(hypothesis)  # whoever sent it (a tool call, a peer's bridge request)
         with self._lock:
             self.ensure_setup()
             step = self.next_step()

@@ -3,7 +3,9 @@
 It runs in a fresh copy of the original repository (hidden files included, visible
 to these commands only) with the step's editable files laid over it. Protected files
 are restored and read-only, and after the run the copy is checked exactly as a
-validation step is (aiscientist/integrity.py); a failed check fails the test. A task
+validation step is (aiscientist/integrity.py); a failed check fails the test. After every
+invocation the copy is held to the run-wide disk quota (experiment/quota.py): over it, the test
+fails with cause "disk quota" and the excess is removed. A task
 with a run / score split keeps its hidden files (but `test_inputs`) from the run and
 scores the run's artifacts in an invocation of its own (aiscientist/experiment/scoring.py);
 its `test_prepare` commands, run apart from any editable code, turn the hidden files into
@@ -17,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from aiscientist.experiment import integrity
+from aiscientist.experiment import integrity, quota
 from aiscientist.experiment.checked import Runner, run_checked
 from aiscientist.experiment.runenv import clean_outputs
 from aiscientist.experiment.scoring import Scorer, prepare_test_inputs, score_run, survivors_error
@@ -72,11 +74,19 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
         for rel in engine.protected_manifest():
             integrity.put_file(copy, rel, paths.pristine_files / rel)
         before = integrity.scan(copy)
+        area = quota.WritableArea("the hidden test's copy", copy, quota.laid_out(copy))
+        over: list[str] = []
+
+        def check() -> str | None:  # after every invocation of the test's commands
+            reason, _ = quota.enforce_areas(task.sandbox, [area])
+            over.extend([reason] if reason else [])
+            return reason
+
         if result is None or result.ok:
             lists = [(task.test_commands, task.timeout("test")), (task.postprocess_commands, task.timeout("test"))]
-            result = run_checked(engine, copy, before, lists, test=True)
+            result = run_checked(engine, copy, before, lists, test=True, after=check)
         reading = MetricsReading(error=result.failure() or survivors_error(result))
-        guard = _guard(engine, copy, before)
+        guard = over[0] if over else _guard(engine, copy, before)
         if reading.error is None and not guard:
             reading = _reading(engine, copy, result.stdout_tail)
             if reading.error is None and reading.constraint_violated:  # FML-bench credits no such test
@@ -84,12 +94,14 @@ def run_hidden_test(engine: TestRunner, step: int) -> TestResult:
                     error="the test run flagged a violated constraint", cause=FailureCause.CONSTRAINT_VIOLATED
                 )
         metric, metrics, error = (None, {}, guard) if guard else (reading.metric, reading.metrics, reading.error)
+        cause = FailureCause.DISK_QUOTA if over else None
     return TestResult(
         step=step,
         metric=metric,
         metrics=metrics,
         success=error is None,
         error=error,
+        cause=cause,
         duration_s=round(time.monotonic() - start, 3),
         score_isolated=task.score_isolated,
     )

@@ -6,7 +6,7 @@ run in a fresh invocation over a folder made on the host for them alone: the pro
 `scorer` files (from the verified pristine copies), copies of the artifacts (read
 no-follow from the run's tree, read-only there), the `hidden` files for the hidden test
 only, and an empty output folder (`$SCORE_OUT`), the one writable place. The metrics
-file is read from that folder, never from the submission; nothing the run left is
+file is read from that folder (held to the run-wide disk quota), never from the submission; nothing the run left is
 importable there, so no hook or patch of the run's can reach the scorer's interpreter.
 """
 
@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Protocol
 
-from aiscientist.experiment import integrity
+from aiscientist.experiment import integrity, quota
 from aiscientist.experiment.runenv import in_environment, readable_outside
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.metrics_file import (
@@ -121,6 +121,9 @@ def score_run(
             failed = CommandsResult(commands=commands, returncodes=[], duration_s=0.0, backend=engine.sandbox.name)
             return failed, MetricsReading(error=str(err), cause=FailureCause.INTEGRITY)
         result = _apart(engine, repo, out, commands, SCORE_OUT, task.timeout("test" if test else "commands"))
+        over, _ = quota.enforce_areas(task.sandbox, [quota.WritableArea("the score's output folder", out)])
+        if over:
+            return result, MetricsReading(error=over, cause=FailureCause.DISK_QUOTA)
         if not result.ok:
             return result, MetricsReading(error=result.failure(), cause=result.failure_cause())
         name = Path((task.test_metrics_file or task.metrics_file) if test else task.metrics_file).name

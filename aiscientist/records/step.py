@@ -13,6 +13,15 @@ from aiscientist.records.paths import PENDING_RECORD, STEP_RECORD, RunPaths
 from aiscientist.util import untrusted
 from aiscientist.util.text import escape_surrogates
 
+HYPOTHESIS_CHARS = 4000  # a step's hypothesis as recorded (a model's or a peer's words, untrusted)
+
+
+def capped_hypothesis(text: str) -> str:
+    """`text` cut to HYPOTHESIS_CHARS, saying how much was left out."""
+    if len(text) <= HYPOTHESIS_CHARS:
+        return text
+    return text[:HYPOTHESIS_CHARS] + f" [... {len(text) - HYPOTHESIS_CHARS:,} characters left out]"
+
 
 class StepRecord(BaseModel):
     """`experiments/step_NNNN/step.json` (docs/contracts.md, "Experiment engine")."""
@@ -100,6 +109,8 @@ class TestResult(BaseModel):
     """Whether it produced a finite target metric."""
     error: str | None = None
     """Why it failed, in words."""
+    cause: FailureCause | None = None
+    """Why it failed, by class, where one is known (`disk quota`)."""
     duration_s: float
     """Wall-clock seconds it took."""
     score_isolated: bool | None = None

@@ -11,6 +11,7 @@ from aiscientist.task.model import (
     ScoreRange,
     Task,
     TaskError,
+    TaskSandbox,
     expand_globs,
     glob_match,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "ScoreRange",
     "Task",
     "TaskError",
+    "TaskSandbox",
     "check_after_setup",
     "check_files",
     "expand_globs",

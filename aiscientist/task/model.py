@@ -102,12 +102,24 @@ class Budget(BaseModel):
 
 class TaskSandbox(BaseModel):
     """What the task's commands may get from the host and leave behind (docs/contracts.md,
-    "Untrusted code"): host variables passed on purpose, and a step's disk quota."""
+    "Untrusted code"): host variables passed on purpose, a step's disk quota and the run-wide one
+    (experiment/quota.py)."""
 
     model_config = ConfigDict(extra="forbid")
     pass_env: list[str] = Field(default_factory=list, description="host variables the commands see, by name")
     disk_mb: float = Field(256, gt=0, description="bytes a step may leave in its writable areas beyond the baseline")
     max_files: int = Field(10000, ge=1, description="files a step may leave in its writable areas beyond the baseline")
+    run_disk_mb: float = Field(
+        2048,
+        gt=0,
+        description="the run-wide budget for every other area sandboxed code writes: bytes it may leave in the run "
+        "folder's writable areas together (the shell tool's, new files of the repository between steps), and in each "
+        "copy a sandbox writes (the hidden test's, a score's output, a peer's own folder) beyond what the host laid "
+        "there (experiment/quota.py)",
+    )
+    run_max_files: int = Field(
+        50000, ge=1, description="entries the same areas may hold beyond what the host laid there"
+    )
 
     @model_validator(mode="after")
     def _names(self) -> TaskSandbox:

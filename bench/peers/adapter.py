@@ -24,11 +24,13 @@ from pydantic import BaseModel
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.outcome import Outcome, StopReason
+from aiscientist.experiment import quota
 from aiscientist.llm import LLMClient, load_llm_config
 from aiscientist.llm.budget import tracker_for_run
 from aiscientist.llm.provider.backends import backend_kind
+from aiscientist.records.causes import FailureCause
 from aiscientist.records.cell import CELL_WS
-from aiscientist.records.paths import PEER_OUTPUT, write_atomic
+from aiscientist.records.paths import AGENT_DIR, PEER_OUTPUT, write_atomic
 from aiscientist.sandbox import get_sandbox
 from aiscientist.util.console import make_console
 from bench.peers.bridge import Bridge
@@ -205,13 +207,15 @@ def run_sandboxed(
 ) -> tuple[int | None, str]:
     """The driver's exit code (None: killed at `timeout`) and the last of its output (the sandbox's
     pipes, never a file it could write), run in the run's sandbox backend: its interpreter's venv, the
-    drivers, the socket folder and the brief read-only, `state/agent/` writable, nothing else."""
+    drivers, the socket folder and the brief read-only, `state/agent/` writable, nothing else; after it
+    `state/agent/` is held to the run-wide disk quota (over it, the excess is removed and the run failed)."""
     paths = ctx.ws.paths
     venv = python.parent.parent
     argv = " ".join(shlex.quote(str(a)) for a in (python, DRIVERS / "launch.py", driver, paths.peer_brief))
     sandbox = get_sandbox(ctx.ws.engine.sandbox.settings)
     if sandbox.name == "local":
         console.print(f"[red]{ctx.agent}: the local sandbox is no boundary: the peer process runs on the host[/red]")
+    area = quota.WritableArea(f"the peer's {AGENT_DIR}/", paths.agent_dir, quota.laid_out(paths.agent_dir))
     result = sandbox.run(
         [f"exec {argv} 2>&1"],
         cwd=paths.agent_dir,
@@ -222,8 +226,12 @@ def run_sandboxed(
         hidden=[*ctx.task.agent_hidden_paths(), paths.pristine],
     )
     output = result.stdout_tail + result.stderr_tail  # the sandbox's own words (an engine error) come last
+    over, _ = quota.enforce_areas(ctx.task.sandbox, [area])  # the excess removed; the run ends failed
+    output += f"\n{FailureCause.DISK_QUOTA.value}: {over}" if over else ""
     if result.timed_out:
         return None, output
+    if over:
+        return 1, output
     if result.out_of_memory:
         output += f"\n{result.failure()}"
     return (result.returncodes[-1] if result.returncodes else -1), output
