@@ -5,7 +5,9 @@ A candidate is a numeric literal or boolean assigned to a name: a module constan
 `Model(dropout=0.5)`), an argparse `default=` (named after its `--flag`), or a
 `key: value` line of a YAML/INI-like file. `perturb` turns one into an exact
 `(old, new)` text pair for `edit_file`: numbers are scaled up or down, booleans
-toggled. Used by the offline policy (`aiscientist.llm.offline`) and the non-LLM `hpsearch` baseline.
+toggled. A candidate's `rank` says how plainly it is meant to be tuned: a command-line option
+or a config key (0), an assigned constant (1), a keyword of a call or a function's default (2).
+Used by the offline policy (`aiscientist.llm.offline`) and the non-LLM `hpsearch` baseline.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Candidate:
     line: int  # 1-based
     start: int  # column range of the literal within the line
     end: int
+    rank: int = 2  # 0: a command-line option or config key, 1: an assigned constant, 2: a call or function keyword
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def _python_candidates(source: str, tree: ast.Module) -> list[Candidate]:
     lines = source.splitlines()
     found: dict[tuple[int, int], Candidate] = {}
 
-    def add(name: str | None, node: ast.expr) -> None:
+    def add(name: str | None, node: ast.expr, rank: int = 2) -> None:
         if name is None or skipped(name) or node.lineno != node.end_lineno:
             return
         if not isinstance(node, ast.Constant) or node.col_offset is None:
@@ -93,18 +96,19 @@ def _python_candidates(source: str, tree: ast.Module) -> list[Candidate]:
         else:
             return
         found[(node.lineno, node.col_offset)] = Candidate(
-            name, kind, text, node.lineno, node.col_offset, node.end_col_offset
+            name, kind, text, node.lineno, node.col_offset, node.end_col_offset, rank
         )
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            add(_target_name(node.targets[0]), node.value)
+            add(_target_name(node.targets[0]), node.value, 1)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            add(_target_name(node.target), node.value)
+            add(_target_name(node.target), node.value, 1)
         elif isinstance(node, ast.Call):
             flag = _argparse_flag(node)
             for kw in node.keywords:
-                add(flag if kw.arg == "default" and flag else kw.arg, kw.value)
+                option = kw.arg == "default" and flag
+                add(flag if option else kw.arg, kw.value, 0 if option else 2)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = node.args
             positional = args.posonlyargs + args.args
@@ -145,7 +149,7 @@ def _key_value_candidates(source: str) -> list[Candidate]:
         kind: Literal["number", "bool"] = "bool" if value.lower() in ("true", "false") else "number"
         if kind == "number" and float(value) == 0:
             continue
-        found.append(Candidate(match["name"], kind, value, number, match.start("value"), match.end("value")))
+        found.append(Candidate(match["name"], kind, value, number, match.start("value"), match.end("value"), 0))
     return found
 
 

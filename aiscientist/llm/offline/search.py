@@ -9,8 +9,10 @@ pairs that marker with the metric it got. From those tries `next_change` picks:
 2. first, going on in the direction of a change that set a new best;
 3. then, a literal not tried yet (a seeded order, direction seeded);
 4. then, the other direction of a literal whose tries did not help;
-within a tier, literals with the larger observed effect (|metric delta|) first. A person's note
-`try NAME=VALUE` passed on by the orchestrator comes before all of these (`guided_change`).
+within a tier, literals with the larger observed effect (|metric delta|) first, then command-line
+options and config keys, then assigned constants, then keywords of calls and functions
+(`Candidate.rank`). A person's note `try NAME=VALUE` passed on by the orchestrator comes before
+all of these (`guided_change`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Edit:
     after: str
     old: str = field(default="", compare=False)  # the exact line before and after
     new: str = field(default="", compare=False)
+    rank: int = field(default=2, compare=False)  # the candidate's: options and constants before call keywords
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -129,7 +132,8 @@ def next_change(
     for edit in options_of(contents, fixed):
         if edit.after not in held.get(edit.key, ()):
             mine = [t for t in done if t.edit.key == edit.key]
-            options.setdefault((edit.path, edit.old, edit.new), (_rank(mine, edit) + (rng.random(),), edit))
+            order = (*_rank(mine, edit), edit.rank, rng.random())
+            options.setdefault((edit.path, edit.old, edit.new), (order, edit))
     return min(options.values(), key=lambda o: o[0])[1] if options else None
 
 
@@ -162,7 +166,9 @@ def options_of(contents: dict[str, str], fixed: frozenset[str] = frozenset()) ->
             for up in (True, False) if cand.kind == "number" else (None,):
                 change = perturb(contents[path], cand, random.Random(0), up)
                 if change is not None:
-                    out.append(Edit(path, cand.name, cand.line, change.before, change.after, change.old, change.new))
+                    out.append(
+                        Edit(path, cand.name, cand.line, change.before, change.after, change.old, change.new, cand.rank)
+                    )
     return out
 
 

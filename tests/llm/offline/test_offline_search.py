@@ -113,3 +113,19 @@ def test_an_option_the_run_command_sets_is_never_changed() -> None:
     assert {e.name for e in options_of({PATH: source})} == {"max_steps", "lr"}
     assert {e.name for e in options_of({PATH: source}, fixed)} == {"lr"}
     assert next_change({PATH: source}, [], random.Random(0), fixed).name == "lr"
+
+
+def test_command_line_options_come_before_constants_and_helper_keywords() -> None:
+    """Untried literals: what the author exposed to tuning (an option, then a constant) before a helper's keyword."""
+    source = (
+        "def init(w, scale=2.0):\n    return w * scale\n\nMOMENTUM = 0.5\n\nimport argparse\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--lr', type=float, default=0.1)\n"
+    )
+    picked = []
+    contents = {PATH: source}
+    for seed in range(3):
+        edit = next_change(contents, [Try(e, 1.0, 0.0) for e in picked], random.Random(seed))
+        picked.append(edit)
+        contents = {PATH: contents[PATH].replace(edit.old, edit.new)}
+    assert [e.name for e in picked] == ["lr", "MOMENTUM", "scale"]
+    assert [e.rank for e in options_of({PATH: source}) if e.name == "scale"] == [2, 2]
