@@ -1,5 +1,8 @@
 """llama.cpp's OpenAI-compatible server (llama-cpp-python) on loopback, for local models.
 
+It runs as `aiscientist.llm.local.serve`: llama-cpp-python's own server, its answers also counting
+the cached prompt tokens and its streamed answers their usage.
+
 `LocalServer` starts it on a GGUF, waits until `GET /v1/models` answers, and stops it.
 `ensure_server` is what a client of a `local/` model calls: a server already answering
 at the configured address is used as it is; otherwise one is started for the process
@@ -31,7 +34,12 @@ DEFAULT_PORT = 8765
 STARTUP_TIMEOUT_S = 300.0
 # the server keeps the states of recent prompts in RAM and resumes from the one sharing the
 # longest prefix: an orchestrator's next decision reuses its own prompt after a specialist's
-# requests went between (with one cache slot only, a 1,600-token prompt took 230 s again, not 6 s)
+# requests went between (with one cache slot only, a 1,600-token prompt took 230 s again, not 6 s).
+# llama-cpp-python's LlamaRAMCache is one LRU over every role's states (keyed by prompt + answer,
+# looked up by longest shared prefix), bounded by the llama.cpp state sizes only: a role's prefix
+# stays while fewer than CACHE_BYTES of other states came after it (a 0.5B model's 4,000-token
+# state is about 50 MB, so dozens). Each state also keeps a copy of up to n_batch x vocabulary
+# logits that the bound does not count (about 300 MB for Qwen's 151,936 tokens).
 CACHE_BYTES = 2 << 30
 # llama-cpp-python answers GET /v1/models only between completions: a port that is taken
 # gets this long to answer before it counts as something else
@@ -74,7 +82,7 @@ class LocalServer:
     def command(self) -> list[str]:
         threads = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
         return [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", self.alias,
+            sys.executable, "-m", "aiscientist.llm.local.serve", "--model", str(self.gguf), "--model_alias", self.alias,
             "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
             "--n_threads", threads, "--n_threads_batch", threads, "--logits_all", "False",
             "--cache", "True", "--cache_type", "ram", "--cache_size", str(CACHE_BYTES),

@@ -24,6 +24,9 @@ from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.provider.caching import cache_counts, needs_breakpoints, with_breakpoints
 from aiscientist.llm.provider.errors import (
     CONNECT_TIMEOUT_S,
+    HARD_LIMIT_GRACE_S,
+    RETRYABLE_STATUS,
+    Transient,
     context_sizes,
     describe,
     network_failure,
@@ -41,17 +44,6 @@ from aiscientist.llm.types import (
 from aiscientist.llm.window import context_window
 from aiscientist.util.registry import Registry
 
-RETRYABLE_STATUS = {408, 409, 425, 429}
-HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is abandoned
-
-
-class Transient(Exception):
-    """A failure worth retrying (rate limit, 5xx, timeout, dropped connection)."""
-
-    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
-        super().__init__(message)
-        self.retry_after, self.status = retry_after, status
-
 
 class Backend(Protocol):
     def send(
@@ -62,14 +54,13 @@ class Backend(Protocol):
 class LiteLLMBackend:
     """Any provider litellm speaks, by litellm model name."""
 
-    def __init__(self, config: LLMConfig, api_key: str | None = None):
+    def __init__(self, config: LLMConfig):
         import litellm
 
         litellm.suppress_debug_info = True
-        self.config, self.api_key = config, api_key
+        self.config = config
         self._litellm = litellm
-        if api_key is None:  # a local server takes any key
-            check_credentials(config.model, config.api_base)
+        check_credentials(config.model, config.api_base)
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None = None) -> Reply:
         """One attempt under a hard wall-clock limit. httpx's timeout bounds each read,
@@ -99,7 +90,6 @@ class LiteLLMBackend:
             "api_base": cfg.api_base,
             "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens,
-            "api_key": self.api_key,
             "stop": stop,
         }
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
@@ -313,14 +303,16 @@ def _offline(config: LLMConfig, run_key: str | None) -> Backend:
 
 
 def _local(config: LLMConfig, run_key: str | None) -> Backend:
-    """`local/NAME`: llama.cpp's server at the entry's api_base, started here if nothing answers."""
+    """`local/NAME`: llama.cpp's server at the entry's api_base, started here if nothing answers;
+    its answers streamed (`stream.py`: a request given up stops the server's generation)."""
     from aiscientist.llm.local.server import ensure_server
+    from aiscientist.llm.provider.stream import StreamBackend
 
     if not config.api_base or not config.gguf:
         raise ModelConfigError(f"{config.model}: a local model needs api_base and gguf in its models-file entry")
     alias = config.model.removeprefix("local/")
     ensure_server(config.api_base, config.gguf, alias, config.context_window or 8192)
-    return LiteLLMBackend(config.model_copy(update={"model": f"openai/{alias}"}), api_key="local")
+    return StreamBackend(config, alias)
 
 
 register_backend(LITELLM, lambda config, run_key: LiteLLMBackend(config))

@@ -31,6 +31,16 @@ def cache_counts(response: Any) -> tuple[int | None, int | None]:
     return _count(read), _count(written)
 
 
+def stream_cache_read(usage: dict[str, Any], timings: dict[str, Any] | None) -> int | None:
+    """Prompt tokens a server (llama.cpp's) read from its cache, from the JSON of its answer:
+    `usage.prompt_tokens_details.cached_tokens`, else `timings.cache_n`; None where it said nothing."""
+    details = usage.get("prompt_tokens_details")
+    read = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    if read is None and isinstance(timings, dict):
+        read = _count(timings.get("cache_n"))
+    return read
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 

@@ -30,6 +30,16 @@ CONNECT_TIMEOUTS = ("ConnectTimeout",)  # httpx's and httpcore's: no connection 
 CONNECT_TIMEOUT_S = 20.0  # a host that takes longer to accept a connection is reported unreachable
 STATUS_WORDS = {401: "API key refused", 403: "API key refused", 404: "unknown model (or a wrong api_base path)"}
 MESSAGE_LIMIT = 2000  # long enough for any provider's message; the cause comes first anyway
+RETRYABLE_STATUS = {408, 409, 425, 429}
+HARD_LIMIT_GRACE_S = 1.0  # past the per-read timeout, before an attempt is abandoned
+
+
+class Transient(Exception):
+    """A failure worth retrying (rate limit, 5xx, timeout, dropped connection)."""
+
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
+        super().__init__(message)
+        self.retry_after, self.status = retry_after, status
 
 
 def chain(err: BaseException) -> Iterator[BaseException]:

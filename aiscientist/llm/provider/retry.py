@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiscientist.llm.config import LLMConfig
-from aiscientist.llm.provider.backends import Backend, Transient
+from aiscientist.llm.provider.backends import Backend
+from aiscientist.llm.provider.errors import Transient
 from aiscientist.llm.types import ModelUnavailable, Reply
 from aiscientist.util import notices
 
