@@ -55,7 +55,9 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     # as a user does: a fresh venv of its own, the wheel and its dependencies installed into it by pip
     subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
     python = base / "venv" / "bin" / "python"
-    installed = subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True)
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-compile", str(wheel)], capture_output=True, text=True
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     offline_data = [
         str(python),
