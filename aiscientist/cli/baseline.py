@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aiscientist.tracking import parse_spec, track_run
-    from aiscientist.workspace import Workspace  # heavy: watchdog, git
+    from aiscientist.workspace import Workspace  # heavy: the experiment engine, git
 
     tracking = parse_spec(args.track)
     task = task_from_args(args)

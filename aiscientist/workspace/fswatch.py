@@ -1,19 +1,19 @@
-"""watchdog's observer in a process of its own, sending the run's process its changes in batches.
+"""The run folder's observer in a process of its own, sending the run's process its changes in batches.
 
-Each inotify event costs about 120 µs of CPU in watchdog's pipeline (a reader thread, a
-queue, a dispatcher thread). Inside the run's process those threads would compete with
-the run for the GIL at every event; here they run in a child process, which sends what
-it saw every BATCH_S. Protected files are hashed in the
-child as soon as their change arrives, so an edit that is soon undone is still caught.
-The child is `python -m aiscientist.workspace.fswatch` (not multiprocessing, whose children
-import the parent's main script again); it imports nothing heavy.
+The child (`python -m aiscientist.workspace.fswatch`, not multiprocessing, whose children import the
+parent's main script again; it imports nothing heavy) watches with `workspace/inotify.py`'s bounded
+tree of inotify watches: one thread, woken only by an event or the run's process, so the run's own
+threads never compete with it for the GIL. What it saw is sent at most BATCH_S after the first change.
+Protected files are hashed in the child as soon as their change arrives, so an edit that is soon
+undone is still caught. A folder it does not watch (too deep, too many, refused by the kernel) is
+sent once as ("lost", (folder, why)); the rest goes on being watched.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -25,37 +25,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import NamedTuple
 
-from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-
 from aiscientist.records.paths import SUBMISSION, submission_rel
 from aiscientist.util import untrusted
-
-
-class _StopRace(logging.Filter):
-    """watchdog logs an error when a change arrives while its observer stops;
-    nothing is wrong (the last batch holds what was delivered)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "called when the thread is inactive" not in record.getMessage()
-
-
-logging.getLogger("watchdog.observers.inotify").addFilter(_StopRace())
+from aiscientist.workspace.inotify import CHANGED, EVERY_WRITE, Found, WatchTree, depth
 
 BATCH_S = 0.02
-WALK_DEPTH = 100_000  # how deep a new tree the observer follows (deeper: reported lost, the engine still checks)
-WALK_STACK = 1 << 30  # the observer threads' stack (reserved, touched only as deep as a walk goes)
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
 # Only changes: reads (open/close without writing) never leave the kernel. Each write
@@ -63,23 +37,13 @@ STOP_TIMEOUT_S = 5.0
 # at once. Elsewhere a file counts as changed when its writer closes it (every process
 # closes its files at exit), so the run's own appends to files it keeps open - the event
 # and call logs - wake no one.
-CHANGED = [
-    FileCreatedEvent,
-    FileClosedEvent,
-    FileDeletedEvent,
-    FileMovedEvent,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-]
-EVERY_WRITE = [*CHANGED, FileModifiedEvent]
 EVERY_WRITE_IN = SUBMISSION
 
 
 class FileChange(NamedTuple):
     """One change the observer saw."""
 
-    kind: str  # watchdog's event type: created, modified, closed, deleted, moved
+    kind: str  # created, modified (a write or chmod, in submission/ only), closed (after writing), deleted, moved
     rel: str  # the path inside the run folder
     at: float  # time.monotonic() on arrival (one clock for every process on Linux)
     ts: str  # the wall clock on arrival, ISO
@@ -110,80 +74,70 @@ def intact(root: str, rel: str, digest: str) -> bool:
         os.close(fd)
 
 
-class _Collector(FileSystemEventHandler):
-    def __init__(self, spec: WatchSpec):
-        self.spec, self.prefix = spec, spec.root + os.sep
-        self.lock = threading.Lock()
-        self.changes: list[FileChange] = []
+def masks(spec: WatchSpec) -> Callable[[str], int | None]:
+    """Each folder's events: every write in submission/, the close after writing elsewhere,
+    none in an unwatched top-level folder."""
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory and event.event_type == "modified":
-            return
-        at, ts = time.monotonic(), datetime.now(UTC).isoformat(timespec="milliseconds")
-        for path in (event.src_path, getattr(event, "dest_path", "")):
-            path = os.fsdecode(path)
-            if not path.startswith(self.prefix) or len(path) == len(self.prefix):
-                continue
-            rel = path[len(self.prefix) :]
-            if rel.startswith(self.spec.ignored):
-                continue
-            inside = submission_rel(rel)
-            digest = self.spec.protected.get(inside) if inside is not None else None
-            change = FileChange(
-                event.event_type, rel, at, ts, None if digest is None else intact(self.spec.root, rel, digest)
-            )
-            with self.lock:
-                self.changes.append(change)
+    def mask(rel: str) -> int | None:
+        top = rel.split("/", 1)[0]
+        if depth(rel) >= 1 and top in spec.unwatched:
+            return None
+        return EVERY_WRITE if top == EVERY_WRITE_IN else CHANGED
 
-    def take(self) -> list[FileChange]:
-        with self.lock:
-            taken, self.changes = self.changes, []
-        return taken
+    return mask
+
+
+def changes(spec: WatchSpec, found: list[Found]) -> list[FileChange]:
+    """What is reported of what the tree saw: ignored paths left out, protected files hashed (also
+    those inside a folder moved or deleted, whose own events never come)."""
+    at, ts = time.monotonic(), datetime.now(UTC).isoformat(timespec="milliseconds")
+    out = []
+    for kind, rel, folder in found:
+        paths = [rel]
+        inside = submission_rel(rel)
+        if folder and inside is not None and kind in ("moved", "deleted"):
+            paths += [f"{SUBMISSION}/{file}" for file in spec.protected if not inside or file.startswith(inside + "/")]
+        for path in paths:
+            if path.startswith(spec.ignored):
+                continue
+            inside = submission_rel(path)
+            digest = spec.protected.get(inside) if inside is not None else None
+            out.append(FileChange(kind, path, at, ts, None if digest is None else intact(spec.root, path, digest)))
+    return out
 
 
 def observe(spec: WatchSpec, conn: Connection) -> None:
-    """The child: watch the run folder until told to stop or the run's process is gone. A folder
-    watchdog cannot follow (its recursive walk fails on a tree deeper than Python's recursion limit)
-    ends that folder's watch, not the child: it is reported as ("lost", (folder, why))."""
-    collector, observer = _Collector(spec), Observer()
-    lost: list[tuple[str, str]] = []
-
-    def _lose(args: threading.ExceptHookArgs) -> None:
-        folder = getattr(getattr(args.thread, "watch", None), "path", spec.root)
-        lost.append(
-            (os.path.relpath(os.fsdecode(folder), spec.root), f"{args.exc_type.__name__}: {args.exc_value}"[:300])
-        )
-
-    threading.excepthook = _lose
-    threading.stack_size(WALK_STACK)  # watchdog's walk of a new folder recurses once per level
-    sys.setrecursionlimit(WALK_DEPTH)
+    """The child: watch the run folder until told to stop or the run's process is gone."""
     try:
-        observer.schedule(collector, spec.root, recursive=False, event_filter=CHANGED)
-        for entry in os.scandir(spec.root):
-            if entry.is_dir(follow_symlinks=False) and entry.name not in spec.unwatched:
-                events = EVERY_WRITE if entry.name == EVERY_WRITE_IN else CHANGED
-                observer.schedule(collector, entry.path, recursive=True, event_filter=events)
-        observer.start()
+        tree = WatchTree(spec.root, masks(spec))
     except OSError as err:  # e.g. inotify limits reached
         conn.send(("error", str(err)))
         return
     conn.send(("ready", None))
+    pending: list[FileChange] = []
+    due: float | None = None  # when the pending changes are sent
     try:
         while True:
-            stopping = conn.poll(BATCH_S)  # the only request is "stop"
-            if stopping:
-                observer.stop()
-                observer.join()
-            batch = collector.take()
-            if batch:
-                conn.send(("changes", batch))
-            while lost:
-                conn.send(("lost", lost.pop()))
+            if (pending or tree.lost) and due is None:
+                due = time.monotonic() + BATCH_S
+            wait = None if due is None else max(0.0, due - time.monotonic())
+            ready = select.select([conn, tree], [], [], wait)[0]
+            stopping = conn in ready  # the only request is "stop" (or the run's process is gone)
+            if tree in ready or stopping:
+                pending += changes(spec, tree.read())
+            if stopping or (due is not None and time.monotonic() >= due):
+                if pending:
+                    conn.send(("changes", pending))
+                while tree.lost:
+                    conn.send(("lost", tree.lost.pop(0)))
+                pending, due = [], None
             if stopping:
                 conn.send(("stopped", None))
                 return
     except (EOFError, OSError):  # the run's process is gone
-        observer.stop()
+        return
+    finally:
+        tree.close()
 
 
 class ObserverProcess:

@@ -1,6 +1,6 @@
 """A watch over the run folder while a run is active.
 
-watchdog's observer runs in a process of its own (`aiscientist.workspace.fswatch`). Every file
+The observer runs in a process of its own (`aiscientist.workspace.fswatch`). Every file
 change it reports is queued with its time and the role or experiment active when it
 happened, and written to the event log in batches (`files.changed`). Two kinds of change
 are checked on the spot:
