@@ -165,9 +165,6 @@ class WatchTree:
                 self._lose(rel or ".", f"cannot open the folder: {err.strerror}")
 
     def _watch_in(self, parent: int, name: str, rel: str) -> bool:
-        if depth(rel) > MAX_DEPTH:
-            self._lose(rel, f"deeper than {MAX_DEPTH} folders below the run folder: not watched")
-            return False
         try:
             fd = os.open(name, untrusted.DIR_FLAGS, dir_fd=parent)
         except OSError as err:
@@ -183,6 +180,9 @@ class WatchTree:
         """Watch open folder `fd` as `rel`: whether it is newly watched."""
         mask = self.mask(rel)
         if mask is None:
+            return False
+        if depth(rel) > MAX_DEPTH:
+            self._lose(rel, f"deeper than {MAX_DEPTH} folders below the run folder: not watched")
             return False
         try:
             wd = self.inotify.add_watch(f"/proc/self/fd/{fd}", mask)
