@@ -270,7 +270,8 @@ class ExperimentEngine:
             os.replace(tmp, step_dir / STEP_RECORD)
             self._last_step = step
             self.repeats.add(record)
-            ledger.append(self.paths, load_steps(self.paths), self.task.metric.direction if self.task.metric else None)
+            direction = self.task.metric.direction if self.task.metric else None
+            ledger.append(self.paths, load_steps(self.paths), direction, self.task.baseline)
             self.on_event("experiment.recorded", {"step": step})
             return record
 

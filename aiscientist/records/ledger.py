@@ -33,11 +33,17 @@ def _value(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def rows(steps: Sequence[StepRecord], direction: accounting.Direction | None) -> list[list[str]]:
-    """Every step's row, in step order (no best-so-far when the task names no metric)."""
+def rows(
+    steps: Sequence[StepRecord], direction: accounting.Direction | None, baseline: float | None = None
+) -> list[list[str]]:
+    """Every step's row, in step order (no best-so-far when the task names no metric). With the
+    task's `baseline` the best so far starts there: a step worse than the unchanged code is not "improved"."""
     ordered = sorted(steps, key=lambda s: s.step)
     curve = accounting.best_so_far(ordered, direction) if direction else [None] * len(ordered)
-    table, before = [], None
+    before = baseline if direction else None
+    if before is not None:
+        curve = [before if b is None or not accounting.is_better(b, before, direction) else b for b in curve]
+    table = []
     for step, best in zip(ordered, curve):
         hypothesis = clean(" ".join(step.hypothesis.split()), HYPOTHESIS_CHARS).replace("\t", " ")
         table.append(
@@ -60,12 +66,14 @@ def _line(row: Sequence[str]) -> str:
     return "\t".join(row) + "\n"
 
 
-def append(paths: RunPaths, steps: Sequence[StepRecord], direction: accounting.Direction | None) -> None:
+def append(
+    paths: RunPaths, steps: Sequence[StepRecord], direction: accounting.Direction | None, baseline: float | None = None
+) -> None:
     """Append the rows of `steps` the ledger lacks (normally the last one; all of them for a run
     folder made before the ledger, or one stopped between its step record and its row)."""
     path = paths.ledger
     have = max(len(path.read_text().splitlines()) - 1, 0) if path.is_file() else 0
-    table = rows(steps, direction)
+    table = rows(steps, direction, baseline)
     with path.open("a") as out:
         if not path.stat().st_size:
             out.write(_line(COLUMNS))

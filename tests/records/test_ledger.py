@@ -35,6 +35,9 @@ def test_statuses_follow_the_accounting():
     assert [r[3] for r in rows] == ["5", "5", "4", "4", "4", "4"]
     assert "\t" not in rows[2][6] and "\n" not in rows[2][6] and "\x1b" not in rows[2][6]
     assert [r[1] for r in ledger.rows(steps[:1], None)] == ["kept"]  # no metric named: no best
+    from_baseline = ledger.rows(steps, "min", baseline=4.5)  # steps 1 and 2 are worse than the unchanged code
+    assert [r[1] for r in from_baseline][:3] == ["kept", "kept", "improved"]
+    assert [r[3] for r in from_baseline][:3] == ["4.5", "4.5", "4"]
 
 
 def test_append_fills_missing_rows_once(tmp_path):
