@@ -10,16 +10,25 @@ tiny test fixture) in three arms - File-as-Bus on, File-as-Bus off, hierarchy of
   steps, minus the model's replies and the experiment commands inside that window
   (median and mean over steps, and median over the last ten steps).
 
+The offline policy tries each tunable literal of the editable code once and stops when none
+is left (the tiny task has a handful: about 13 steps). So that a run reaches N steps, the
+script runs a copy of the task whose first editable Python file ends in `--padding` extra
+constants the code never reads (default: one per step; 0 runs the task as it is): each
+step then changes one of them, the experiment itself stays as short as the task's.
+
 Goals (File-as-Bus on): late/early prompt ratio <= 1.25; overhead median <= 20 ms/step;
 the last ten steps' median <= 1.3x the whole run's.
 
-    python benchmarks/thin_control.py [--steps 100] [--arms bus,nobus,flat] [--sandbox local] [--keep DIR]
+    python benchmarks/thin_control.py [--steps 100] [--arms bus,nobus,flat] [--sandbox local] [--padding N] [--keep DIR]
+
+Issue #40's figure: `python benchmarks/thin_control.py --steps 300 --arms bus`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,7 +46,7 @@ from aiscientist.config import load_config  # noqa: E402
 from aiscientist.llm.client import LLMClient  # noqa: E402
 from aiscientist.orchestrator import solve  # noqa: E402
 from aiscientist.records.paths import RunPaths  # noqa: E402
-from aiscientist.task import load_task  # noqa: E402
+from aiscientist.task import Task, load_task  # noqa: E402
 
 MODEL_CALLS: list[tuple[float, float]] = []  # (end time, duration) of every model reply
 
@@ -68,6 +77,19 @@ def _ts(text: str) -> float:
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def padded(task: Task, count: int, folder: Path) -> Task:
+    """A copy of `task` whose first editable Python file ends in `count` constants nothing reads."""
+    target = next((rel for rel in task.editable if rel.endswith(".py") and (task.repository / rel).is_file()), None)
+    if count <= 0 or target is None:
+        return task
+    repo = folder / "repo"
+    shutil.copytree(task.repository, repo)
+    knobs = "".join(f"UNUSED_KNOB_{i} = {0.1 + i / 1000:.3f}\n" for i in range(count))
+    with (repo / target).open("a") as out:
+        out.write(f"\n# {count} constants the code never reads: candidates for a long offline run\n{knobs}")
+    return task.model_copy(update={"repository": repo})
 
 
 def measure(run_dir: Path, steps: int) -> dict:
@@ -108,6 +130,9 @@ def main() -> int:
     parser.add_argument("--arms", default="bus,nobus,flat", help="comma-separated subset of bus, nobus, flat")
     parser.add_argument("--task", type=Path, default=ROOT / "tests" / "fixtures" / "tiny" / "task.yaml")
     parser.add_argument("--sandbox", default="local", choices=["auto", "bwrap", "local"])
+    parser.add_argument(
+        "--padding", type=int, help="unused constants added to the task's code (default: --steps; 0: none)"
+    )
     parser.add_argument("--keep", type=Path, help="keep the run folders here (default: a temporary folder)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
@@ -116,10 +141,10 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
     console = Console(width=200)
-    task = load_task(args.task)
     figures = {}
     with tempfile.TemporaryDirectory(prefix="thin-control-") as tmp:
         base = args.keep or Path(tmp)
+        task = padded(load_task(args.task), args.steps if args.padding is None else args.padding, Path(tmp))
         for arm in arms:
             run_dir = base / f"{task.name}-{arm}"
             config = load_config([], [f"sandbox={args.sandbox}", *ARMS[arm]])

@@ -10,7 +10,6 @@ resumed run are counted too.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from aiscientist.llm import BudgetLimits, Completion, LLMClient, LLMConfig, load
 from aiscientist.llm.budget import tracker_for_run
 from aiscientist.records import accounting
 from aiscientist.records.paths import in_submission
-from aiscientist.records.step import StepRecord
+from aiscientist.records.step import StepLog, StepRecord
 from aiscientist.task import Task, expand_globs
 from aiscientist.util import untrusted
 from aiscientist.workspace import guidance
@@ -56,12 +55,7 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
     wall_time_s: float | None = None
     _clients: dict[str, LLMClient] = field(default_factory=dict)
-    _final: list[StepRecord] = field(default_factory=list)  # records of steps before _open that no longer change
-    _open: int = 1  # the oldest step whose record may still change
-    _final_best: tuple[int, StepRecord | None] = (0, None)  # (records of _final folded, the best of them)
-    _recent: dict[int, tuple[tuple[int, int, int], StepRecord | None]] = field(
-        default_factory=dict
-    )  # step -> (file stamp, record)
+    _final_best: tuple[int, StepRecord | None] = (0, None)  # (final records folded, the best of them)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _steps_lock: threading.RLock = field(default_factory=threading.RLock)  # agents expanding in parallel ask too
 
@@ -137,44 +131,15 @@ class RunContext:
 
     # ---- steps ---------------------------------------------------------------------
 
-    def step_records(self) -> list[StepRecord]:
-        """Every recorded step, in order. Asked for many times per step, so it costs the
-        same at step 1,000 as at step 1: step folders are numbered 1, 2, ... (a crashed
-        attempt's number is reused), so only folders from the oldest step whose record
-        may still change are looked at. A record changes only while its step runs or
-        right after (the watcher may mark it invalid): all but the two newest are final.
-        An unreadable record is left out, as a missing one is."""
-        with self._steps_lock:
-            return self._step_records()
+    @cached_property
+    def _steps(self) -> StepLog:
+        return StepLog(self.ws.paths)
 
-    def _step_records(self) -> list[StepRecord]:
-        fresh: list[tuple[int, StepRecord | None]] = []
-        step = self._open
-        while True:
-            path = self.ws.paths.step_record(step)
-            try:
-                info = os.stat(path)
-            except FileNotFoundError:
-                break  # not started, or running
-            stamp = (
-                info.st_ino,
-                info.st_size,
-                info.st_mtime_ns,
-            )  # a rewrite in the same clock tick changes size or inode
-            cached = self._recent.get(step)
-            if cached is None or cached[0] != stamp:
-                try:
-                    cached = self._recent[step] = (stamp, StepRecord.model_validate_json(path.read_text()))
-                except (OSError, ValueError):
-                    cached = (stamp, None)
-            fresh.append((step, cached[1]))
-            step += 1
-        while len(fresh) > 2:
-            done, record = fresh.pop(0)
-            self._final += [record] if record is not None else []
-            self._recent.pop(done, None)
-            self._open = done + 1
-        return [*self._final, *(r for _, r in fresh if r is not None)]
+    def step_records(self) -> list[StepRecord]:
+        """Every recorded step, in order (`records.step.StepLog`: asked for many times per
+        step, it costs the same at step 1,000 as at step 1)."""
+        with self._steps_lock:
+            return self._steps.records()
 
     def best_step(self, before: int | None = None) -> StepRecord | None:
         """`accounting.best_step` over `step_records()` (only steps before `before` if
@@ -187,12 +152,13 @@ class RunContext:
         if self.task.metric is None:
             return None
         direction = self.task.metric.direction
+        final = self._steps.final
         folded, best = self._final_best
-        best = accounting.best_step([r for r in (best, *self._final[folded:]) if r is not None], direction)
-        self._final_best = (len(self._final), best)
+        best = accounting.best_step([r for r in (best, *final[folded:]) if r is not None], direction)
+        self._final_best = (len(final), best)
         if before is not None and best is not None and best.step >= before:  # asked about the past
             return accounting.best_step([r for r in records if r.step < before], direction)
-        rest = [r for r in records[len(self._final) :] if before is None or r.step < before]
+        rest = [r for r in records[len(final) :] if before is None or r.step < before]
         return accounting.best_step([r for r in (best, *rest) if r is not None], direction)
 
     def steps_done(self) -> int:

@@ -28,6 +28,7 @@ from aiscientist.experiment.hidden import run_hidden_test
 from aiscientist.experiment.repeats import Repeats, code_digest
 from aiscientist.experiment.runenv import clean_outputs, conda_command, in_environment, readable_outside
 from aiscientist.experiment.scoring import read_metrics, score_run, survivors_error
+from aiscientist.experiment.setupfiles import SetupFiles
 from aiscientist.records import ledger
 from aiscientist.records.causes import FailureCause
 from aiscientist.records.paths import DIFF, STDERR, STDOUT, STEP_CODE, RunPaths
@@ -36,11 +37,11 @@ from aiscientist.records.step import (
     PENDING_RECORD,
     STEP_RECORD,
     MetricsReading,
+    StepLog,
     StepRecord,
     TestResult,
     capped_hypothesis,
     folder_hashes,
-    load_steps,
     sha256_file,
 )
 from aiscientist.sandbox import CommandsResult, Sandbox
@@ -69,6 +70,8 @@ class ExperimentEngine:
         self._lock = threading.Lock()
         self._baseline_code: dict[str, str] | None = None  # editable files at the baseline commit
         self._last_step: int | None = None
+        self._setup_files = SetupFiles()  # .pristine/'s JSON, parsed once per version
+        self._steps = StepLog(paths)  # the ledger's input, read incrementally
         self.repeats = Repeats(task, paths, self.baseline_tree)
 
     # ---- setup and protected files ---------------------------------------------------
@@ -126,12 +129,16 @@ class ExperimentEngine:
 
     def baseline_folders(self) -> list[str] | None:
         """The repository's folders as setup left it (None for run folders made before)."""
-        return json.loads(self._folders_path.read_text()) if self._folders_path.is_file() else None
+        folders = self._setup_files.read(self._folders_path, None)
+        return None if folders is None else list(folders)
 
     def baseline_tree(self) -> dict[str, integrity.Entry]:
         """The repository as setup left it (empty for run folders made before it was kept)."""
-        raw = json.loads(self._tree_path.read_text()) if self._tree_path.is_file() else {}
-        return {rel: integrity.Entry.from_json(value) for rel, value in raw.items()}
+        return dict(
+            self._setup_files.read(
+                self._tree_path, {}, lambda raw: {r: integrity.Entry.from_json(v) for r, v in raw.items()}
+            )
+        )
 
     def snapshot(self, tag: str, message: str) -> Snapshot:
         """Keep the submission's code as `tag` (e.g. `best`): the baseline's and the editable
@@ -148,7 +155,7 @@ class ExperimentEngine:
         )
 
     def protected_manifest(self) -> dict[str, str]:
-        return json.loads(self._manifest_path.read_text()) if self._manifest_path.is_file() else {}
+        return dict(self._setup_files.read(self._manifest_path, {}))
 
     def tampered_files(self) -> list[str]:
         """Protected files whose content differs from the pristine hash (or are gone, or
@@ -271,7 +278,7 @@ class ExperimentEngine:
             self._last_step = step
             self.repeats.add(record)
             direction = self.task.metric.direction if self.task.metric else None
-            ledger.append(self.paths, load_steps(self.paths), direction, self.task.baseline)
+            ledger.append(self.paths, self._steps.records(), direction, self.task.baseline)
             self.on_event("experiment.recorded", {"step": step})
             return record
 

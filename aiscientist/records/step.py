@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +121,51 @@ class TestResult(BaseModel):
 def load_steps(paths: RunPaths) -> list[StepRecord]:
     """Every recorded step of a run, in step order."""
     return [StepRecord.model_validate_json(path.read_text()) for path in paths.step_records()]
+
+
+class StepLog:
+    """Every recorded step of a run, read incrementally: asked for once or more per step, it
+    costs the same at step 1,000 as at step 1. Step folders are numbered 1, 2, ... (a crashed
+    attempt's number is reused), so only folders from the oldest step whose record may still
+    change are looked at. A record changes only while its step runs or right after (the
+    watcher may mark it invalid): all but the two newest are final; those two are read again
+    when their file changed. An unreadable record is left out, as a missing one is. Not
+    thread-safe: its owner holds a lock around `records`."""
+
+    def __init__(self, paths: RunPaths):
+        self.paths = paths
+        self.final: list[StepRecord] = []  # records of steps before `_open`, which no longer change
+        self._open = 1  # the oldest step whose record may still change
+        self._recent: dict[int, tuple[tuple[int, int, int], StepRecord | None]] = {}  # step -> (stamp, record)
+
+    def records(self) -> list[StepRecord]:
+        fresh: list[tuple[int, StepRecord | None]] = []
+        step = self._open
+        while True:
+            path = self.paths.step_record(step)
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                break  # not started, or running
+            stamp = (
+                info.st_ino,
+                info.st_size,
+                info.st_mtime_ns,
+            )  # a rewrite in the same clock tick changes size or inode
+            cached = self._recent.get(step)
+            if cached is None or cached[0] != stamp:
+                try:
+                    cached = self._recent[step] = (stamp, StepRecord.model_validate_json(path.read_text()))
+                except (OSError, ValueError):
+                    cached = (stamp, None)
+            fresh.append((step, cached[1]))
+            step += 1
+        while len(fresh) > 2:
+            done, record = fresh.pop(0)
+            self.final += [record] if record is not None else []
+            self._recent.pop(done, None)
+            self._open = done + 1
+        return [*self.final, *(r for _, r in fresh if r is not None)]
 
 
 def sha256_file(path: Path) -> str:
