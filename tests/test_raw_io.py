@@ -105,7 +105,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "aiscientist/workspace/permissions.py": (1, RECORDS),
     "aiscientist/workspace/scope.py": (1, API),
     "aiscientist/workspace/watcher.py": (7, RECORDS),
-    "aiscientist/workspace/workspace.py": (14, RECORDS),
+    "aiscientist/workspace/workspace.py": (12, RECORDS),
     "aiscientist/workspace/wsmap.py": (2, RECORDS),
     "bench/agents/ai_scientist.py": (1, RECORDS),
     "bench/agents/aide.py": (1, RECORDS),

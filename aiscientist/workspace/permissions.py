@@ -43,8 +43,17 @@ class PermissionsFile(BaseModel):
     @classmethod
     def load(cls, path: Path) -> PermissionsFile:
         try:
-            data = cls.model_validate(yaml.safe_load(path.read_text()))
-        except (OSError, yaml.YAMLError, ValidationError) as err:
+            text = path.read_text()
+        except OSError as err:
+            raise ValueError(f"{path}: unusable permissions file: {err}") from None
+        return cls.parse(text, str(path))
+
+    @classmethod
+    def parse(cls, text: str, path: str) -> PermissionsFile:
+        """The permissions in `text` (`path` names it in errors)."""
+        try:
+            data = cls.model_validate(yaml.safe_load(text))
+        except (yaml.YAMLError, ValidationError) as err:
             raise ValueError(f"{path}: unusable permissions file: {err}") from None
         for name in ("file_bus", "file_bus_off"):
             if name not in data.sets:

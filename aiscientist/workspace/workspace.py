@@ -22,6 +22,7 @@ from aiscientist.experiment.engine import ExperimentEngine
 from aiscientist.llm import read_records
 from aiscientist.records.accounting import best_step, call_usage, run_usage
 from aiscientist.records.paths import (
+    PERMISSIONS,
     PERMISSIONS_FILE,
     TASK_RECORD,
     TASK_RECORD_FILE,
@@ -42,6 +43,18 @@ from aiscientist.workspace.scope import Scope
 from aiscientist.workspace.wsmap import MapCache, build_map
 
 TEMPLATE = WORKSPACE_TEMPLATE
+
+
+RUN_STATE_BYTES = 4 << 20  # a run folder's own state files are small; a handed-over folder may hold anything
+
+
+def _run_state(root: Path, rel: str) -> str:
+    """A run-state file of a run folder that may have been handed over: read like any untrusted
+    file (no link followed, no FIFO opened, bounded), its problem named as the run folder's."""
+    try:
+        return untrusted.read_file(root, rel, RUN_STATE_BYTES).decode()
+    except (untrusted.Unreadable, UnicodeDecodeError) as err:
+        raise TaskError(root, "run folder", f"unreadable run state {rel}: {err}") from None
 
 
 class WorkspaceConfig(BaseModel):
@@ -155,11 +168,11 @@ class Workspace:
         if (why := snapshots.legacy(paths)) is not None:
             raise TaskError(root, "run folder", why)
         try:
-            task = Task.model_validate_json(task_json.read_text())
-            config = WorkspaceConfig.model_validate_json(paths.workspace_config.read_text())
+            task = Task.model_validate_json(_run_state(root, TASK_RECORD))
+            config = WorkspaceConfig.model_validate_json(_run_state(root, WORKSPACE_CONFIG))
         except ValidationError as err:
             raise TaskError(root, "run folder", f"unreadable run state: {err.errors()[0]['msg']}") from None
-        permissions = PermissionsFile.load(paths.permissions)
+        permissions = PermissionsFile.parse(_run_state(root, PERMISSIONS), str(paths.permissions))
         ws = cls(task, paths, config, permissions, get_sandbox(config.sandbox if sandbox is None else sandbox))
         ws.events.record("system", "workspace.opened", {"steps_done": len(ws.steps())})
         ws.refresh_map()

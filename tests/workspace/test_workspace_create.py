@@ -247,3 +247,16 @@ def test_the_map_file_is_brought_up_to_date_when_read_not_after_every_step(tmp_p
     ws.engine.run_step("experimentation", "again")
     assert "step_0002" not in on_disk.read_text()
     assert "step_0002" in run_shell(ws, "implementation", "cat ../WORKSPACE.md")
+
+
+@pytest.mark.parametrize("rel", ["task/task.json", "state/workspace.json", "state/permissions.yaml"])
+def test_open_reads_a_handed_over_folders_state_as_untrusted(tmp_path, task, rel):
+    """A run folder handed over by someone else: its state files are read without following a link
+    (here to a host file outside the folder), and the refusal names the file."""
+    ws = Workspace.create(task, tmp_path / "run", sandbox="local")
+    outside = tmp_path / "host-secret.json"
+    outside.write_text((ws.paths.root / rel).read_text())
+    (ws.paths.root / rel).unlink()
+    (ws.paths.root / rel).symlink_to(outside)
+    with pytest.raises(TaskError, match=f"unreadable run state {re.escape(rel)}"):
+        Workspace.open(ws.paths.root)
