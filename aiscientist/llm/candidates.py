@@ -161,6 +161,8 @@ def perturb(source: str, candidate: Candidate, rng: random.Random, up: bool | No
     if source.count(line) != 1:
         return None
     after = _toggle(candidate.value) if candidate.kind == "bool" else _scale(candidate.value, rng, up)
+    if candidate.kind == "number" and float(after) == float(candidate.value):
+        return None  # the value's precision leaves no room to move (a no-op change is never proposed)
     new_line = line[: candidate.start] + after + line[candidate.end :]
     return Change(candidate.name, candidate.value, after, line, new_line, candidate.line)
 

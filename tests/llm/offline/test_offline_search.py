@@ -129,3 +129,9 @@ def test_command_line_options_come_before_constants_and_helper_keywords() -> Non
         contents = {PATH: contents[PATH].replace(edit.old, edit.new)}
     assert [e.name for e in picked] == ["lr", "MOMENTUM", "scale"]
     assert [e.rank for e in options_of({PATH: source}) if e.name == "scale"] == [2, 2]
+
+
+def test_a_value_without_room_to_move_is_never_a_change() -> None:
+    """0.999999 up is 0.9999995, written 0.999999 again: proposing it would measure unchanged code."""
+    edits = options_of({PATH: "MOMENTUM = 0.999999\n"})
+    assert [(e.before, e.after) for e in edits] == [("0.999999", "0.499999")]
