@@ -200,14 +200,14 @@ class DockerSandbox(Sandbox):
         killed: list[str] = []  # the containers the kernel stopped at the memory limit
 
         def one(command: str) -> tuple[int, bool]:
-            with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
-                empty = Path(tmp, "empty")  # what a hidden file is covered with
-                empty.touch()
-                each = {**options, "mounts": self.mounts(mounts, empty)}
-                return self._one(command, timeout, each, out, err, killed)
+            return self._one(command, timeout, options, out, err, killed)
 
         try:
-            result = run_each(commands, one, timeout, out, err, self.name)
+            with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
+                empty = Path(tmp, "empty")  # what a hidden file is covered with (bound read-only into each container)
+                empty.touch()
+                options["mounts"] = self.mounts(mounts, empty)
+                result = run_each(commands, one, timeout, out, err, self.name)
             result.survivors = len(labelled(self.client, f"{LABEL}.call={call}", running_only=True))
             result.memory = MemoryUse(enforced_by="docker", limit_mb=self.settings.memory_mb, oom_kills=len(killed))
             return result
