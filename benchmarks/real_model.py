@@ -16,6 +16,8 @@ recorded requests:
 - TTFE: time to first experiment, from the cell's start to its first step's end; exp/h:
   steps run per hour; baseline: the task's baseline measurement (setup and the unchanged
   code, once per task before the cells), apart from the TTFE;
+- per role (a table per run): calls, prompt tokens and where they go (`benchmarks/prompt_parts.py`: system,
+  tools, brief, file contents, tool results, history, later user);
 - prefix: the share of each request's prompt (rendered as the chat template lays it out)
   that repeats the same role's previous request of that run, over every request but a
   role's first.
@@ -23,7 +25,7 @@ recorded requests:
 Goals (issue #29): valid >= 90 % for every agent; every agent ends on its own stop reason
 with at least one successful step; prefix >= 80 %; at most 400 s of wall time per step run
 (`solve` on the tiny task: 3 steps in 20 minutes); issue #40: `aiscientist`'s TTFE <= 4 min and
-cached share >= 80 %.
+cached share >= 80 %, <= 150 s and <= 12,000 prompt tokens per step.
 
     python benchmarks/real_model.py [--agents aiscientist,linear] [--steps 2] [--tasks tiny,TASK]
                                    [--model local/qwen2.5-coder-1.5b] [--keep DIR] [--json FILE]
@@ -40,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +59,14 @@ from aiscientist.llm.config import load_llm_config  # noqa: E402
 from aiscientist.llm.local.server import ensure_server  # noqa: E402
 from aiscientist.records.accounting import call_usage  # noqa: E402
 from aiscientist.records.paths import RunPaths  # noqa: E402
+from benchmarks.prompt_parts import calls_of, parts_table, split  # noqa: E402
 
 AGENTS = "aiscientist,aiscientist-flat,aide,linear,basic"
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
 GOAL_VALID, GOAL_PREFIX = 0.9, 0.8
 GOAL_STEP_S = 400  # `solve` on the tiny task: 3 steps in 20 minutes
 GOAL_TTFE_S, GOAL_CACHED = 240, 0.8  # issue #40, the full arm
+GOAL_FULL_STEP_S, GOAL_FULL_STEP_TOKENS = 150, 12_000  # issue #40, the full arm
 
 
 def run_agent(agent: str, task: str, steps: int, model: str, out: Path, timeout_s: float) -> tuple[Path | None, float]:
@@ -151,6 +156,8 @@ def measure(agent: str, task: str, run: Path | None, wall: float, requests: Path
         "ttfe_s": result.get("ttfe_s"),
         "per_hour": result.get("experiments_per_hour"),
         "baseline_s": baseline_seconds(run),
+        "roles": {role: dict(parts) for role, parts in split(requests, [paths.llm_calls]).items()},
+        "role_calls": dict(calls_of([paths.llm_calls])),
     }
 
 
@@ -202,6 +209,10 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
         if r["agent"] == "aiscientist":
             goals[f"TTFE <= {GOAL_TTFE_S} s"] = r.get("ttfe_s") is not None and r["ttfe_s"] <= GOAL_TTFE_S
             goals[f"cached >= {GOAL_CACHED:.0%}"] = r.get("cached") is not None and r["cached"] >= GOAL_CACHED
+            goals[f"<= {GOAL_FULL_STEP_S} s/step"] = r.get("steps", 0) > 0 and r["s_per_step"] <= GOAL_FULL_STEP_S
+            goals[f"<= {GOAL_FULL_STEP_TOKENS:,} prompt tok/step"] = (
+                r.get("steps", 0) > 0 and r["prompt_per_step"] <= GOAL_FULL_STEP_TOKENS
+            )
         missed = [name for name, ok in goals.items() if not ok]
         out.append(f"{r['agent']}: " + ("all goals met" if not missed else "missed " + "; ".join(missed)))
     return out
@@ -250,6 +261,12 @@ def recorded_rows(results: Path) -> list[dict[str, Any]]:
 def show(rows: list[dict[str, Any]], args: argparse.Namespace, console: Console | None = None) -> int:
     console = console or Console(width=200)
     console.print(table(rows, args.model, max((r.get("steps", 0) for r in rows), default=args.steps)))
+    for r in rows:
+        if r.get("roles"):
+            title = f"{r['agent']} on {Path(r['task']).parent.name if r['task'].endswith('.yaml') else r['task']}"
+            roles = {role: Counter(parts) for role, parts in r["roles"].items()}
+            console.print(parts_table(f"{title}: prompt tokens by role and kind", roles, Counter(r["role_calls"]),
+                                      r.get("steps", 0)))  # fmt: skip
     for line in verdicts(rows):
         console.print(line)
     if args.json:

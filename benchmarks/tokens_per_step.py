@@ -8,9 +8,9 @@ them), tokens per experiment step (the whole run's tokens over its steps), the m
 per step after step 1 (what each further step costs once the task is understood and
 planned: the figure a long run tends to), the share of each role, and the goal's
 verdict on the whole-run figure.
-With --parts it also records every request (`--record`) and splits the prompt tokens
-into system prompts, tool schemas, first instructions, tool results, the model's own
-messages and later user messages: where the tokens go.
+With --parts it also records every request (`--record`) and splits each role's prompt tokens
+by kind of content (`prompt_parts.py`: system, tools, brief, file contents, tool results, the
+model's own messages, later user messages): where the tokens go.
 
 Goal: <= 15,000 tokens per experiment step on each of the eight FML-CPU-8 tasks.
 
@@ -36,12 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aiscientist.llm.budget import read_records  # noqa: E402
-from aiscientist.llm.tokens import TokenCounter  # noqa: E402
 from aiscientist.records.paths import RunPaths  # noqa: E402
+from benchmarks.prompt_parts import calls_of, parts_table, split  # noqa: E402
 
 GOAL = 15_000
 ROLES = ("orchestrator", "comprehension", "comprehension-reader", "prioritization", "implementation", "experimentation")
-PARTS = ("system", "tools", "instructions", "tool results", "assistant", "later user")
 
 
 def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict:
@@ -89,24 +88,9 @@ def run_task(task: Path, run_dir: Path, steps: int, record: Path | None) -> dict
         "per_step": tokens / steps_done if steps_done else None,
         "marginal": sum(step_tokens[1:]) / (len(step_tokens) - 1) if len(step_tokens) > 1 else None,
         "by_role": dict(by_role),
-        "parts": parts_of(record) if record else {},
+        "roles": {role: dict(p) for role, p in split(record, [RunPaths(run_dir).llm_calls]).items()} if record else {},
+        "role_calls": dict(calls_of([RunPaths(run_dir).llm_calls])),
     }
-
-
-def parts_of(record_dir: Path) -> dict[str, int]:
-    """Prompt tokens of the recorded requests by kind of content (times each was sent)."""
-    counter, parts = TokenCounter(), Counter()
-    for path in record_dir.glob("*.json"):
-        entry = json.loads(path.read_text())
-        messages, tools, sent = entry["request"]["messages"], entry["request"]["tools"], len(entry["replies"])
-        parts["tools"] += sent * counter.tools(tools, any(m["role"] == "system" for m in messages))
-        first_user = next((i for i, m in enumerate(messages) if m["role"] == "user"), None)
-        for i, m in enumerate(messages):
-            kind = {"system": "system", "tool": "tool results", "assistant": "assistant"}.get(
-                m["role"], "instructions" if i == first_user else "later user"
-            )
-            parts[kind] += sent * counter.message(m)
-    return dict(parts)
 
 
 def default_tasks() -> list[Path]:
@@ -165,14 +149,13 @@ def report(console: Console, rows: list[dict], steps: int, parts: bool) -> None:
         )
     console.print(table)
     if parts:
-        split = Table(title="Prompt tokens by kind of content (all tasks)")
-        total: Counter[str] = Counter()
+        roles: dict[str, Counter[str]] = {}
         for r in rows:
-            total.update(r["parts"])
-        for kind in PARTS:
-            split.add_column(kind, justify="right")
-        split.add_row(*(f"{total[k]:,} ({100 * total[k] / max(1, sum(total.values())):.0f}%)" for k in PARTS))
-        console.print(split)
+            for role, kinds in r["roles"].items():
+                roles.setdefault(role, Counter()).update(kinds)
+        calls = sum((Counter(r["role_calls"]) for r in rows), Counter())
+        steps_run = sum(r["steps"] for r in rows)
+        console.print(parts_table("Prompt tokens by role and kind of content (all tasks)", roles, calls, steps_run))
     worst = max((r["per_step"] or float("inf") for r in rows), default=None)
     console.print(
         f"goal <= {GOAL:,} tokens per step on every task: "

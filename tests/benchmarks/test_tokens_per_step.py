@@ -1,11 +1,13 @@
 """Prompt economy on the tiny task, through benchmarks/tokens_per_step.py: model tokens
-per experiment step stay under a bound, and the figure is what the run's records say."""
+per experiment step stay under a bound, the figure is what the run's records say, and the split by
+role and kind of content (benchmarks/prompt_parts.py) accounts for every role's prompt tokens."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from aiscientist.llm import read_records
@@ -33,6 +35,7 @@ def test_tiny_task_stays_under_the_tokens_per_step_bound(tmp_path: Path) -> None
             str(tmp_path),
             "--json",
             str(out),
+            "--parts",
         ],
         capture_output=True,
         text=True,
@@ -46,4 +49,10 @@ def test_tiny_task_stays_under_the_tokens_per_step_bound(tmp_path: Path) -> None
     assert row["per_step"] <= BOUND, (
         f"{row['per_step']:.0f} tokens per step on the tiny task (bound {BOUND}): {row['by_role']}"
     )
+    for role in {r["role"] for r in calls}:  # the split by kind of content accounts for each role's prompt tokens
+        counted = sum(r["prompt_tokens"] for r in calls if r["role"] == role)
+        assert abs(sum(row["roles"][role].values()) - counted) <= 0.05 * counted, (role, row["roles"][role], counted)
+        assert row["roles"][role]["system"] > 0 and row["roles"][role]["brief"] > 0, row["roles"][role]
+    assert row["role_calls"] == dict(Counter(r["role"] for r in calls))
+    assert "Prompt tokens by role and kind of content" in done.stdout
     assert "goal <= 15,000 tokens per step on every task: met" in done.stdout
