@@ -16,7 +16,7 @@ recorded requests:
 - TTFE: time to first experiment, from the cell's start to its first step's end; exp/h:
   steps run per hour; baseline: the task's baseline measurement (setup and the unchanged
   code, once per task before the cells), apart from the TTFE;
-- per role (a table per run): calls, prompt tokens and where they go (`benchmarks/prompt_parts.py`: system,
+- per role (a table per run): calls, prompt tokens and where they go (`tokens_per_step.py`'s split: system,
   tools, brief, file contents, tool results, history, later user);
 - prefix: the share of each request's prompt (rendered as the chat template lays it out)
   that repeats the same role's previous request of that run, over every request but a
@@ -59,7 +59,7 @@ from aiscientist.llm.config import load_llm_config  # noqa: E402
 from aiscientist.llm.local.server import ensure_server  # noqa: E402
 from aiscientist.records.accounting import call_usage  # noqa: E402
 from aiscientist.records.paths import RunPaths  # noqa: E402
-from benchmarks.prompt_parts import calls_of, parts_table, split  # noqa: E402
+from benchmarks.tokens_per_step import calls_of, parts_table, split  # noqa: E402
 
 AGENTS = "aiscientist,aiscientist-flat,aide,linear,basic"
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"

@@ -1,6 +1,6 @@
 """Prompt economy on the tiny task, through benchmarks/tokens_per_step.py: model tokens
 per experiment step stay under a bound, the figure is what the run's records say, and the split by
-role and kind of content (benchmarks/prompt_parts.py) accounts for every role's prompt tokens."""
+role and kind of content (benchmarks/tokens_per_step.py --parts) accounts for every role's prompt tokens."""
 
 from __future__ import annotations
 
