@@ -47,7 +47,14 @@ class SpecialistConfig(BaseModel):
     max_turns: int = Field(12, ge=2, description="model calls one specialist call may make")
     experiments_per_call: int = Field(1, ge=1, description="run_experiment calls one experimentation call may make")
     readers: list[Literal["code", "method", "evaluation"]] = Field(
-        default_factory=lambda: ["code", "method", "evaluation"]
+        default_factory=lambda: ["code", "method", "evaluation"],
+        description="comprehension's readers, one per axis, when the files do not fit whole in one prompt",
+    )
+    reader_threshold_chars: int = Field(
+        8000,
+        ge=0,
+        description="files that fit whole within this many characters are read by comprehension itself in one"
+        " answer; larger ones are split among the readers (0: always readers)",
     )
     exp_log_tail_chars: int = Field(
         1200, ge=0, description="tail of exp_log.md given to implementation(mode=fix) (about its last entry)"

@@ -63,7 +63,7 @@ HIERARCHY = {
     "orchestrator": (*SPECIALIST_TOOLS, *READ, "submit"),
     comprehension.ROLE: (*WRITE, "finish"),
     comprehension.READER_ROLE: (*READ, "finish"),
-    prioritization.ROLE: (*WRITE, "finish"),
+    prioritization.ROLE: (*READ, "finish"),  # the plan is its answer (run_specialist's deliverable)
     implementation.ROLE: (*WRITE, "bash", "finish"),
     experimentation.ROLE: (*READ, "append_log", "run_experiment", "finish"),
     helper.ROLE: (*WRITE, "bash", "finish"),

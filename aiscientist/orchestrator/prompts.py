@@ -7,7 +7,7 @@ from typing import Any
 from aiscientist.agent.context import RunContext
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
 from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, SUBMISSION
-from aiscientist.specialists.base import facts, task_brief
+from aiscientist.specialists.base import facts, role_system
 from aiscientist.workspace.guidance import Note, block
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
@@ -47,23 +47,24 @@ USUAL = {  # the stage's usual call, said last (small models follow what they re
     "measure": "experimentation, to measure the change just made",
     "wrap-up": "experimentation of the last change, or submit",
 }
+START_FLAT = "Work on the task above with your tools."
 NUDGE = "Call one of your tools (a specialist, an inspection tool, or submit)."
 
 
 def orchestrator_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
-    """Stable first (system prompt, the task), then the recent turns, then the status, which
-    changes at every decision: a server's prefix cache reuses everything before it."""
-    system = f"{ORCHESTRATOR_SYSTEM}\n\n{bus_rules_for_orchestrator(ctx)}\n\n{TURN_RULES}"
+    """Stable first (the task, the system prompt, the bus rules), then the recent turns, then the status,
+    which changes at every decision: a server's prefix cache reuses everything before it."""
+    system = role_system(ctx, ORCHESTRATOR_SYSTEM, TURN_RULES)
     stage = str(state.get("stage"))
     usual = USUAL.get("measure" if stage == "research" and state.get("since_exp") else stage)
     hint = f" At this stage it is usually {usual}." if usual else ""
-    return _conversation(system, task_brief(ctx), state, status_block(ctx, state), NEXT + hint)
+    return _conversation(system, bus_rules_for_orchestrator(ctx), state, status_block(ctx, state), NEXT + hint)
 
 
 def flat_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
     notes = guidance_block(state)
     status = f"## Status\n{progress_line(ctx)}\n{best_line(ctx)}\n{notes}{facts(ctx, 'flat', guidance=_notes(state))}"
-    return _conversation(f"{FLAT_SYSTEM}\n\n{TURN_RULES}", task_brief(ctx), state, status)
+    return _conversation(role_system(ctx, FLAT_SYSTEM, TURN_RULES), START_FLAT, state, status)
 
 
 def _conversation(

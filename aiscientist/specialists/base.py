@@ -19,10 +19,12 @@ from aiscientist.agent.memory import settled
 from aiscientist.agent.outcome import StopReason
 from aiscientist.agent.tools import Toolbox
 from aiscientist.llm.facts import facts_line, task_facts
-from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, TASK_TEXT, in_submission
+from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, in_submission
 from aiscientist.util.paging import Page, clip_lines
 from aiscientist.workspace.errors import ToolError
 
+DELIVERABLE_PROSE = 200  # an answer without a call this long is the deliverable (the 1.5B model wrote its analysis so)
+DELIVERED_SUMMARY = 600  # characters of a written deliverable the summary repeats
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
 TURN_RULES = """Every reply of yours calls tools (prose alone does nothing); their results come back in
 the next message. When the work is done, call finish(summary): that call ends your work."""
@@ -56,11 +58,15 @@ def run_specialist(
     key: str,
     max_turns: int | None = None,
     prose_finish_chars: int | None = None,
+    deliverable: str | None = None,
 ) -> SpecialistResult:
     """One specialist call (`ok`: it finished; `full_output`: the summary). BudgetExhausted and
-    ModelUnavailable propagate; another ModelError ends this call as failed."""
+    ModelUnavailable propagate; another ModelError ends this call as failed.
+    `deliverable`: the file the call is for; when the model finished (or answered in prose of at
+    least DELIVERABLE_PROSE characters) without writing it, its answer is the file's text (a
+    small model's analysis is then generated once, not once in a file and again in finish)."""
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": f"{system}\n\n{TURN_RULES}"},
+        {"role": "system", "content": role_system(ctx, system)},
         {"role": "user", "content": user},
     ]
     spec = LoopSpec(
@@ -68,7 +74,7 @@ def run_specialist(
         nudge=lambda: NUDGE,
         key=f"{key}.t",
         finish_after_failure=False,
-        prose_finish_chars=prose_finish_chars,
+        prose_finish_chars=prose_finish_chars or (DELIVERABLE_PROSE if deliverable else None),
     )
     outcome = run_loop(
         lambda msgs, tools: ctx.complete(role, settled(msgs, box.is_effect), tools, guided=False),
@@ -85,6 +91,10 @@ def run_specialist(
         why = f" ({outcome.detail})" if outcome.detail else ""  # the loop's own words; no text is matched
         summary = f"{role} stopped after {outcome.turns} turns without calling finish{why}"
     ok = outcome.stop is StopReason.FINISHED
+    if ok and deliverable and deliverable not in box.artifacts and outcome.summary:
+        ctx.ws.scope(role).write(deliverable, outcome.summary.strip() + "\n")
+        box.note(deliverable)
+        summary = clip_lines(outcome.summary, DELIVERED_SUMMARY, f"the rest is in {deliverable}")
     return SpecialistResult(
         role=role, summary=summary, artifacts=box.artifacts, full_output=summary, ok=ok, turns=outcome.turns
     )
@@ -159,14 +169,18 @@ def _page_or_none(ctx: RunContext, role: str, path: str, chars: int) -> Page | N
         return None
 
 
-def task_brief(ctx: RunContext, description: bool = True) -> str:
-    """Without the description (for roles that only run and judge), a pointer to it."""
+def task_brief(ctx: RunContext) -> str:
     task = ctx.task
     files = ", ".join(in_submission(p) for p in task.editable_globs) or "(none)"
     text = re.sub(r"^Editable files:.*$", f"Editable files: {files}", task.summary(), count=1, flags=re.M)
-    if not description and task.description.strip():
-        text = text.split("\n\n", 1)[0] + f"\n(The task's description: {TASK_TEXT}.)"
     return text + f"\nStep budget: {ctx.steps} experiment steps in total."
+
+
+def role_system(ctx: RunContext, system: str, rules: str = TURN_RULES) -> str:
+    """A role's system prompt: the task first, the same text in every role's prompt (the orchestrator's
+    too), so a server's prompt cache reuses it when the run moves from one role to the next; then the
+    role's own instructions and the turn rules."""
+    return f"{task_brief(ctx)}\n\n{system}\n\n{rules}"
 
 
 def facts(ctx: RunContext, role: str, **extra: Any) -> str:
@@ -188,10 +202,11 @@ def bus_rules(ctx: RunContext) -> str:
     )
 
 
-def call_brief(ctx: RunContext, request: str, context: str, *after: str, description: bool = True) -> str:
-    """The task, the bus rules, the request, the orchestrator's context, then `after` (empty parts dropped)."""
+def call_brief(ctx: RunContext, request: str, context: str, *after: str) -> str:
+    """The bus rules, the request, the orchestrator's context, then `after` (empty parts dropped); the
+    task is in the system prompt (`role_system`)."""
     context = f"Context from the orchestrator:\n{context}" if context else ""
-    parts = [task_brief(ctx, description), bus_rules(ctx), request, context, *after]
+    parts = [bus_rules(ctx), request, context, *after]
     return "\n\n".join(p for p in parts if p)
 
 

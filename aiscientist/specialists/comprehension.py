@@ -29,7 +29,6 @@ from aiscientist.specialists.base import (
     facts,
     run_specialist,
     shown_files,
-    task_brief,
     with_file,
 )
 from aiscientist.util import notices
@@ -65,10 +64,10 @@ on this axis as its summary."""
 
 SYSTEM = f"""ROLE: comprehension
 You are AiScientist's comprehension specialist. Turn the task, paper and code into a
-structured analysis other specialists can work from. Write {ANALYSIS_SUMMARY} with
-the sections: Targets and metrics, Baseline, Method structure, Evaluation protocol,
-Ambiguities, Implementation details. You may add more files under {ANALYSIS}/.
-End with finish(summary) - a few lines, the files you wrote."""
+structured analysis other specialists can work from, with the sections: Targets and metrics,
+Baseline, Method structure, Evaluation protocol, Ambiguities, Implementation details (compact:
+facts with file:line references). The analysis is your answer: call finish(summary=<the
+analysis>) and it is saved as {ANALYSIS_SUMMARY}. You may add more files under {ANALYSIS}/."""
 
 
 def reader_files(ctx: RunContext, axis: str) -> list[str]:
@@ -86,11 +85,37 @@ def reader_files(ctx: RunContext, axis: str) -> list[str]:
 
 
 def run(ctx: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
+    """Sized to the task: files that fit whole in one prompt of at most `specialists.reader_threshold_chars`
+    are read by this call itself, in one answer; larger ones are split among readers, one per axis."""
+    axes = ctx.config.specialists.readers
+    files = shown_files(ctx, ROLE, [f for axis in axes for f in reader_files(ctx, axis)])
+    if CUT not in files and len(files) <= ctx.config.specialists.reader_threshold_chars:
+        return _read_alone(ctx, key, args, files)
+    return _read_with_readers(ctx, key, args, axes, files)
+
+
+def _read_alone(ctx: RunContext, key: str, args: ComprehensionArgs, files: str) -> SpecialistResult:
+    """Every file is in the prompt whole: nothing to read, one answer (the analysis) is the call."""
+    box = build_toolbox(ctx, ROLE)
+    box.tools = {"finish": box.tools["finish"]}
+    user = call_brief(
+        ctx,
+        f"Focus of this call: {args.focus}",
+        args.context,
+        files,
+        f"Every file is shown above in full: do not read them again. Reply now with finish(summary=<the analysis>);"
+        f" it is saved as {SUMMARY}.",
+        facts(ctx, ROLE, args=args.model_dump()),
+    )
+    return with_file(ctx, run_specialist(ctx, ROLE, SYSTEM, user, box, key, deliverable=SUMMARY), SUMMARY)
+
+
+def _read_with_readers(
+    ctx: RunContext, key: str, args: ComprehensionArgs, axes: list[str], files: str
+) -> SpecialistResult:
     """A reader that did not finish is a failure: no notes saved, the call not ok, naming it.
     Readers run in parallel up to the model's `max_parallel` (one at a time for a local server:
     they then share one prompt prefix, which the server's cache reuses)."""
-    axes = ctx.config.specialists.readers
-    files = shown_files(ctx, ROLE, [f for axis in axes for f in reader_files(ctx, axis)])
     workers = min(len(axes), ctx.client(READER_ROLE).config.max_parallel or len(axes))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         results = dict(zip(axes, pool.map(lambda axis: _read_axis(ctx, key, axis, files), axes)))
@@ -113,10 +138,11 @@ def run(ctx: RunContext, key: str, args: ComprehensionArgs) -> SpecialistResult:
         "## Notes from readers\n"
         + ("\n\n".join(f"### {axis}\n{text}" for axis, text in notes.items()) or "(no reader finished)"),
         f"Readers that failed (no notes): {', '.join(failed)}; read those files yourself." if failed else "",
-        f"Write {SUMMARY} now (the readers' notes are already saved as {ANALYSIS_NOTES.format('<axis>')}).",
+        f"Reply now with finish(summary=<the analysis>); it is saved as {SUMMARY} (the readers' notes are already"
+        f" saved as {ANALYSIS_NOTES.format('<axis>')}).",
         facts(ctx, ROLE, args=args.model_dump()),
     )
-    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key, deliverable=SUMMARY)
     result.artifacts = written + [a for a in box.artifacts if a not in written]
     if failed:
         failures = "; ".join(f"reader '{axis}' failed: {clip(text, 300)}" for axis, text in failed.items())
@@ -133,7 +159,7 @@ def _read_axis(ctx: RunContext, key: str, axis: str, files: str) -> tuple[str, b
         box.tools = {"finish": box.tools["finish"]}
     focus = ", ".join(reader_files(ctx, axis))
     start = f"Axis: {axis} - {AXES[axis]}\nLook most at: {focus}"
-    user = "\n\n".join([task_brief(ctx), files, start, READER_TURN if whole else READER_CUT_TURN])
+    user = "\n\n".join([files, start, READER_TURN if whole else READER_CUT_TURN])
     result = run_specialist(
         ctx, READER_ROLE, READER_SYSTEM, user, box, f"{key}.r-{axis}", max_turns=6, prose_finish_chars=PROSE_NOTES
     )
@@ -190,17 +216,20 @@ def offline_policy(seen: PolicyContext) -> PolicyReply:
     )
     if any(e.name == "write_file" and not e.failed for e in seen.history):
         return seen.finish(done)
-    f = seen.facts
+    f, whole = seen.facts, "write_file" not in seen.tool_names
+    notes = "the files shown in the call" if whole else None
     baseline = "(not stated: the first experiment establishes it)" if f.get("baseline") is None else str(f["baseline"])
     sections = {
         "Targets and metrics": f"{f.get('metric')} ({f.get('direction')})",
         "Baseline": baseline,
-        "Method structure": f"see {ANALYSIS_NOTES.format('method')}",
-        "Evaluation protocol": f"see {ANALYSIS_NOTES.format('evaluation')}",
+        "Method structure": f"see {notes or ANALYSIS_NOTES.format('method')}",
+        "Evaluation protocol": f"see {notes or ANALYSIS_NOTES.format('evaluation')}",
         "Ambiguities": "- No target value is given: any validated improvement over the baseline counts.",
         "Implementation details": "Editable files: "
         + ", ".join(f.get("editable") or ["(none)"])
-        + f"; code notes: {ANALYSIS_NOTES.format('code')}",
+        + f"; code notes: {notes or ANALYSIS_NOTES.format('code')}",
     }
     text = f"# Paper / task analysis\n_{BANNER}_\n\n" + "\n\n".join(f"## {k}\n{v}" for k, v in sections.items()) + "\n"
+    if "write_file" not in seen.tool_names:  # the analysis is the answer (`deliverable`)
+        return seen.finish(text)
     return seen.finish(done, ("write_file", {"path": SUMMARY, "content": text}))

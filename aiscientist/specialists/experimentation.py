@@ -62,7 +62,6 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
         args.context,
         steps_used(ctx),
         facts(ctx, ROLE, args=args.model_dump()),
-        description=False,
     )
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith(EXPERIMENTS + "/")]

@@ -10,7 +10,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.records.paths import EXPERIMENTS, SCRATCH
-from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, run_specialist, task_brief
+from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, run_specialist
 
 ROLE = "helper"
 
@@ -29,7 +29,6 @@ def run(ctx: RunContext, key: str, args: HelperArgs) -> SpecialistResult:
     box = build_toolbox(ctx, ROLE)
     user = "\n\n".join(
         [
-            task_brief(ctx),
             bus_rules(ctx),
             f"Job: {args.job}",
             *([f"Context:\n{args.context}"] if args.context else []),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 from pydantic import BaseModel, Field
 
@@ -32,13 +31,14 @@ class PrioritizationArgs(BaseModel):
 
 
 SYSTEM = f"""ROLE: prioritization
-You are AiScientist's prioritization specialist. Write {PLAN}: candidate hypotheses /
+You are AiScientist's prioritization specialist. Make the plan: candidate hypotheses /
 code changes ranked P0 (first) to P3, each with expected gain, feasibility, dependencies
 and the exact change to try. Keep the list deliberately diverse - different files,
 mechanisms and hyper-parameters - because broad exploration finds more gains than
 refining one idea. Use what the analysis and the experiment log say. Each entry may end
-with a line `- change: {{"path": ..., "old": ..., "new": ...}}` giving an exact edit.
-End with finish(summary) - the top entries in a few lines."""
+with a line `- change: {{"path": ..., "old": ..., "new": ...}}` giving an exact edit. You change
+no code (implementation does). The plan is your answer: call finish(summary=<the plan>) and
+it is saved as {PLAN}."""
 
 
 def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
@@ -46,16 +46,13 @@ def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult
     user = call_brief(
         ctx, f"Guidance: {args.guidance}", args.context, steps_used(ctx), facts(ctx, ROLE, args=args.model_dump())
     )
-    return with_file(ctx, run_specialist(ctx, ROLE, SYSTEM, user, box, key), PLAN)
+    return with_file(ctx, run_specialist(ctx, ROLE, SYSTEM, user, box, key, deliverable=PLAN), PLAN)
 
 
 # The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)
 
 
 def offline_policy(seen: PolicyContext) -> PolicyReply:
-    written = [e for e in seen.history if e.name == "write_file" and not e.failed]
-    if written:
-        return seen.finish(_plan_summary(str(written[-1].arguments.get("content", ""))))
     reading = (
         None if not seen.facts.get("bus", True) else read_first(seen, editable(seen), "Reading the editable files.")
     )
@@ -76,10 +73,4 @@ def offline_policy(seen: PolicyContext) -> PolicyReply:
         lines.append(
             "No candidate change found (with File-as-Bus off this role cannot read the code; implementation chooses)."
         )
-    text = "\n".join(lines)
-    return seen.finish(_plan_summary(text), ("write_file", {"path": PLAN, "content": text}))
-
-
-def _plan_summary(plan: str) -> str:
-    entries = re.findall(r"^## (P\d\. .*)$", plan, re.M)
-    return f"{BANNER} Wrote {PLAN} with {len(entries)} candidate changes. Top: {'; '.join(entries[:3]) or 'none'}"
+    return seen.finish("\n".join(lines))  # the plan is the answer (`deliverable`)

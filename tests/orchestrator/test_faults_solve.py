@@ -196,7 +196,8 @@ def test_a_reader_that_fails_saves_no_notes_and_comprehension_reports_it(tmp_pat
         )
 
     with FakeOpenAI(brain=policy_brain(1), fault=method_reader_fails) as server:
-        done = solve(tmp_path / "run", models_file(tmp_path, server.api_base, **FAST), steps=1)
+        readers = ("--set", "specialists.reader_threshold_chars=0")  # the tiny task's files would be read alone
+        done = solve(tmp_path / "run", models_file(tmp_path, server.api_base, **FAST), *readers, steps=1)
     run = tmp_path / "run"
     assert done.returncode == 0, done.stdout + done.stderr
     notes = sorted(p.name for p in (run / "paper_analysis").glob("notes_*.md"))

@@ -1,9 +1,11 @@
 """A specialist's turn: a finish in the turn of a failed call is refused (what its conversation
-sends again is tested with the memory rules, tests/agent/test_memory.py)."""
+sends again is tested with the memory rules, tests/agent/test_memory.py); a role's answer is its file."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -41,3 +43,31 @@ def test_a_finish_in_the_turn_of_a_failed_call_is_refused(tmp_path: Path, monkey
     assert any(
         m.get("content") == NOT_FINISHED for messages in sent for m in messages if m["role"] == "tool"
     )  # the model was told
+
+
+def test_a_small_task_is_read_in_one_answer_and_each_role_saves_its_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiny task's files fit whole in one prompt: comprehension reads them itself (no readers) and
+    its prose answer is the analysis; prioritization's finish is the plan. Every role's prompt starts
+    with the same task text, so a server's prompt cache reuses it from one role to the next."""
+    run_dir, recording = tmp_path / "run", tmp_path / "rec"
+    monkeypatch.setenv(RECORD_ENV, str(recording))
+    task = load_task(FIXTURES / "tiny" / "task.yaml")
+    solve(
+        task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{FIXTURES / 'orchestrator' / 'deliverables.yaml'}"
+    )
+    summary = (run_dir / "paper_analysis" / "summary.md").read_text()
+    assert summary.startswith("# Targets and metrics") and "evaluate.py scores weights.json" in summary
+    assert not list((run_dir / "paper_analysis").glob("notes_*.md"))  # no reader ran
+    plan = (run_dir / "plan" / "prioritized_tasks.md").read_text()
+    assert plan.startswith("## P0. raise EPOCHS")
+    events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
+    ends = {e["payload"]["specialist"]: e["payload"] for e in events if e["kind"] == "specialist.end"}
+    assert ends["comprehension"]["ok"] and ends["prioritization"]["ok"], ends
+    sent = [json.loads(p.read_text())["request"]["messages"] for p in recording.glob("*.json")]
+    systems = {m[0]["content"] for m in sent}
+    roles = {re.search(r"^ROLE: (\S+)", s, re.M).group(1) for s in systems}
+    assert roles == {"orchestrator", "comprehension", "prioritization"}
+    shared = os.path.commonprefix(sorted(systems))
+    assert shared.startswith("# Task: tiny-quadratic") and "Step budget: " in shared  # the whole task text
