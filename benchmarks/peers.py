@@ -8,15 +8,24 @@ each stopped after --timeout seconds, its requests recorded in OUT/requests (so 
 --from OUT` adds valid calls and prefix share), writes `bench report` over all of them and prints per
 agent and task, from each round's result.json and step records (means over rounds):
 
-- val / base: best validation metric against the baseline's; test / base: the hidden test on
+- best val / base: mean best validation metric against the baseline's; test / base: the hidden test on
   that step against the baseline code's (`*` marks a result better than the baseline);
+- improved: rounds whose hidden test beat the baseline code's, of the rounds that ended (the improvement rate);
 - steps: run / successful; valid: steps that may count as best (successful, valid metric, constraints met);
-- tok/step and s/step: model tokens and wall time over steps run (over 1 if none);
-- stops: stop reasons other than the step budget, with their cause; a cell cut off at --timeout
+- tok/step and s/step: model tokens and wall time over steps run (over 1 if none); TTFE s and exp/h: time
+  to first experiment and experiments per hour (records/timing.py);
+- vs aiscientist: the hidden test paired by round against `aiscientist` (bench/scoring/paired.py: mean gain,
+  positive better, its 95% bootstrap interval, wins; two rounds at least);
+- stops: stop reasons other than the budget, with their cause; a cell cut off at --timeout
   (no result.json, no hidden test) is shown from its step and call records.
 
+The research outcome at equal wall time (issue #40): `--wall-time S` gives every agent's cells S seconds of
+wall clock each (`bench run --wall-time S`, the peers' own `timeout_s` = S) instead of equal steps; --steps is
+then only a cap (default 1000) and --timeout defaults to rounds x tasks x (S + MARGIN_S).
+
     python benchmarks/peers.py [--agents aiscientist,aide,peer-aide,...] [--tasks tiny,data_efficiency]
-                         [--steps 2] [--rounds 2] [--model local/qwen2.5-coder-1.5b] [--out DIR] [--table-only]
+                         [--steps 2] [--rounds 2] [--wall-time S] [--model local/qwen2.5-coder-1.5b] [--out DIR]
+                         [--table-only] [--json FILE]
 """
 
 from __future__ import annotations
@@ -48,9 +57,13 @@ from aiscientist.records.paths import RunPaths  # noqa: E402
 from aiscientist.records.step import load_steps  # noqa: E402
 from aiscientist.task import Direction  # noqa: E402
 from aiscientist.util.humanize import num  # noqa: E402
+from bench.scoring.paired import Pairing, paired_comparisons  # noqa: E402
 
 AGENTS = "linear,aide,peer-aide,peer-openevolve,peer-mini-swe-agent,aiscientist"
 TASKS = f"{ROOT / 'tests/fixtures/tiny/task.yaml'},data_efficiency"
+REFERENCE = "aiscientist"  # the agent every other one is paired against
+WALL_STEPS = 1000  # the step cap under --wall-time: time, not steps, ends a cell
+MARGIN_S = 120.0  # a cell's time beyond --wall-time in the grid's --timeout: setup, the baselines, the hidden test
 
 
 def run_grid(agent: str, args: argparse.Namespace) -> float:
@@ -61,9 +74,11 @@ def run_grid(agent: str, args: argparse.Namespace) -> float:
         "--rounds", str(args.rounds), "--steps", str(args.steps), "--model", args.model, "--out", str(args.out),
         "--workers", "1", "--no-progress", "--no-report",
     ]  # fmt: skip
-    if agent.startswith("peer-"):  # the peer's own limit per cell, a little inside ours
+    command += ["--wall-time", f"{args.wall_time:g}"] if args.wall_time else []
+    if agent.startswith("peer-"):  # the peer's own limit per cell: the wall time, else a little inside ours
         cells = args.rounds * len(args.tasks.split(","))
-        command += ["--option", f"{agent}.timeout_s={max(60.0, args.timeout / cells - 30):g}"]
+        limit = args.wall_time or max(60.0, args.timeout / cells - 30)
+        command += ["--option", f"{agent}.timeout_s={limit:g}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()
     with (args.out / f"{agent}.log").open("w") as log:
@@ -107,23 +122,50 @@ def mean(values: list[float | None]) -> float | None:
     return sum(found) / len(found) if found else None
 
 
-def row(agent: str, task: str, runs: list[CellSummary], out: Path, timeout: float) -> list[str]:
+def improved(runs: list[CellSummary]) -> str:
+    """Rounds whose hidden test beat the baseline code's hidden test, of the rounds that ended."""
+    better = [
+        r.result.test_metric is not None
+        and r.baseline_test is not None
+        and is_better(r.result.test_metric, r.baseline_test, r.direction)
+        for r in runs
+    ]
+    return f"{sum(better)} / {len(better)}"
+
+
+def paired(agent: str, task: str, pairings: list[Pairing]) -> str:
+    """`agent` against REFERENCE on `task`, paired by round (positive: `agent` better)."""
+    for p in pairings:
+        if p.task == task and {p.a, p.b} == {agent, REFERENCE} and agent != REFERENCE:
+            sign, wins = (1, p.win_rate) if p.a == agent else (-1, 1 - p.win_rate)
+            low, high = sorted((sign * p.low, sign * p.high))
+            verdict = "better" if low > 0 else "worse" if high < 0 else "within noise"
+            return f"{sign * p.mean_diff:+.4g} [{low:+.4g}, {high:+.4g}], wins {wins:.0%}, {p.rounds} rounds: {verdict}"
+    return "-"
+
+
+def row(agent: str, task: str, runs: list[CellSummary], out: Path, args: argparse.Namespace, pairs: str) -> list[str]:
     if not runs:
-        return cut_off(agent, task, out, timeout)
+        return cut_off(agent, task, out, args.timeout)
     first = runs[0]
     steps = [s for r in runs for s in load_steps(r.cell(out).run)]
     done = sum(r.result.steps_completed for r in runs)
     reasons = [(getattr(r.result.stop_reason, "value", r.result.stop_reason), r.result.stop_detail[:120]) for r in runs]
-    stops = sorted({f"{reason}: {detail}" for reason, detail in reasons if reason != "step_budget"})
+    budget = ("step_budget", "wall_time") if args.wall_time else ("step_budget",)
+    stops = sorted({f"{reason}: {detail}" for reason, detail in reasons if reason not in budget})
     return [
         agent,
         task,
         versus(mean([r.result.best_metric for r in runs]), first.result.baseline, first.direction),
         versus(mean([r.result.test_metric for r in runs]), first.baseline_test, first.direction),
+        improved(runs),
         f"{done} / {sum(r.result.steps_successful for r in runs)}",
         num(sum(s.eligible for s in steps)),
         num(sum(r.result.tokens for r in runs) / max(done, 1)),
         num(sum(r.result.wall_time_s for r in runs) / max(done, 1)),
+        num(mean([r.result.ttfe_s for r in runs])),
+        num(mean([r.result.experiments_per_hour for r in runs])),
+        pairs,
         "; ".join(stops) or "-",
     ]
 
@@ -132,7 +174,7 @@ def cut_off(agent: str, task: str, out: Path, timeout: float) -> list[str]:
     """A cell stopped at --timeout leaves no result.json: what its step and call records say (no hidden test ran)."""
     folders = [c.ws for c in cell_folders(out, task, agent) if c.ws.is_dir()]
     if not folders:
-        return [agent, task, "-", "-", "0 / 0", "0", "-", "-", "not started (see the agent's log)"]
+        return [agent, task, "-", "-", "-", "0 / 0", "0", "-", "-", "-", "-", "-", "not started (see the agent's log)"]
     steps = [s for ws in folders for s in load_steps(RunPaths(ws))]
     calls = [c for ws in folders if RunPaths(ws).llm_calls.is_file() for c in read_records(RunPaths(ws).llm_calls)]
     tokens = sum(int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0) for c in calls)
@@ -145,9 +187,13 @@ def cut_off(agent: str, task: str, out: Path, timeout: float) -> list[str]:
         task,
         versus(best, base.get("val"), direction),
         f"- / {num(base.get('test'))}",
+        "-",
         f"{len(steps)} / {sum(s.success for s in steps)}",
         num(len(good)),
         num(tokens / max(len(steps), 1)),
+        "-",
+        "-",
+        "-",
         "-",
         f"cut off at the agent's --timeout ({num(timeout)} s): {len(calls)} model calls answered, no result.json",
     ]
@@ -158,20 +204,30 @@ def load_task_direction(ws: Path) -> Direction:
     return (task.get("metric") or {}).get("direction", "max")
 
 
-def table(out: Path, agents: list[str], args: argparse.Namespace) -> Table:
+COLUMNS = ("agent", "task", "best val / base", "test / base", "improved", "steps run / ok", "valid", "tok/step")
+COLUMNS += ("s/step", "TTFE s", "exp/h", f"vs {REFERENCE} (test, paired)", "stops other than the budget")
+
+
+def rows(out: Path, agents: list[str], args: argparse.Namespace) -> list[list[str]]:
+    """One row per task and agent (COLUMNS)."""
     runs = load_summaries(out)
-    shown = Table(
-        title=f"peers beside ours: {args.model}, {args.steps} steps, {args.rounds} rounds (means over rounds)",
-        show_lines=True,
-    )
-    for column in ("agent", "task", "val / base", "test / base", "steps run / ok", "valid"):
-        shown.add_column(column)
-    for column in ("tok/step", "s/step", "stops other than the budget"):
-        shown.add_column(column)
+    pairings = paired_comparisons([r for r in runs if r.agent in agents])
+    found = []
     for task in [p.name for p in task_folders(out)]:
         for agent in agents:
             cells = [r for r in runs if r.task == task and r.agent == agent]
-            shown.add_row(*row(agent, task, cells, out, args.timeout))
+            found.append(row(agent, task, cells, out, args, paired(agent, task, pairings)))
+    return found
+
+
+def table(found: list[list[str]], args: argparse.Namespace) -> Table:
+    per_cell = f"{num(args.wall_time)} s per cell, steps capped at {args.steps}" if args.wall_time else ""
+    title = f"peers beside ours: {args.model}, {per_cell or f'{args.steps} steps'}, {args.rounds} rounds"
+    shown = Table(title=f"{title} (means over rounds)", show_lines=True)
+    for column in COLUMNS:
+        shown.add_column(column)
+    for cells in found:
+        shown.add_row(*cells)
     return shown
 
 
@@ -179,22 +235,33 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", default=AGENTS)
     parser.add_argument("--tasks", default=TASKS, help="comma-separated task names or task.yaml paths")
-    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--steps", type=int, help=f"steps per cell (default 2; under --wall-time a cap, {WALL_STEPS})")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--wall-time", type=float, metavar="S", help="seconds of wall clock per cell, not steps")
     parser.add_argument("--model", default="local/qwen2.5-coder-1.5b")
-    parser.add_argument("--timeout", type=float, default=7200, help="seconds one agent's grid may take")
+    parser.add_argument(
+        "--timeout", type=float, help="seconds one agent's grid may take (default 7200; sized from --wall-time)"
+    )
     parser.add_argument("--out", type=Path, help="results folder (default: a new temporary one)")
-    parser.add_argument("--table-only", action="store_true", help="only print the table of --out's runs")
+    parser.add_argument("--table-only", action="store_true", help="only print the table of --out's runs (no report)")
+    parser.add_argument("--json", type=Path, help="also write the table's rows here (a list of {column: cell})")
     args = parser.parse_args()
+    n_cells = args.rounds * len(args.tasks.split(","))
+    args.steps = args.steps or (WALL_STEPS if args.wall_time else 2)
+    args.timeout = args.timeout or (n_cells * (args.wall_time + MARGIN_S) if args.wall_time else 7200)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the grid stops, the server too (atexit)
     args.out = (args.out or Path(tempfile.mkdtemp(prefix="peers-"))).resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    console, agents = Console(width=220), args.agents.split(",")
+    console, agents = Console(width=240), args.agents.split(",")
     for agent in [] if args.table_only else agents:
         serve(args.model, restart=True)
         console.print(f"{agent}: {run_grid(agent, args):.0f} s ({args.out / agent}.log)")
-    subprocess.run([sys.executable, "-m", "aiscientist", "bench", "report", str(args.out)], cwd=ROOT, check=False)
-    console.print(table(args.out, agents, args))
+    if not args.table_only:
+        subprocess.run([sys.executable, "-m", "aiscientist", "bench", "report", str(args.out)], cwd=ROOT, check=False)
+    found = rows(args.out, agents, args)
+    console.print(table(found, args))
+    if args.json:
+        args.json.write_text(json.dumps([dict(zip(COLUMNS, cells, strict=True)) for cells in found], indent=1))
     console.print(f"results and report: {args.out}")
     return 0
 

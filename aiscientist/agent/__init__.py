@@ -57,8 +57,20 @@ class WorkspaceAgent(Protocol):
     creates_workspace: bool
 
     def solve_run(
-        self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]
-    ) -> Outcome: ...
+        self,
+        task_path: Path,
+        run_dir: Path,
+        model: str,
+        steps: int,
+        seed: int,
+        sandbox: str,
+        options: dict[str, Any],
+        wall_time_s: float | None = None,
+        elapsed_s: float = 0.0,
+    ) -> Outcome:
+        """`wall_time_s`: the run's wall-clock budget (None: none), counted on from `elapsed_s`, the
+        seconds the run has taken before this call (its earlier sessions, its cell's start)."""
+        ...
 
 
 __all__ = ["Agent", "Environment", "Model", "Outcome", "StopReason", "StopRun", "Tool", "WorkspaceAgent"]

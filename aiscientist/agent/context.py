@@ -126,8 +126,17 @@ class RunContext:
     def elapsed_s(self) -> float:
         return tracker_for_run(self.ws.paths.root, BudgetLimits()).elapsed_s()
 
+    def start_clock(self, elapsed_s: float) -> None:
+        """Count the run's wall time (steps, the model budget) on from `elapsed_s` seconds: the time
+        its owner counted since the run began (earlier sessions included), not since the first call."""
+        tracker_for_run(self.ws.paths.root, BudgetLimits()).count_from(elapsed_s)
+
     def out_of_time(self) -> bool:
         return self.wall_time_s is not None and self.elapsed_s() >= self.wall_time_s
+
+    def time_left_s(self) -> float | None:
+        """Seconds of the wall-time budget left (None: no wall-time budget)."""
+        return None if self.wall_time_s is None else max(0.0, self.wall_time_s - self.elapsed_s())
 
     # ---- steps ---------------------------------------------------------------------
 
@@ -169,9 +178,12 @@ class RunContext:
 
     def run_step(self, hypothesis: str) -> StepRecord:
         """Run the task's experiment commands once on the current code (one counted
-        step), charged with what the run spent since the previous step."""
+        step), charged with what the run spent since the previous step. Past the step or the
+        wall-time budget it ends the run (StopRun) instead; a step already running is not cut short."""
         if self.steps_left() <= 0:
             raise StepBudgetExhausted(f"all {self.steps} steps are used")
+        if self.out_of_time():
+            raise StopRun(StopReason.WALL_TIME, f"the wall-time budget ({self.wall_time_s:g} s) is used")
         tokens, cost = self.usage()
         steps = self.step_records()
         tokens, cost = max(0, tokens - sum(s.tokens for s in steps)), max(0.0, cost - sum(s.cost for s in steps))

@@ -64,6 +64,11 @@ class BudgetTracker:
         """Wall time of the run so far, including earlier sessions of a resumed run."""
         return self._prior_wall_s + time.monotonic() - self._started
 
+    def count_from(self, elapsed_s: float) -> None:
+        """The run has taken `elapsed_s` seconds so far (its earlier sessions and this one's start,
+        as its owner counts them): the clock goes on from there."""
+        self._prior_wall_s, self._started = elapsed_s, time.monotonic()
+
     def used(self) -> CallUsage:
         with self._lock:
             return replace(self._used)

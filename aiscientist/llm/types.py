@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from aiscientist.records.stop import StopReason
+
 
 class ModelError(Exception):
     """A model call failed for good; the caller turns it into a failed step. `cause` is the
@@ -36,6 +38,15 @@ class BudgetExhausted(Exception):
         super().__init__(
             f"{limit} budget exhausted: {used:g} used, this call needs about {requested:g} more, limit {maximum:g}"
         )
+
+    @property
+    def stop(self) -> StopReason:
+        """How the run ends: a spent wall-time budget is the run's time, not the model's budget."""
+        return StopReason.WALL_TIME if self.limit == "wall_time_s" else StopReason.MODEL_BUDGET
+
+    @property
+    def stop_detail(self) -> str:
+        return "wall-time budget used" if self.limit == "wall_time_s" else f"model budget exhausted ({self.limit})"
 
 
 class ModelConfigError(ValueError):

@@ -34,7 +34,16 @@ class AiScientist:
     creates_workspace = True
 
     def solve_run(
-        self, task_path: Path, run_dir: Path, model: str, steps: int, seed: int, sandbox: str, options: dict[str, Any]
+        self,
+        task_path: Path,
+        run_dir: Path,
+        model: str,
+        steps: int,
+        seed: int,
+        sandbox: str,
+        options: dict[str, Any],
+        wall_time_s: float | None = None,
+        elapsed_s: float = 0.0,
     ) -> Outcome:
         models_file = run_dir.parent / "models.yaml"
         raw = (yaml.safe_load(DEFAULT_MODELS_FILE.read_text()) if DEFAULT_MODELS_FILE.is_file() else None) or {}
@@ -46,8 +55,9 @@ class AiScientist:
             f"{key}={str(value).lower() if isinstance(value, bool) else value}"
             for key, value in {**ARMS[self.name], **options}.items()
         ]
-        config = load_config(sets=sets, base={"sandbox": sandbox, "models_file": str(models_file)})
-        result = solve(task_path, run_dir, config=config, model=model, steps=steps)
+        base = {"sandbox": sandbox, "models_file": str(models_file), "wall_time_s": wall_time_s}
+        config = load_config(sets=sets, base=base)
+        result = solve(task_path, run_dir, config=config, model=model, steps=steps, elapsed_s=elapsed_s)
         return Outcome(stop=result.stop_reason or StopReason.FINISHED, detail=result.stop_detail)
 
 

@@ -116,7 +116,7 @@ class Orchestrator:
         try:
             completion, turns = self.query(view)
         except BudgetExhausted as err:
-            return stop(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})")
+            return stop(err.stop, err.stop_detail)
         except ModelUnavailable as err:
             error = {"error": str(err)[:1000], "unavailable": True}
             ctx.ws.events.record(self.role, "orchestrator.model_error", error)
@@ -228,7 +228,7 @@ class Orchestrator:
             else:
                 content = journaled_call(self.ctx.journal, self.ctx.ws.paths.logs, self.box, call, key)
         except BudgetExhausted as err:
-            raise StopRun(StopReason.MODEL_BUDGET, f"model budget exhausted ({err.limit})") from err
+            raise StopRun(err.stop, err.stop_detail) from err
         except ModelUnavailable as err:  # a specialist's model call ran out of patience
             raise StopRun(StopReason.MODEL_UNAVAILABLE, clip(str(err), 600)) from err
         if call.name == "run_experiment":

@@ -62,12 +62,16 @@ def solve(
     steps: int | None = None,
     progress: Progress | None = None,
     started_at: float | None = None,
+    elapsed_s: float | None = None,
 ) -> RunResult:
     """Run AiScientist on `task` in `run_dir`, or resume the run already there.
 
     `model` and `steps` override the config (on resume, `steps` may extend the budget);
     `started_at` is the command's start (wall clock; default: now), kept by a resumed run.
-    Raises TaskError for bad input; KeyboardInterrupt leaves a resumable run."""
+    The wall-time budget counts from this call on from `elapsed_s`, the seconds the run took before
+    it (a bench cell's earlier sessions); without it a new run counts from this call, a resumed one
+    from its call log. Raises TaskError for bad input; KeyboardInterrupt leaves a resumable run."""
+    entered = time.monotonic()
     run_dir = Path(run_dir)
     from aiscientist.workspace import Workspace
 
@@ -108,6 +112,8 @@ def solve(
         config=info.config,
         wall_time_s=info.wall_time_s,
     )
+    if elapsed_s is not None or not resumed:
+        ctx.start_clock((elapsed_s or 0.0) + time.monotonic() - entered)
     tracker = start_tracking(
         parse_spec(info.config.tracking),
         ws.paths,

@@ -25,5 +25,6 @@ class StopReason(str, Enum):  # noqa: UP042 (StrEnum would change what str() of 
 
     @property
     def normal(self) -> bool:
-        """The run ended the way a run should (not counted as an error by the bench)."""
-        return self in (StopReason.SUBMITTED, StopReason.FINISHED, StopReason.STEP_BUDGET)
+        """The run ended the way a run should (not counted as an error by the bench): a budget of
+        steps or of wall time spent is the end it was given."""
+        return self in (StopReason.SUBMITTED, StopReason.FINISHED, StopReason.STEP_BUDGET, StopReason.WALL_TIME)

@@ -44,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--steps", type=int, default=100, help="experiment steps assigned to each run")
     run.add_argument(
+        "--wall-time",
+        dest="wall_time_s",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of wall clock each run gets, from its start (--steps stays a cap: give a large one)",
+    )
+    run.add_argument(
         "--model", default=None, help="model for model-driven agents (litellm name, 'offline' or 'scripted:PATH')"
     )
     run.add_argument(

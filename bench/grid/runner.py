@@ -9,6 +9,7 @@ redone; an interrupted one is reopened and continues with the steps it has left.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import time
 import traceback
@@ -36,6 +37,7 @@ from bench.agents import agent_entry, agent_names, get_agent
 from bench.grid.executors import open_executor, pool_shape, thread_env
 from bench.grid.progress import GridProgress
 from bench.grid.spec import GridConfig, RunSpec
+from bench.grid.timing import Timing
 from bench.paper.grading import grade_task
 from bench.paper.reproduce import GRADE_FILE
 from bench.scoring.contribution_judge import judge_diff
@@ -79,9 +81,11 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     cell = spec.cell(out)
     if is_finished(spec, out):
         return "skipped"
-    timing = Timing(cell)
-    task = load_task(spec.task_path)
     agent = get_agent(spec.agent)
+    if getattr(agent, "needs_model", False):
+        importlib.import_module("litellm")  # a worker's one-off import (seconds) is no cell's time
+    timing = Timing(cell)  # the cell's clock: its wall time, TTFE and a --wall-time budget count from here
+    task = load_task(spec.task_path)
     tracker = start_tracking(
         parse_spec(config.tracking),
         cell.run,
@@ -97,14 +101,17 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     if ws_dir.exists() and not (cell.run.run_info if own else cell.run.setup_done).is_file():
         untrusted.remove_tree(ws_dir.parent, ws_dir.name)  # made half-way before a crash: start over (any depth)
     if own:
-        stop = _guard(
-            lambda: agent.solve_run(spec.task_path, ws_dir, config.model, config.steps, seed, config.sandbox, options)
-        )
+        args = (spec.task_path, ws_dir, config.model, config.steps, seed, config.sandbox, options)
+        stop = _guard(lambda: agent.solve_run(*args, wall_time_s=config.wall_time_s, elapsed_s=timing.elapsed()))
         ws = Workspace.open(ws_dir)
     else:
         ws = Workspace.open(ws_dir) if ws_dir.exists() else Workspace.create(task, ws_dir, sandbox=config.sandbox)
         ws.engine.env.update(thread_env())
-        ctx = RunContext(agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options)
+        ctx = RunContext(
+            agent=spec.agent, ws=ws, model=config.model, steps=config.steps, seed=seed, options=options,
+            wall_time_s=config.wall_time_s,
+        )  # fmt: skip
+        ctx.start_clock(timing.elapsed())  # the cell's time so far: earlier sessions and this one's setup
         ws.on_step += [tracker.catch_up] if tracker else []
         stop = Outcome(stop=StopReason.STEP_BUDGET) if ctx.steps_left() == 0 else _guard(lambda: agent.solve(ctx))
     summary = summarize_cell(spec, config, task, ws, out, stop, timing.close(), timing.first_started)
@@ -115,31 +122,6 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     return str(stop)
 
 
-class Timing:
-    """Wall time of a run over its sessions (`CellPaths.timing`). A session that was
-    killed is counted up to its last step record."""
-
-    def __init__(self, cell: CellPaths):
-        cell.root.mkdir(parents=True, exist_ok=True)
-        self.path = cell.timing
-        state = json.loads(self.path.read_text()) if self.path.is_file() else {"wall_time_s": 0.0, "open_since": None}
-        if state.get("open_since") is not None:
-            ends = [p.stat().st_mtime for p in cell.run.step_records()]
-            state["wall_time_s"] += max(0.0, max(ends, default=state["open_since"]) - state["open_since"])
-        self.wall, self.started = state["wall_time_s"], time.time()
-        self.first_started: float = state.get("first_started") or self.started  # the cell's start: TTFE counts from it
-        self._write(self.started)
-
-    def _write(self, open_since: float | None) -> None:
-        state = {"wall_time_s": self.wall, "open_since": open_since, "first_started": self.first_started}
-        self.path.write_text(json.dumps(state))
-
-    def close(self) -> float:
-        self.wall += time.time() - self.started
-        self._write(None)
-        return self.wall
-
-
 def _guard(solve: Callable[[], Outcome]) -> Outcome:
     """Run an agent; the ways a run legitimately ends become its outcome."""
     try:
@@ -147,7 +129,7 @@ def _guard(solve: Callable[[], Outcome]) -> Outcome:
     except StopRun as stop:  # the step budget, or a model error inside a tool loop
         return stop.outcome
     except BudgetExhausted as err:
-        return Outcome(stop=StopReason.MODEL_BUDGET, detail=str(err))
+        return Outcome(stop=err.stop, detail=str(err))
     except ModelUnavailable as err:
         return Outcome(stop=StopReason.MODEL_UNAVAILABLE, detail=str(err)[:600])
     except ModelError as err:
@@ -183,7 +165,7 @@ def summarize_cell(
         tokens=tokens,
         cost=cost,
         baseline=task.baseline if task.baseline is not None else measured.get("val"),
-        config={"model": config.model, "steps": config.steps, "round": spec.round},
+        config={"model": config.model, "steps": config.steps, "wall_time_s": config.wall_time_s, "round": spec.round},
         **cache_fields(calls),
     )
     good = [s for s in steps if successful(s)]

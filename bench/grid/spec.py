@@ -15,6 +15,7 @@ class GridConfig(BaseModel):
     tasks: list[Path] = Field(min_length=1)
     rounds: int = Field(3, ge=1)
     steps: int = Field(100, ge=1)
+    wall_time_s: float | None = Field(None, gt=0)  # every cell's wall-clock budget (--steps stays a cap)
     model: str | None = None
     judge_model: str | None = None
     sandbox: str = "auto"

@@ -132,7 +132,9 @@ class PeerAgent:
         told = brief(ctx)
         upstream, key = told.model.api_base, told.model.api_key
         told.model.api_base = told.model.api_key = None  # the peer reaches the model through the relay only
-        timeout = float(ctx.options.get("timeout_s", ctx.wall_time_s or 3600))
+        left = ctx.time_left_s()  # the run's wall-time budget bounds the peer's own limit
+        timeout = float(ctx.options.get("timeout_s", 3600 if left is None else left))
+        timeout = timeout if left is None else min(timeout, left)
         # a short folder: a Unix socket's path has at most 107 bytes
         with tempfile.TemporaryDirectory(prefix="aisci-peer-") as tmp, contextlib.ExitStack() as stack:
             sockets = Path(tmp)
@@ -146,8 +148,9 @@ class PeerAgent:
             code, output = run_sandboxed(ctx, python, self.driver(), sockets, env, timeout)
             calls = dict(bridge.calls)
         write_atomic(paths.peer_output, output)
-        if gateway is not None and gateway.refused and code is not None and ctx.steps_left() > 0:
-            detail = f"peer {self.peer}: the gateway refused its model calls: {gateway.refused}"
+        refused = gateway.refused if gateway is not None and code is not None else None
+        if refused and ctx.steps_left() > 0 and not ctx.out_of_time():  # past the wall time: outcome() says so
+            detail = f"peer {self.peer}: the gateway refused its model calls: {refused}"
             console.print(f"[yellow]{ctx.agent}[/yellow] on {ctx.task.name}: {detail}")
             return Outcome(stop=StopReason.MODEL_BUDGET, detail=detail)
         return self.outcome(ctx, code, calls, output, timeout)
@@ -184,6 +187,8 @@ class PeerAgent:
             stop = StopReason.WALL_TIME
         elif ctx.steps_left() == 0:
             return Outcome(stop=StopReason.STEP_BUDGET, detail=f"peer {self.peer} used its {ctx.steps} steps")
+        elif ctx.out_of_time():
+            return Outcome(stop=StopReason.WALL_TIME, detail=f"peer {self.peer} used the run's {ctx.wall_time_s:g}s")
         elif code != 0:
             detail, stop = f"peer {self.peer} exited {code}: {cause_of(tail)}", StopReason.AGENT_FAILED
         elif calls["experiment"] == 0:

@@ -22,6 +22,7 @@ from typing import Any
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import describe, run_step_once, step_result
+from aiscientist.agent.outcome import StopRun
 from aiscientist.agent.shell import sandboxed_shell
 from aiscientist.records.paths import STDERR
 from aiscientist.workspace.errors import ToolError
@@ -53,7 +54,7 @@ class Bridge(LoopbackServer):
             if op == "experiment":
                 return self.experiment(str(request.get("hypothesis", ""))[:HYPOTHESIS_CHARS])
             if op == "brief":
-                return {"steps_left": self.ctx.steps_left()}
+                return {"steps_left": 0 if self.ctx.out_of_time() else self.ctx.steps_left()}
         return {"error": f"unknown op {op!r}"}
 
     def shell(self, command: str) -> dict[str, Any]:
@@ -80,6 +81,8 @@ class Bridge(LoopbackServer):
             record = run_step_once(self.ctx, "", hypothesis)
         except ToolError as err:
             return {"error": str(err), "steps_left": self.ctx.steps_left()}
+        except StopRun as stop:  # the run's wall time is spent: the peer's drivers stop at steps_left 0
+            return {"error": str(stop), "steps_left": 0}
         stderr = self.ctx.ws.paths.step_dir(record.step) / STDERR
         tail = stderr.read_text(errors="replace")[-2000:] if stderr.is_file() else ""
         return {

@@ -108,7 +108,7 @@ def test_killed_grid_resumes_only_what_is_missing(tmp_path: Path):
 
 
 def test_wall_time_counts_a_killed_session_up_to_its_last_step(tmp_path: Path):
-    from bench.grid.runner import Timing
+    from bench.grid.timing import Timing
 
     first = Timing(CellPaths(tmp_path))  # a session that gets killed: never closed
     step = tmp_path / "ws/experiments/step_0001/step.json"
