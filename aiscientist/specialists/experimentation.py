@@ -37,9 +37,9 @@ class ExperimentationArgs(BaseModel):
 SYSTEM = """ROLE: experimentation
 You are AiScientist's experimentation specialist. Run the experiment on the current code
 with run_experiment(hypothesis) - each call is one counted step of a limited budget -
-then compare the result with the baseline, the target and the best so far. Append your
-analysis to exp_log with append_log (the run's facts are logged automatically).
-End with finish(summary): outcome, metric, and what it suggests next."""
+then compare the result with the baseline, the target and the best so far. Your analysis
+is your answer: finish(summary=<outcome, metric, what it suggests next>) is appended to
+exp_log (the run's facts are logged there automatically)."""
 
 
 def experiment_tool(ctx: RunContext, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
@@ -65,6 +65,9 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
     )
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith(EXPERIMENTS + "/")]
+    if result.ok and outcomes:  # the analysis, after the step's facts (one answer: no append_log turn)
+        marker = f"[analysis {key}]"
+        append_once(ctx, scope, "exp_log", marker, f"{marker} {result.summary}")
     for step_dir in outcomes:
         record = StepRecord.model_validate_json((ctx.ws.paths.root / step_dir / STEP_RECORD).read_text())
         result.full_output += f"\n\n{describe(ctx, record)}\n{stderr_excerpt(ctx, record.step, 1500)}"
