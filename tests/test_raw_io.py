@@ -87,7 +87,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "aiscientist/sandbox/bwrap.py": (3, TOOL),
     "aiscientist/sandbox/cgroup.py": (9, CGROUP),
     "aiscientist/sandbox/interpreter.py": (2, TOOL),
-    "aiscientist/sandbox/local.py": (3, TOOL),
+    "aiscientist/sandbox/local.py": (2, TOOL),
     "aiscientist/specialists/base.py": (1, RECORDS),
     "aiscientist/specialists/experimentation.py": (1, RECORDS),
     "aiscientist/tracking/base.py": (3, RECORDS),

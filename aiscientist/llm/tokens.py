@@ -7,14 +7,17 @@ schemas on every turn, so each part is counted once, keyed by its content, and a
 request costs the tokenizer only its new messages. With tiktoken, litellm counts a
 text as the sum of its pieces of a fixed length; a long message's text is counted
 the same way, each piece cached, so a prompt that repeats an earlier one's start
-costs the tokenizer only the pieces that differ. The total equals counting the whole
-request at once (tests/test_llm_window.py checks it).
+costs the tokenizer only the pieces that differ. Texts are counted with the function
+litellm's counter itself uses (fetched once per model: the counter's own work around it
+cost more than the count); a message is the rest of it plus its text. The total equals
+counting the whole request at once (tests/llm/test_llm_window.py checks it).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_ENCODING = ""  # litellm's default: tiktoken's cl100k_base
@@ -60,7 +63,7 @@ def _pieces(model: str) -> tuple[int, int] | None:
 def _message_tokens(model: str, message: str) -> int:
     parsed, pieces = json.loads(message), _pieces(model)
     content = parsed.get("content")
-    if pieces and isinstance(content, str) and pieces[0] < len(content) <= pieces[1]:
+    if pieces and isinstance(content, str) and 0 < len(content) <= pieces[1]:
         # the rest of the message, then each piece of its text: a prompt that differs
         # from an earlier one only towards its end reuses the counts of its start
         piece = pieces[0]
@@ -77,7 +80,27 @@ def _tool_tokens(model: str, tools: str, system: bool) -> int:
 
 @functools.lru_cache(maxsize=8192)
 def _text_tokens(model: str, text: str) -> int:
-    return _counter(model, text=text)
+    return _count_text(model, text)
+
+
+def _count_text(model: str, text: str) -> int:
+    """= litellm.token_counter(model=model, text=text)."""
+    return _text_counter(model)(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_counter(model: str) -> Callable[[str], int]:
+    """The function litellm's counter counts a text with for `model` (its tokenizer chosen
+    once), or the counter itself where this litellm has no such function."""
+    try:
+        from litellm.litellm_core_utils.token_counter import _get_count_function
+
+        count = _get_count_function(model, None)
+        if count("probe ✓ text") == _counter(model, text="probe ✓ text"):
+            return count
+    except Exception:  # another litellm version
+        pass
+    return lambda text: _counter(model, text=text)
 
 
 @functools.lru_cache(maxsize=64)

@@ -162,19 +162,31 @@ def pump_pipes(pipes: list[tuple[int, OutputRing]], stopped: threading.Event, li
 
 
 def marked(marker: str) -> list[int]:
-    """The processes whose environment carries `MARKER=marker`."""
-    needle = f"{MARKER}={marker}".encode()
+    """The processes whose environment carries `MARKER=marker`. Every process is looked at after
+    every invocation, so each costs only an open, its reads and a close (no buffered file object)."""
+    needle, own = f"{MARKER}={marker}".encode(), str(os.getpid())
     found = []
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = Path(entry.path, "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
+        if entry.name.isdigit() and entry.name != own and needle in _environ(entry.path).split(b"\0"):
             found.append(int(entry.name))
     return found
+
+
+def _environ(process: str) -> bytes:
+    """A /proc/PID folder's environ, all of it (b"" for a process gone or not ours to read)."""
+    try:
+        fd = os.open(f"{process}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _survivors(group: InvocationGroup, marker: str) -> int:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiscientist.llm import ContextOverflow, LLMConfig, make_client, read_records
+from aiscientist.llm import ContextOverflow, LLMConfig, make_client, read_records, tokens
 from aiscientist.llm.tokens import TokenCounter
 from aiscientist.llm.window import (
     DEFAULT_CONTEXT_WINDOW,
@@ -97,6 +97,7 @@ def test_a_growing_conversation_counts_only_its_new_messages(monkeypatch: pytest
         return real(**kwargs)
 
     monkeypatch.setattr(litellm, "token_counter", counting)
+    monkeypatch.setattr(tokens, "_count_text", lambda model, text: counting(model=model, text=text))
     counter = TokenCounter("")
     messages = _conversation([_code("grow", 40)])
     first = counter.request(messages, TOOLS)
@@ -131,6 +132,7 @@ def test_a_prompt_that_changes_only_towards_its_end_recounts_only_its_end(monkey
         return real(**kwargs)
 
     monkeypatch.setattr(litellm, "token_counter", counting)
+    monkeypatch.setattr(tokens, "_count_text", lambda model, text: counting(model=model, text=text))
     counter, stable = TokenCounter(""), _code("stable", 200)  # many pieces of litellm's length
     first = [{"role": "user", "content": stable + "Status: step 1 of 9"}]
     second = [{"role": "user", "content": stable + "Status: step 2 of 9"}]
