@@ -52,8 +52,11 @@ def _writable(folder: Path) -> bool:
     return folder.is_dir() and os.access(folder, os.W_OK)
 
 
-def _v2_parent(wanted: set[str]) -> Path | None:
-    """A v2 folder whose children get every controller in `wanted`: our own group, else the root."""
+@cache
+def _v2_parent(wanted: frozenset[str]) -> Path | None:
+    """A v2 folder whose children get every controller in `wanted`: our own group, else the root.
+    Looked for once per process (every invocation makes its group there): our own group cannot
+    be removed while we are in it, nor the root."""
     own = _own_paths().get("")
     for mount in (ROOT, ROOT / "unified"):
         if not (mount / "cgroup.controllers").is_file():
@@ -68,7 +71,9 @@ def _v2_parent(wanted: set[str]) -> Path | None:
     return None
 
 
+@cache
 def _v1_parent(controller: str) -> Path | None:
+    """Our own group in a v1 controller's hierarchy, where we may make children (once per process)."""
     own = _own_paths().get(controller)
     folder = ROOT / controller / (own or "/").lstrip("/")
     return folder if own is not None and (folder / "cgroup.procs").is_file() and _writable(folder) else None
@@ -77,7 +82,7 @@ def _v1_parent(controller: str) -> Path | None:
 @cache
 def memory_enforcement() -> str:
     """How memory is limited on this host; warns once when no cgroup can do it."""
-    if _v2_parent({"memory"}) is not None:
+    if _v2_parent(frozenset({"memory"})) is not None:
         return "cgroup v2"
     if _v1_parent("memory") is not None:
         return "cgroup v1"
@@ -183,7 +188,7 @@ def make_group(memory_mb: int | None, processes: int | None) -> InvocationGroup:
     group = InvocationGroup(limit_mb=memory_mb)
     memory = {"memory.max": str(memory_mb << 20), "memory.swap.max": "0"} if memory_mb else {}
     pids = {"pids.max": str(processes)} if processes else {}
-    wanted = {name for name, asked in (("memory", memory), ("pids", pids)) if asked}
+    wanted = frozenset(name for name, asked in (("memory", memory), ("pids", pids)) if asked)
     v2 = _v2_parent(wanted) if wanted else None
     if v2 is not None:
         folder = _make(v2, {**memory, **pids})
