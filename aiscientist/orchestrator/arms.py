@@ -75,7 +75,7 @@ HIERARCHY = {
     comprehension.READER_ROLE: (*READ, "finish"),
     prioritization.ROLE: (*READ, "finish"),  # the plan is its answer (run_specialist's deliverable)
     implementation.ROLE: (*WRITE, "bash", "finish"),
-    experimentation.ROLE: (*READ, "run_experiment", "finish"),  # its finish is the analysis in exp_log
+    experimentation.ROLE: ("run_experiment", "finish"),  # the result says all it needs; finish: the analysis
     helper.ROLE: (*WRITE, "bash", "finish"),
 }
 POLICIES = {

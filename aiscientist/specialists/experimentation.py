@@ -27,6 +27,7 @@ from aiscientist.specialists.base import (
 )
 
 ROLE = "experimentation"
+NEXT = "Reply with run_experiment(hypothesis=...); when its result is back, finish with your analysis."
 
 
 class ExperimentationArgs(BaseModel):
@@ -62,6 +63,7 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
         args.context,
         steps_used(ctx),
         facts(ctx, ROLE, args=args.model_dump()),
+        NEXT,
     )
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
     outcomes = [a for a in box.artifacts if a.startswith(EXPERIMENTS + "/")]

@@ -28,6 +28,8 @@ from aiscientist.specialists.base import (
 )
 
 ROLE = "implementation"
+NEXT = "Reply with the edit_file (or write_file) call that makes the change in the code above."
+UNCHANGED = "no editable file changed: the code is as it was"
 LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these lines of the log
 
 
@@ -59,9 +61,13 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         args.context,
         f"## Tail of {EXP_LOG}\n{exp_tail}" if exp_tail else "",
         facts(ctx, ROLE, args=args.model_dump()),
-        shown_files(ctx, ROLE, [in_submission(f) for f in ctx.editable_files()]),  # the code as it is now: last
+        shown_files(ctx, ROLE, [in_submission(f) for f in ctx.editable_files()]),  # the code as it is now
+        NEXT,  # said last: small models follow what they read last
     )
+    before = _code(ctx)
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
+    if result.ok and _code(ctx) == before:  # said done, changed nothing (the 1.5B model ran train.py and finished)
+        result.ok, result.summary = False, f"{UNCHANGED}; its summary: {result.summary}"
     changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
     entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"
@@ -71,6 +77,10 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
     result.artifacts = [*box.artifacts, IMPL_LOG]
     return result
+
+
+def _code(ctx: RunContext) -> dict[str, str]:
+    return {rel: ctx.read_code(rel) for rel in ctx.editable_files()}
 
 
 # The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)

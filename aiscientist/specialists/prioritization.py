@@ -11,13 +11,16 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.llm.offline.solo import editable, read_first, replay
-from aiscientist.records.paths import PLAN_FILE
+from aiscientist.records.paths import ANALYSIS_SUMMARY, EXP_LOG, PLAN_FILE, in_submission
 from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
     facts,
+    read_or_empty,
     run_specialist,
+    shown_files,
     steps_used,
+    tail,
     with_file,
 )
 
@@ -42,9 +45,19 @@ it is saved as {PLAN}."""
 
 
 def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:
+    """The analysis and the code are in the prompt (a small model need not read them); the read tools stay
+    for what is not shown (the offline policy reads the code through them: it reads facts and results, not prose)."""
     box = build_toolbox(ctx, ROLE)
+    files = shown_files(ctx, ROLE, [ANALYSIS_SUMMARY, *(in_submission(f) for f in ctx.editable_files())])
+    log = tail(read_or_empty(ctx, ROLE, EXP_LOG), ctx.config.specialists.exp_log_tail_chars)
     user = call_brief(
-        ctx, f"Guidance: {args.guidance}", args.context, steps_used(ctx), facts(ctx, ROLE, args=args.model_dump())
+        ctx,
+        f"Guidance: {args.guidance}",
+        args.context,
+        steps_used(ctx),
+        f"## Tail of {EXP_LOG}\n{log}" if log else "",
+        facts(ctx, ROLE, args=args.model_dump()),
+        files,
     )
     return with_file(ctx, run_specialist(ctx, ROLE, SYSTEM, user, box, key, deliverable=PLAN), PLAN)
 

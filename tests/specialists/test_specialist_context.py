@@ -14,6 +14,7 @@ from aiscientist.agent.turn import NOT_FINISHED
 from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.orchestrator import solve
+from aiscientist.specialists.implementation import UNCHANGED
 from aiscientist.task import load_task
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -32,7 +33,8 @@ def test_a_finish_in_the_turn_of_a_failed_call_is_refused(tmp_path: Path, monkey
     )
     events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
     [end] = [e["payload"] for e in events if e["kind"] == "specialist.end"]
-    assert (end["summary"], end["turns"]) == ("evaluate.py is protected: nothing changed", 2)
+    said = "evaluate.py is protected: nothing changed"
+    assert (end["summary"], end["turns"], end["ok"]) == (f"{UNCHANGED}; its summary: {said}", 2, False)
     journal = [json.loads(line) for line in (run_dir / "state" / "journal.jsonl").read_text().splitlines()]
     [edit] = [
         j["value"]["content"] for j in journal if j["kind"] == "done" and (j["value"] or {}).get("tool") == "edit_file"
@@ -65,9 +67,10 @@ def test_a_small_task_is_read_in_one_answer_and_each_role_saves_its_answer(
     events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
     ends = {e["payload"]["specialist"]: e["payload"] for e in events if e["kind"] == "specialist.end"}
     assert ends["comprehension"]["ok"] and ends["prioritization"]["ok"], ends
+    assert not ends["implementation"]["ok"] and ends["implementation"]["summary"].startswith(UNCHANGED)
     sent = [json.loads(p.read_text())["request"]["messages"] for p in recording.glob("*.json")]
     systems = {m[0]["content"] for m in sent}
     roles = {re.search(r"^ROLE: (\S+)", s, re.M).group(1) for s in systems}
-    assert roles == {"orchestrator", "comprehension", "prioritization"}
+    assert roles == {"orchestrator", "comprehension", "prioritization", "implementation"}
     shared = os.path.commonprefix(sorted(systems))
     assert shared.startswith("# Task: tiny-quadratic") and "Step budget: " in shared  # the whole task text
