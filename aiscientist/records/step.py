@@ -137,12 +137,13 @@ class StepLog:
         self.final: list[StepRecord] = []  # records of steps before `_open`, which no longer change
         self._open = 1  # the oldest step whose record may still change
         self._recent: dict[int, tuple[tuple[int, int, int], StepRecord | None]] = {}  # step -> (stamp, record)
+        self._paths: dict[int, str] = {}  # step -> its record's path, spelled once
 
     def records(self) -> list[StepRecord]:
         fresh: list[tuple[int, StepRecord | None]] = []
         step = self._open
         while True:
-            path = self.paths.step_record(step)
+            path = self._paths.get(step) or self._paths.setdefault(step, str(self.paths.step_record(step)))
             try:
                 info = os.stat(path)
             except FileNotFoundError:
@@ -155,7 +156,7 @@ class StepLog:
             cached = self._recent.get(step)
             if cached is None or cached[0] != stamp:
                 try:
-                    cached = self._recent[step] = (stamp, StepRecord.model_validate_json(path.read_text()))
+                    cached = self._recent[step] = (stamp, StepRecord.model_validate_json(Path(path).read_text()))
                 except (OSError, ValueError):
                     cached = (stamp, None)
             fresh.append((step, cached[1]))
@@ -164,6 +165,7 @@ class StepLog:
             done, record = fresh.pop(0)
             self.final += [record] if record is not None else []
             self._recent.pop(done, None)
+            self._paths.pop(done, None)
             self._open = done + 1
         return [*self.final, *(r for _, r in fresh if r is not None)]
 
