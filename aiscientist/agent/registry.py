@@ -27,7 +27,7 @@ class AgentEntry:
     cls: type  # the agent (`Agent` or `WorkspaceAgent`), made with no arguments
     tools: Mapping[str, tuple[str, ...]]  # role -> the tools it is offered; {}: the agent calls no model
     policies: Mapping[str, Handler] = field(default_factory=dict)  # role -> its offline policy (else `solo`)
-    sampling: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # role -> settings over the file's
+    sampling: Mapping[str, Mapping[str, float | bool]] = field(default_factory=dict)  # role -> settings over the file's
     kinds: tuple[TaskKind, ...] = ("improve",)  # the task kinds it works on
 
 
@@ -39,7 +39,7 @@ def register_agent(
     cls: type,
     tools: Mapping[str, tuple[str, ...]],
     policies: Mapping[str, Handler] | None = None,
-    sampling: Mapping[str, Mapping[str, float]] | None = None,
+    sampling: Mapping[str, Mapping[str, float | bool]] | None = None,
     kinds: tuple[TaskKind, ...] = ("improve",),
 ) -> AgentEntry:
     """The one registration of an agent; its offline policies go to the offline model's registry."""
@@ -52,6 +52,6 @@ def register_agent(
     return AGENTS.register(name, entry)
 
 
-def role_sampling(role: str) -> dict[str, float]:
+def role_sampling(role: str) -> dict[str, float | bool]:
     """The sampling settings a registered agent gives `role` ({}: the models file's)."""
     return next((dict(e.sampling[role]) for e in AGENTS.values() if role in e.sampling), {})

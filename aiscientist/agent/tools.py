@@ -211,6 +211,22 @@ def python_warning(path: str, text: Callable[[], str]) -> str:
     return ""
 
 
+NOT_FOUND = "old text not found"  # workspace.scope's words
+
+
+def elsewhere(scope: Any, a: EditFileArgs) -> str:
+    """Where the old text's first line is instead, in the same folder (the 1.5B model edited train.py for a
+    constant of config.py four times): '; its first line is in F (edit that file)', or nothing."""
+    first = next((line.strip() for line in a.old.splitlines() if line.strip()), "")
+    folder = a.path.rsplit("/", 1)[0] if "/" in a.path else "."
+    try:
+        hits = scope.search(re.escape(first), folder) if first else []
+    except ToolError:
+        return ""
+    found = sorted({hit.split(":", 1)[0] for hit in hits} - {a.path})[:3]
+    return f"; its first line is in {', '.join(found)} (edit that file)" if found else ""
+
+
 def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
     """Every file tool bound to `scope` (the table picks each agent's); crashes are recorded in its log."""
     if box.record is None:
@@ -237,7 +253,10 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
         return f"wrote {a.path} ({len(a.content)} characters)" + python_warning(a.path, lambda: a.content)
 
     def edit_file(a: EditFileArgs) -> str:
-        scope.edit(a.path, a.old, a.new)
+        try:
+            scope.edit(a.path, a.old, a.new)
+        except ToolError as err:
+            raise ToolError(f"{err}{elsewhere(scope, a) if str(err).endswith(NOT_FOUND) else ''}") from err
         box.note(a.path)
         return f"edited {a.path}" + python_warning(a.path, lambda: scope.read(a.path, max_lines=None))
 

@@ -105,7 +105,7 @@ class LLMClient:
         est_prompt = fitted.size
         key = request_hash(self.model, msgs, sent_tools)
         request = {"model": self.model, "messages": msgs, "tools": sent_tools}
-        stop = stop_sequences(mode, schemas, per_reply)
+        stop = stop_sequences(mode, schemas, per_reply) if self.config.stop_after_call else None
         if stop:
             request["stop"] = stop
         trim = {"trimmed": True, "clipped": fitted.clipped} if fitted.clipped else {}

@@ -60,6 +60,11 @@ class LLMConfig(BaseModel):
         description="text/prompt modes: calls run from one reply, later ones dropped (None: all); with 1 the "
         "generation also stops after the first call",
     )
+    stop_after_call: bool = Field(
+        True,
+        description="with calls_per_reply 1: the server stops after the first fenced call; False for roles whose"
+        " answer may be prose with its own code fences (a plain ``` opening a plan was taken for a call's end)",
+    )
     gguf: str | None = Field(None, description="local/ models: a packaged model name or a .gguf path to serve")
     seed: int = 0
     offline_max_steps: int = Field(5, ge=1, description="experiments the offline default policy runs at most")

@@ -88,8 +88,10 @@ POLICIES = {
     helper.ROLE: helper.offline_policy,
 }
 BOTH = ("improve", "reproduce")
-register_agent("aiscientist", AiScientist, HIERARCHY, POLICIES, kinds=BOTH)
-register_agent("aiscientist-nobus", AiScientistNoBus, HIERARCHY, POLICIES, kinds=BOTH)
+PROSE = {"stop_after_call": False}  # their answer is a document, perhaps with code fences of its own
+SAMPLING = {comprehension.ROLE: PROSE, prioritization.ROLE: PROSE}
+register_agent("aiscientist", AiScientist, HIERARCHY, POLICIES, SAMPLING, kinds=BOTH)
+register_agent("aiscientist-nobus", AiScientistNoBus, HIERARCHY, POLICIES, SAMPLING, kinds=BOTH)
 register_agent(
     "aiscientist-flat",
     AiScientistFlat,

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import aiscientist.orchestrator  # noqa: F401  (AiScientist's arms register their roles' settings)
+from aiscientist.agent.registry import role_sampling
 from aiscientist.llm import (
     BudgetExhausted,
     BudgetLimits,
@@ -318,3 +320,16 @@ def test_cost_and_wall_time_limits(tmp_path: Path) -> None:
     assert resumed.budget.elapsed_s() >= 0.35
     with pytest.raises(BudgetExhausted, match="wall_time_s"):
         resumed.complete(MESSAGES)
+
+
+def test_a_role_whose_answer_is_a_document_is_not_stopped_at_a_code_fence(tmp_path: Path) -> None:
+    """The 1.5B model opened its plan with a plain ``` fence and the fence stop ended the reply there:
+    comprehension and prioritization (stop_after_call off, registered by AiScientist's arms) send no stop."""
+    assert role_sampling("prioritization") == role_sampling("comprehension") == {"stop_after_call": False}
+    assert role_sampling("implementation") == {}
+    plan = "### plan\n```\n## P0. raise EPOCHS\n```\n" + "why: " * 60
+    with FakeOpenAI([reply(plan)]) as server:
+        settings = config(server, tool_calls="prompt", calls_per_reply=1, **role_sampling("prioritization"))
+        answer = make_client(MODEL, tmp_path, config=settings).complete(MESSAGES, tools=[READ_FILE])
+    [asked] = server.requests
+    assert "stop" not in asked and answer.content == plan and not answer.tool_calls
