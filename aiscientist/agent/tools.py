@@ -214,17 +214,17 @@ def python_warning(path: str, text: Callable[[], str]) -> str:
 NOT_FOUND = "old text not found"  # workspace.scope's words
 
 
-def elsewhere(scope: Any, a: EditFileArgs) -> str:
-    """Where the old text's first line is instead, in the same folder (the 1.5B model edited train.py for a
-    constant of config.py four times): '; its first line is in F (edit that file)', or nothing."""
+def elsewhere(scope: Any, a: EditFileArgs) -> list[str]:
+    """The other files of the edit's folder the role may change that hold the old text's first line (the 1.5B
+    model edited train.py for a constant of config.py ten times, told where it was: one such file gets the edit)."""
     first = next((line.strip() for line in a.old.splitlines() if line.strip()), "")
     folder = a.path.rsplit("/", 1)[0] if "/" in a.path else "."
     try:
         hits = scope.search(re.escape(first), folder) if first else []
     except ToolError:
-        return ""
-    found = sorted({hit.split(":", 1)[0] for hit in hits} - {a.path})[:3]
-    return f"; its first line is in {', '.join(found)} (edit that file)" if found else ""
+        return []
+    found = {hit.split(":", 1)[0] for hit in hits} - {a.path}
+    return sorted(f for f in found if scope.policy.refusal("write", f) is None)[:3]  # files it may change
 
 
 def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
@@ -253,12 +253,17 @@ def file_tools(scope: Any, box: Toolbox) -> list[Tool]:
         return f"wrote {a.path} ({len(a.content)} characters)" + python_warning(a.path, lambda: a.content)
 
     def edit_file(a: EditFileArgs) -> str:
+        path, moved = a.path, ""
         try:
             scope.edit(a.path, a.old, a.new)
         except ToolError as err:
-            raise ToolError(f"{err}{elsewhere(scope, a) if str(err).endswith(NOT_FOUND) else ''}") from err
-        box.note(a.path)
-        return f"edited {a.path}" + python_warning(a.path, lambda: scope.read(a.path, max_lines=None))
+            found = elsewhere(scope, a) if str(err).endswith(NOT_FOUND) else []
+            if len(found) != 1:
+                raise ToolError(f"{err}; its first line is in {', '.join(found)}" if found else str(err)) from err
+            path, moved = found[0], f" (the old text is there, not in {a.path})"
+            scope.edit(path, a.old, a.new)  # its own error if the whole old text is not there exactly once
+        box.note(path)
+        return f"edited {path}{moved}" + python_warning(path, lambda: scope.read(path, max_lines=None))
 
     def append_log(a: AppendLogArgs) -> str:
         scope.append(a.log, a.text)

@@ -1,5 +1,6 @@
-"""An edit whose old text is not in the file it names says which file of that folder holds it (the 1.5B
-model edited train.py for a constant of config.py four times, told only "not found")."""
+"""An edit whose old text is not in the file it names but in one other file of that folder the role may
+change is made there, and says so (the 1.5B model edited train.py for a constant of config.py ten times,
+told where the text was); a protected file is never that file."""
 
 from __future__ import annotations
 
@@ -21,11 +22,20 @@ def _edit(tmp_path: Path, old: str) -> tuple[str, bool]:
     return box.call(ToolCall(id="c", name="edit_file", arguments=args))
 
 
-def test_a_miss_names_the_file_that_holds_the_old_text(tmp_path: Path) -> None:
+def test_a_miss_is_made_in_the_one_file_of_the_folder_that_holds_the_old_text(tmp_path: Path) -> None:
     text, ok = _edit(tmp_path, "LEARNING_RATE = 0.05")
-    assert not ok
-    assert text.endswith("submission/train.py: old text not found; its first line is in submission/config.py "
-                         "(edit that file)")  # fmt: skip
+    assert ok and text.startswith("edited submission/config.py (the old text is there, not in submission/train.py)")
+    config = (tmp_path / "run" / "submission" / "config.py").read_text()
+    assert "LEARNING_RATE = 0.1\n" in config and "0.05" not in config
+
+
+def test_text_of_a_protected_file_is_never_edited_there(tmp_path: Path) -> None:
+    repo = TINY.parent / "repo"
+    editable = (repo / "train.py").read_text() + (repo / "config.py").read_text()
+    protected = next(line for line in (repo / "evaluate.py").read_text().splitlines() if line and line not in editable)
+    text, ok = _edit(tmp_path, protected)
+    assert not ok and text.endswith("submission/train.py: old text not found")
+    assert (tmp_path / "run" / "submission" / "evaluate.py").read_text() == (repo / "evaluate.py").read_text()
 
 
 def test_a_miss_everywhere_says_only_not_found(tmp_path: Path) -> None:
