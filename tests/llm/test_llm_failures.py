@@ -116,7 +116,8 @@ def test_patience_bounds_the_retries_and_an_outage_within_it_is_sat_out(tmp_path
     failed, ok = read_records(tmp_path / "logs" / "llm_calls.jsonl")
     assert failed["kind"] == "unavailable" and failed["attempts"] >= 4
     assert all(r["error"].startswith(f"connection refused ({server.api_base}): ") for r in failed["retry_log"])
-    assert ok["outcome"] == "ok" and ok["retries"] >= 1 and ok["retry_wait_s"] >= 0.9
+    # sat out the whole second (waits plus the refused attempts themselves: the waits alone were 0.88 s once)
+    assert ok["outcome"] == "ok" and ok["retries"] >= 1 and ok["retry_wait_s"] > 0 and ok["latency_s"] >= 0.9
 
 
 def _outcomes(client, asks: list[list[dict]]) -> list[str]:
