@@ -214,5 +214,11 @@ def steps_used(ctx: RunContext) -> str:
     return f"Steps used so far: {ctx.steps_done()} of {ctx.steps}."
 
 
+def exp_log_tail(ctx: RunContext, role: str) -> str:
+    """The end of exp_log.md (about its last entry) as a prompt block, or nothing when empty or not `role`'s to read."""
+    text = tail(read_or_empty(ctx, role, EXP_LOG), ctx.config.specialists.exp_log_tail_chars)
+    return f"## Tail of {EXP_LOG}\n{text}" if text else ""
+
+
 def tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "[...]\n" + text[-limit:]

@@ -230,6 +230,6 @@ def offline_policy(seen: PolicyContext) -> PolicyReply:
         + f"; code notes: {notes or ANALYSIS_NOTES.format('code')}",
     }
     text = f"# Paper / task analysis\n_{BANNER}_\n\n" + "\n\n".join(f"## {k}\n{v}" for k, v in sections.items()) + "\n"
-    if "write_file" not in seen.tool_names:  # the analysis is the answer (`deliverable`)
+    if whole:  # the analysis is the answer (`deliverable`)
         return seen.finish(text)
     return seen.finish(done, ("write_file", {"path": SUMMARY, "content": text}))

@@ -20,11 +20,10 @@ from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
     call_brief,
+    exp_log_tail,
     facts,
-    read_or_empty,
     run_specialist,
     shown_files,
-    tail,
 )
 
 ROLE = "implementation"
@@ -52,14 +51,11 @@ End with finish(summary): what you changed, in which files, and why."""
 def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
     scope = ctx.ws.scope(ROLE)
     box = build_toolbox(ctx, ROLE)
-    exp_tail = (
-        tail(read_or_empty(ctx, ROLE, EXP_LOG), ctx.config.specialists.exp_log_tail_chars) if args.mode == "fix" else ""
-    )
     user = call_brief(
         ctx,
         f"Mode: {args.mode}\n\nTask: {args.task}",
         args.context,
-        f"## Tail of {EXP_LOG}\n{exp_tail}" if exp_tail else "",
+        exp_log_tail(ctx, ROLE) if args.mode == "fix" else "",
         facts(ctx, ROLE, args=args.model_dump()),
         shown_files(ctx, ROLE, [in_submission(f) for f in ctx.editable_files()]),  # the code as it is now
         NEXT,  # said last: small models follow what they read last

@@ -11,16 +11,15 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.llm.offline.solo import editable, read_first, replay
-from aiscientist.records.paths import ANALYSIS_SUMMARY, EXP_LOG, PLAN_FILE, in_submission
+from aiscientist.records.paths import ANALYSIS_SUMMARY, PLAN_FILE, in_submission
 from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
+    exp_log_tail,
     facts,
-    read_or_empty,
     run_specialist,
     shown_files,
     steps_used,
-    tail,
     with_file,
 )
 
@@ -49,13 +48,12 @@ def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult
     for what is not shown (the offline policy reads the code through them: it reads facts and results, not prose)."""
     box = build_toolbox(ctx, ROLE)
     files = shown_files(ctx, ROLE, [ANALYSIS_SUMMARY, *(in_submission(f) for f in ctx.editable_files())])
-    log = tail(read_or_empty(ctx, ROLE, EXP_LOG), ctx.config.specialists.exp_log_tail_chars)
     user = call_brief(
         ctx,
         f"Guidance: {args.guidance}",
         args.context,
         steps_used(ctx),
-        f"## Tail of {EXP_LOG}\n{log}" if log else "",
+        exp_log_tail(ctx, ROLE),
         facts(ctx, ROLE, args=args.model_dump()),
         files,
     )
