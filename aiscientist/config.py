@@ -28,7 +28,9 @@ class OrchestratorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     summaries_kept: int = Field(5, ge=1, description="specialist summaries kept in the prompt")
     summary_chars: int = Field(1500, ge=200, description="longest specialist summary the orchestrator sees")
-    recent_turns: int = Field(2, ge=1, description="orchestrator decisions (call + results) kept verbatim")
+    recent_turns: int = Field(
+        2, ge=1, description="orchestrator decisions (call + results) kept verbatim; the window grows to twice this"
+    )
     tool_result_chars: int = Field(1500, ge=200, description="longest tool result kept in a recent turn")
     no_bus_context_chars: int = Field(
         400_000, ge=10_000, description="file_bus off: cap on the conversation that carries full outputs"

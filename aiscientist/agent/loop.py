@@ -12,10 +12,11 @@ from typing import Any
 from aiscientist.agent.memory import forget, trim
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.tools import Toolbox
-from aiscientist.agent.turn import RunTool, TurnHandler, finish_only_after_success
+from aiscientist.agent.turn import ERROR_PREFIX, RunTool, TurnHandler, finish_only_after_success
 from aiscientist.llm import ContextOverflow, ModelError, ModelUnavailable
-from aiscientist.llm.types import Completion
+from aiscientist.llm.types import Completion, ToolCall
 
+CHANGES = ("write_file", "edit_file")  # the tools whose success changes a file the role works on
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]
 
 
@@ -29,6 +30,7 @@ class LoopSpec:
     key: str = "t"  # journal position prefix of the calls
     finish_after_failure: bool = True  # False: a `finish` after a failed call of the same turn is refused
     prose_finish_chars: int | None = None  # a reply without a call this long is the summary (a reader's notes)
+    after_change: str | None = None  # said after a turn whose write or edit succeeded (the 1.5B model then wrote logs)
 
 
 def run_loop(
@@ -71,11 +73,18 @@ def run_loop(
                 )
             if spec.nudge is not None and (spec.nudge_every_turn or not completion.tool_calls):
                 recent.append({"role": "user", "content": spec.nudge()})
+            elif spec.after_change and _changed(completion.tool_calls, answers):
+                recent.append({"role": "user", "content": spec.after_change})
             if spec.keep_messages:
                 recent = trim(recent, spec.keep_messages)
         return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
     finally:
         messages[:] = head + recent
+
+
+def _changed(calls: list[ToolCall], answers: list[dict[str, Any]]) -> bool:
+    """Whether a write or edit of the turn succeeded."""
+    return any(c.name in CHANGES and not a["content"].startswith(ERROR_PREFIX) for c, a in zip(calls, answers))
 
 
 def call_model(

@@ -90,9 +90,14 @@ def turn_chars(turn: Turn) -> int:
 
 
 def bound_turns(turns: list[Turn], keep: int, cap: int | None = None) -> list[Turn]:
-    """The last `keep` turns (thin control); with `cap`, when the conversation is the only
-    carrier of results (File-as-Bus off, flat agent), as many as fit `cap` characters."""
-    return turns[-keep:] if cap is None else newest_within(turns, cap)
+    """The recent turns (thin control): at least the last `keep`; the window grows to twice that
+    and then drops back, so for `keep` decisions in a row each prompt extends the one before and a
+    server's prefix cache reuses it (a window sliding by one turn changed every prompt right after
+    its brief: the 1.5B model re-read ~900 tokens per decision). With `cap`, when the conversation
+    is the only carrier of results (File-as-Bus off, flat agent), as many as fit `cap` characters."""
+    if cap is not None:
+        return newest_within(turns, cap)
+    return turns if len(turns) <= 2 * keep else turns[-keep:]
 
 
 def settled(messages: list[Message], is_effect: Callable[[str], bool]) -> list[Message]:

@@ -113,14 +113,13 @@ def best_line(ctx: RunContext) -> str:
 
 
 def status_block(ctx: RunContext, state: OrchestratorState) -> str:
+    """What changed since the last decision, kept short: it is re-read uncached at every decision (the full
+    workspace map and a counters line repeating FACTS cost the 1.5B model ~300 tokens, ~8 s, a decision)."""
     calls = state.get("calls", {})
-    counters = " ".join(f"{name}={calls.get(name, 0)}" for name in (*COUNTED, "explore", "fix", "full"))
     parts = [
         "## Status",
-        f"Stage: {state.get('stage', 'understand')}",
-        progress_line(ctx),
+        f"Stage: {state.get('stage', 'understand')} · {progress_line(ctx)}",
         best_line(ctx),
-        f"Counters: {counters} steps_done={ctx.steps_done()} steps_budget={ctx.steps}",
     ]
     if state.get("last_outcome"):
         parts.append(f"Last call: {state['last_outcome']}")
@@ -130,8 +129,7 @@ def status_block(ctx: RunContext, state: OrchestratorState) -> str:
     if state.get("guidance"):
         parts.append(guidance_block(state).strip())
     parts += [
-        "## Workspace map",
-        ctx.ws.map_text(stable=True).strip(),
+        ctx.ws.brief_map(),
         facts(
             ctx,
             "orchestrator",

@@ -59,12 +59,14 @@ def run_specialist(
     max_turns: int | None = None,
     prose_finish_chars: int | None = None,
     deliverable: str | None = None,
+    after_change: str | None = None,
 ) -> SpecialistResult:
     """One specialist call (`ok`: it finished; `full_output`: the summary). BudgetExhausted and
     ModelUnavailable propagate; another ModelError ends this call as failed.
     `deliverable`: the file the call is for; when the model finished (or answered in prose of at
     least DELIVERABLE_PROSE characters) without writing it, its answer is the file's text (a
-    small model's analysis is then generated once, not once in a file and again in finish)."""
+    small model's analysis is then generated once, not once in a file and again in finish).
+    `after_change`: said after a turn whose write or edit succeeded (LoopSpec.after_change)."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": role_system(ctx, system)},
         {"role": "user", "content": user},
@@ -75,6 +77,7 @@ def run_specialist(
         key=f"{key}.t",
         finish_after_failure=False,
         prose_finish_chars=prose_finish_chars or (DELIVERABLE_PROSE if deliverable else None),
+        after_change=after_change,
     )
     outcome = run_loop(
         lambda msgs, tools: ctx.complete(role, settled(msgs, box.is_effect), tools, guided=False),

@@ -4,6 +4,7 @@ mode `fix` the tail of `exp_log.md` is in the context, so the fix follows the ev
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -16,6 +17,7 @@ from aiscientist.experiment import snapshots
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.llm.offline.solo import Call, editable, read_first, replay, tries
 from aiscientist.records.paths import EXP_LOG, IMPL_LOG, SUBMISSION, in_submission
+from aiscientist.records.step import StepRecord
 from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
@@ -28,7 +30,9 @@ from aiscientist.specialists.base import (
 
 ROLE = "implementation"
 NEXT = "Reply with the edit_file (or write_file) call that makes the change in the code above."
+CHANGED = "The code is changed. If the change is complete, call finish(summary) now; else make the next edit."
 UNCHANGED = "no editable file changed: the code is as it was"
+MEASURED = "not run: this is the change step {step} measured ({outcome}); ask for a different change, the plan's next"
 LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these lines of the log
 
 
@@ -49,6 +53,10 @@ End with finish(summary): what you changed, in which files, and why."""
 
 
 def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult:
+    measured = _measured(ctx, args.task)
+    if measured is not None:  # the 1.5B orchestrator asked for step 1's change again; its implementer undid it
+        outcome = f"{ctx.task.metric.label if ctx.task.metric else 'metric'} {measured.metric!r}"
+        return SpecialistResult(role=ROLE, summary=MEASURED.format(step=measured.step, outcome=outcome), ok=False)
     scope = ctx.ws.scope(ROLE)
     box = build_toolbox(ctx, ROLE)
     user = call_brief(
@@ -61,7 +69,7 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         NEXT,  # said last: small models follow what they read last
     )
     before = _code(ctx)
-    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
+    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key, after_change=CHANGED)
     if result.ok and _code(ctx) == before:  # said done, changed nothing (the 1.5B model ran train.py and finished)
         result.ok, result.summary = False, f"{UNCHANGED}; its summary: {result.summary}"
     changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
@@ -73,6 +81,16 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
     result.artifacts = [*box.artifacts, IMPL_LOG]
     return result
+
+
+def _measured(ctx: RunContext, task: str) -> StepRecord | None:
+    """The successful step whose hypothesis is `task` (words compared, case and punctuation aside)."""
+    words = _words(task)
+    return next((r for r in ctx.step_records() if r.success and _words(r.hypothesis) == words), None)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*", text.lower())
 
 
 def _code(ctx: RunContext) -> dict[str, str]:

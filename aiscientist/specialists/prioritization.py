@@ -24,6 +24,7 @@ from aiscientist.specialists.base import (
 )
 
 ROLE = "prioritization"
+MAX_ENTRIES = 5  # the 1.5B model's plan restated the task and its pipeline before three entries: 505 tokens, 50 s
 PLAN = PLAN_FILE
 
 
@@ -33,14 +34,15 @@ class PrioritizationArgs(BaseModel):
 
 
 SYSTEM = f"""ROLE: prioritization
-You are AiScientist's prioritization specialist. Make the plan: candidate hypotheses /
-code changes ranked P0 (first) to P3, each with expected gain, feasibility, dependencies
-and the exact change to try. Keep the list deliberately diverse - different files,
-mechanisms and hyper-parameters - because broad exploration finds more gains than
-refining one idea. Use what the analysis and the experiment log say. Each entry may end
-with a line `- change: {{"path": ..., "old": ..., "new": ...}}` giving an exact edit. You change
-no code (implementation does). The plan is your answer: call finish(summary=<the plan>) and
-it is saved as {PLAN}."""
+You are AiScientist's prioritization specialist. Make the plan: at most {MAX_ENTRIES} candidate
+hypotheses / code changes ranked P0 (first) to P3, each in two or three lines: the change and
+why, its expected gain and feasibility, then the exact change to try. Keep the list
+deliberately diverse - different files, mechanisms and hyper-parameters - because broad
+exploration finds more gains than refining one idea. Use what the analysis and the experiment
+log say. Each entry may end with a line `- change: {{"path": ..., "old": ..., "new": ...}}`
+giving an exact edit. Nothing else: no restated task, no summary. You change no code
+(implementation does). The plan is your answer: call finish(summary=<the plan>) and it is
+saved as {PLAN}."""
 
 
 def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:

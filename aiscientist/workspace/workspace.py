@@ -40,7 +40,7 @@ from aiscientist.util import untrusted
 from aiscientist.workspace.eventlog import EventLog, now
 from aiscientist.workspace.permissions import PermissionsFile, Policy
 from aiscientist.workspace.scope import Scope
-from aiscientist.workspace.wsmap import MapCache, build_map
+from aiscientist.workspace.wsmap import MapCache, build_brief_map, build_map
 
 TEMPLATE = WORKSPACE_TEMPLATE
 
@@ -247,6 +247,11 @@ class Workspace:
             with self._map_lock:
                 return build_map(self, stable=True)
         return self.refresh_map() if self._map_stale() else self.paths.workspace_map.read_text()
+
+    def brief_map(self) -> str:
+        """The map in a few lines (`wsmap.build_brief_map`), for the orchestrator's status."""
+        with self._map_lock:
+            return build_brief_map(self)
 
     def sync_map(self) -> None:
         """Bring WORKSPACE.md up to date before someone reads the file itself (the file

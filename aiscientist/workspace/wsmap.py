@@ -192,6 +192,19 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def build_brief_map(ws: MappedWorkspace) -> str:
+    """The map in a few lines, for a prompt rebuilt at every decision: each area's file count, then the
+    experiments' latest and best step (what the table adds, the first lines of main files, costs ~200
+    tokens a decision)."""
+    steps = ws.map_cache.steps(ws.paths, ws.task.metric.better if ws.task.metric else None)
+    areas = []
+    for area in ws.permissions.areas:
+        if area not in (EXPERIMENTS, LOGS):
+            areas.append(f"{area}/ {_stats(ws.paths.root / area)[0]}")
+    head = f"Workspace (File-as-Bus {'on' if ws.file_bus else 'off'}), files per area: " + " · ".join(areas)
+    return "\n".join([head, *_experiment_lines(ws, steps)])
+
+
 def _writers(rules: dict[str, RoleRules], area: str) -> str:
     names = [
         role

@@ -67,9 +67,13 @@ def test_trimming_and_forgetting_cut_at_a_turn_start() -> None:
     ]
 
 
-def test_bound_turns_keeps_a_count_or_a_character_cap() -> None:
+def test_bound_turns_keeps_a_growing_window_or_a_character_cap() -> None:
     turns = [_turn(i, "read_file", "r" * 100) for i in range(5)]
-    assert bound_turns(turns, 2) == turns[-2:]
+    assert bound_turns(turns[:4], 2) == turns[:4] and bound_turns(turns, 2) == turns[-2:]  # grows to 4, drops to 2
+    window: list = []
+    for turn in turns * 2:  # each decision's window extends the one before but at a drop: a prefix cache reuses it
+        before, window = window, bound_turns([*window, turn], 2)
+        assert window[: len(before)] == before or window == [before[-1], turn]
     width = turn_chars(turns[0])
     assert bound_turns(turns, 2, cap=3 * width) == turns[-3:] and bound_turns(turns, 2, cap=3 * width - 1) == turns[-2:]
     assert bound_turns(turns, 2, cap=10) == turns[-1:]  # the newest turn is kept even beyond the cap

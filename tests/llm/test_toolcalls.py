@@ -164,3 +164,19 @@ def test_prompt_mode_sends_no_tools_and_writes_them_into_the_system_prompt() -> 
     assert outgoing("prompt", prose, TOOLS)[0][-1]["content"] == f"go\n\n{REMINDER}"  # the format, read last
     assert not any("tool_calls" in m for m in messages)
     assert outgoing("text", history, TOOLS) == (history, TOOLS)
+
+
+def test_a_reply_of_only_one_tools_arguments_is_that_tools_call() -> None:
+    """The 1.5B model's experimentation answered `{"summary": ...}` for finish(summary) nine times in one run."""
+    tools = [tool("run_experiment", {"hypothesis": "string"}), tool("finish", {"summary": "string"})]
+    fenced = '```json\n{\n  "summary": "No improvement over step 1"\n}\n```'
+    raws, calls = reply_calls("prompt", fenced, [], tools)
+    assert [(c.name, c.arguments, c.error) for c in calls] == [
+        ("finish", {"summary": "No improvement over step 1"}, None)
+    ]
+    assert json.loads(raws[0].arguments) == {"summary": "No improvement over step 1"}
+    two_fit = [tool("read_file", {"path": "string"}), tool("list_files", {"path": "string"})]
+    assert reply_calls("prompt", '{"path": "a.py"}', [], two_fit)[1] == []  # several tools fit: none is guessed
+    assert reply_calls("prompt", '{"summary": "x", "extra": 1}', [], tools)[1] == []  # a key no tool takes
+    assert reply_calls("prompt", 'Done. {"summary": "x"}', [], tools)[1] == []  # prose around it: no call
+    assert reply_calls("prompt", "{}", [], tools)[1] == []

@@ -72,11 +72,10 @@ def test_solve_cli_offline_five_steps(tmp_path):
     first_end = datetime.fromisoformat(steps[0]["started_at"]).timestamp() + steps[0]["duration_s"]
     assert first_end - launched - 1.0 <= result["ttfe_s"] <= first_end - launched + 0.05
     assert result["experiments_per_hour"] == round(5 * 3600 / result["wall_time_s"], 3)
-    # thin control: once the recent-turn window is full, the orchestrator's prompt stops growing
+    # thin control: the recent-turn window grows to four turns and drops back to two (a prefix cache reuses
+    # the prompts in between), so the orchestrator's prompt stops growing; offline: measure + next change per decision
     prompts = [e["payload"]["prompt_tokens"] for e in _events(run_dir) if e["kind"] == "orchestrator.decision"]
-    assert len(prompts) == 6 and max(prompts[3:]) <= 1.25 * prompts[2], (
-        prompts
-    )  # offline: measure + next change per decision
+    assert len(prompts) == 6 and max(prompts[3:]) <= 1.3 * prompts[2] and prompts[5] < prompts[4], prompts
     # the best code is kept as a git tag when a step beats the baseline and every earlier step
     if best["metric"] < result["baseline"]:
         tag = snapshots.text_of(RunPaths(run_dir), snapshots.BEST_TAG, "config.py")

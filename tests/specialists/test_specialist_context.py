@@ -14,7 +14,7 @@ from aiscientist.agent.turn import NOT_FINISHED
 from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.orchestrator import solve
-from aiscientist.specialists.implementation import UNCHANGED
+from aiscientist.specialists.implementation import CHANGED, UNCHANGED
 from aiscientist.task import load_task
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -74,3 +74,23 @@ def test_a_small_task_is_read_in_one_answer_and_each_role_saves_its_answer(
     assert roles == {"orchestrator", "comprehension", "prioritization", "implementation"}
     shared = os.path.commonprefix(sorted(systems))
     assert shared.startswith("# Task: tiny-quadratic") and "Step budget: " in shared  # the whole task text
+
+
+def test_a_change_made_is_said_and_a_measured_change_is_not_asked_for_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir, recording = tmp_path / "run", tmp_path / "rec"
+    monkeypatch.setenv(RECORD_ENV, str(recording))
+    task = load_task(FIXTURES / "tiny" / "task.yaml")
+    script = FIXTURES / "orchestrator" / "repeated_change.yaml"
+    solve(task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{script}", steps=2)
+    sent = [json.loads(p.read_text())["request"]["messages"] for p in recording.glob("*.json")]
+    implementation = [m for m in sent if m[0]["content"].find("ROLE: implementation") >= 0]
+    assert len(implementation) == 2 and implementation[1][-1] == {"role": "user", "content": CHANGED}
+    events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
+    ends = [
+        e["payload"] for e in events if e["kind"] == "specialist.end" and e["payload"]["specialist"] == "implementation"
+    ]
+    assert [e["ok"] for e in ends] == [True, False]
+    assert ends[1]["summary"].startswith("not run: this is the change step 1 measured (quadratic/mse ")
+    assert "LEARNING_RATE = 0.1\n" in (run_dir / "submission" / "config.py").read_text()  # not undone

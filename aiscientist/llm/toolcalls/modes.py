@@ -20,7 +20,7 @@ import json
 from typing import Any, Literal
 
 from aiscientist.llm.messages import check_arguments, parse_tool_call
-from aiscientist.llm.toolcalls.parse import CALL_FORMAT, parse_text_calls
+from aiscientist.llm.toolcalls.parse import CALL_FORMAT, arguments_only_call, parse_text_calls
 from aiscientist.llm.types import RawToolCall, ToolArgumentError, ToolCall
 
 ToolCallMode = Literal["native", "text", "prompt", "auto"]
@@ -127,7 +127,11 @@ def reply_calls(
         return native, [parse_tool_call(c, tools) for c in native]
     raws, checked = list(native), [parse_tool_call(c, tools) for c in native]
     digest = hashlib.sha256(content.encode()).hexdigest()[:10]  # stable ids: replays resend the same messages
-    for i, found in enumerate(parse_text_calls(content)[:calls_per_reply]):
+    found_calls = parse_text_calls(content)
+    if not found_calls and not native:
+        lone = arguments_only_call(content, tools)
+        found_calls = [lone] if lone else []
+    for i, found in enumerate(found_calls[:calls_per_reply]):
         call_id = f"call_{digest}_{i}"
         arguments = found.arguments if isinstance(found.arguments, str) else json.dumps(found.arguments)
         raws.append(RawToolCall(id=call_id, name=found.name, arguments=arguments))

@@ -9,7 +9,8 @@ python-call style `name({...})`; arguments as an object or as a JSON string, und
 "summary": ...}`). An attempt that is not valid JSON (quotes left unescaped inside a string:
 `"summary": "split (`args.split="val"`)"`, a brace missing) is read by json_repair. The parser
 never raises: what it cannot read but looks like an attempt to call a tool comes back as a
-`TextCall` with an error.
+`TextCall` with an error. A reply holding only a tool's arguments (`{"summary": ...}` where
+`finish` is the one tool taking them) is that tool's call (`arguments_only_call`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ _NAME = re.compile(r"[\"']name[\"']\s*:\s*[\"']([^\"']{1,200})[\"']")
 # a Python string where JSON wants one (`"content": """..."""`); it ends where the object goes on, so the
 # docstrings inside a file's code stay in it
 _TRIPLE = re.compile(r'(:\s*)"""(.*?)"""(?=\s*(?:,\s*"\w+"\s*:|\}))', re.DOTALL)
+_FENCE = re.compile(r"^\s*```[A-Za-z]*\s*$", re.MULTILINE)  # a code fence's own line
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
@@ -60,6 +62,31 @@ def parse_text_calls(text: str) -> list[TextCall]:
     if not calls and _ATTEMPT.search(text):
         calls = _repaired(text) or [_unreadable(text)]
     return calls
+
+
+def arguments_only_call(text: str, tools: list[dict[str, Any]]) -> TextCall | None:
+    """The call of the one tool whose arguments are the whole reply, a JSON object (fenced or not) whose
+    keys are among the tool's parameters and hold the required ones: the 1.5B model answered
+    `{"summary": ...}` for finish(summary) nine times in one run. None when the reply holds more
+    than the object, or no tool or several fit."""
+    body = _FENCE.sub("", text[:MAX_SCAN_CHARS]).strip()
+    try:
+        value = json.loads(body, strict=False)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not value:
+        return None
+    fits = [name for name, known, required in _signatures(tools) if required <= value.keys() <= known]
+    return TextCall(name=fits[0], arguments=value) if len(fits) == 1 else None
+
+
+def _signatures(tools: list[dict[str, Any]]) -> list[tuple[str, set[str], set[str]]]:
+    """(name, parameter names, required names) of each tool."""
+    out = []
+    for tool in tools:
+        params = tool["function"].get("parameters") or {}
+        out.append((tool["function"]["name"], set(params.get("properties") or {}), set(params.get("required") or [])))
+    return out
 
 
 def _from_block(block: str) -> list[TextCall]:
