@@ -87,14 +87,14 @@ class RunContext:
             tokens=self.config.max_tokens, cost_usd=self.config.max_cost_usd, wall_time_s=self.wall_time_s
         )
         budget = limits.model_dump() if limits != BudgetLimits() else None  # None keeps the models file's
-        return load_llm_config(
-            self.model,
-            self.config.models_file,
-            budget=budget,
-            offline_max_steps=self.steps,
-            seed=self.seed,
-            **role_sampling(role),  # e.g. AIDE samples code at 0.5, as the original does
+        sampling = role_sampling(role)  # e.g. AIDE samples code at 0.5, as the original does
+        cap = sampling.pop("max_tokens", None)  # a role's answer length is a cap: a lower one of the models file stays
+        config = load_llm_config(
+            self.model, self.config.models_file, budget=budget, offline_max_steps=self.steps, seed=self.seed, **sampling
         )
+        if cap is not None and (config.max_tokens is None or cap < config.max_tokens):
+            config = config.model_copy(update={"max_tokens": int(cap)})
+        return config
 
     def client(self, role: str) -> LLMClient:
         with self._lock:

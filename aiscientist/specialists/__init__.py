@@ -33,7 +33,7 @@ SPECIALISTS: dict[str, Spec] = {
     "experimentation": (
         experimentation.ExperimentationArgs,
         experimentation.run,
-        "Run the experiment on the current code (one counted step), compare with baseline and best, log to exp_log.md.",
+        "Measure the current code: one counted step; the engine records the result.",
     ),
     "helper": (helper.HelperArgs, helper.run, f"A short auxiliary job; writes only in {SCRATCH}/."),
 }

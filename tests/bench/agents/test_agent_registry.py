@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 
 from aiscientist.agent import toolsets
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.registry import AGENTS, register_agent, role_sampling
+from aiscientist.config import RunConfig
 from aiscientist.llm.offline.backend import POLICIES
+from aiscientist.orchestrator.arms import PLAN_TOKENS
 from aiscientist.specialists import comprehension, experimentation, helper, implementation, prioritization
+from aiscientist.task import load_task
+from aiscientist.workspace import Workspace
 from bench.agents import agent_entry, agent_names
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -71,3 +76,16 @@ def test_a_second_registration_under_a_taken_name_or_an_unknown_kind_is_refused(
     with pytest.raises(ValueError, match="unknown task kinds \\['review'\\]"):
         register_agent("reviewer", aide.cls, {}, kinds=("review",))  # type: ignore[arg-type]
     assert "reviewer" not in AGENTS
+
+
+def test_a_roles_answer_length_is_a_cap_over_the_models_file(tmp_path: Path) -> None:
+    """Prioritization answers within PLAN_TOKENS (the 1.5B model repeated one line to its 1,024-token limit);
+    a models file's lower limit stays."""
+    agent_names()
+    ws = Workspace.create(load_task(ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"), tmp_path / "run")
+    models = tmp_path / "models.yaml"
+    models.write_text("models:\n  offline: {max_tokens: 300}\n  other: {max_tokens: 4000}\n")
+    for model, expected in (("offline", 300), ("other", PLAN_TOKENS)):
+        ctx = RunContext(agent="aiscientist", ws=ws, model=model, steps=1, config=RunConfig(models_file=models))
+        assert ctx.llm_config("prioritization").max_tokens == expected
+        assert ctx.llm_config("implementation").max_tokens == {"offline": 300, "other": 4000}[model]
