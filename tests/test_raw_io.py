@@ -85,7 +85,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "aiscientist/records/tree.py": (1, RECORDS),
     "aiscientist/resources.py": (1, TASK),
     "aiscientist/sandbox/bwrap.py": (3, TOOL),
-    "aiscientist/sandbox/cgroup.py": (9, CGROUP),
+    "aiscientist/sandbox/cgroup.py": (8, CGROUP),
     "aiscientist/sandbox/interpreter.py": (2, TOOL),
     "aiscientist/sandbox/local.py": (2, TOOL),
     "aiscientist/specialists/base.py": (1, RECORDS),

@@ -95,17 +95,13 @@ def memory_enforcement() -> str:
 
 @dataclass
 class InvocationGroup:
-    """The group(s) of one invocation: `join` in the child before exec, `kill` after each command."""
+    """The group(s) of one invocation: the child joins each folder's `cgroup.procs` before it executes
+    the command (`sandbox.local.limited`), `kill` after each command."""
 
     folders: list[Path] = field(default_factory=list)  # every folder a process joins (v1: one per controller)
     memory: Path | None = None
     version: str = ""
     limit_mb: int | None = None
-
-    def join(self) -> None:
-        """Put the calling process in every group (called in the child, before exec)."""
-        for folder in self.folders:
-            (folder / "cgroup.procs").write_text("0")
 
     def pids(self) -> set[int]:
         found: set[int] = set()
