@@ -34,17 +34,19 @@ def _value(value: float | None) -> str:
 
 
 def rows(
-    steps: Sequence[StepRecord], direction: accounting.Direction | None, baseline: float | None = None
+    steps: Sequence[StepRecord], direction: accounting.Direction | None, baseline: float | None = None, start: int = 0
 ) -> list[list[str]]:
-    """Every step's row, in step order (no best-so-far when the task names no metric). With the
-    task's `baseline` the best so far starts there: a step worse than the unchanged code is not "improved"."""
+    """Every step's row from the `start`-th on, in step order (no best-so-far when the task names no metric). With
+    the task's `baseline` the best so far starts there: a step worse than the unchanged code is not "improved"."""
     ordered = sorted(steps, key=lambda s: s.step)
     curve = accounting.best_so_far(ordered, direction) if direction else [None] * len(ordered)
     before = baseline if direction else None
     if before is not None:
         curve = [before if b is None or not accounting.is_better(b, before, direction) else b for b in curve]
+    if start > 0:
+        before = curve[start - 1] if start <= len(curve) else None
     table = []
-    for step, best in zip(ordered, curve):
+    for step, best in zip(ordered[start:], curve[start:]):
         hypothesis = clean(" ".join(step.hypothesis.split()), HYPOTHESIS_CHARS).replace("\t", " ")
         table.append(
             [
@@ -73,11 +75,10 @@ def append(
     folder made before the ledger, or one stopped between its step record and its row)."""
     path = paths.ledger
     have = max(len(path.read_text().splitlines()) - 1, 0) if path.is_file() else 0
-    table = rows(steps, direction, baseline)
     with path.open("a") as out:
-        if not path.stat().st_size:
+        if not out.tell():
             out.write(_line(COLUMNS))
-        out.writelines(_line(row) for row in table[have:])
+        out.writelines(_line(row) for row in rows(steps, direction, baseline, start=have))
 
 
 def read(paths: RunPaths) -> list[dict[str, str]]:

@@ -38,6 +38,8 @@ def test_statuses_follow_the_accounting():
     from_baseline = ledger.rows(steps, "min", baseline=4.5)  # steps 1 and 2 are worse than the unchanged code
     assert [r[1] for r in from_baseline][:3] == ["kept", "kept", "improved"]
     assert [r[3] for r in from_baseline][:3] == ["4.5", "4.5", "4"]
+    for start in range(len(steps) + 1):  # the rows a ledger lacks are formatted alone, the same
+        assert ledger.rows(steps, "min", 4.5, start=start) == from_baseline[start:]
 
 
 def test_append_fills_missing_rows_once(tmp_path):
