@@ -10,7 +10,10 @@ recorded requests:
   least one valid tool call and no invalid one; invalid: invalid calls in all;
 - stop: the run's stop reason; steps: run / successful;
 - best: best metric against the baseline; test: the hidden test's metric;
-- s/step and prompt tok/step: wall time and prompt tokens over steps run (over 1 if none);
+- s/step and prompt tok/step: wall time and prompt tokens over steps run (over 1 if none); later s/step: the
+  wall time after the first step's end over the later steps (what each further step costs: the run's fixed
+  part, understanding and planning, is in the TTFE); uncached tok/step: prompt tokens the server had to read
+  (not from its prompt cache) over steps run, what costs time and money;
 - cached: the share of prompt tokens the server or provider read from its prompt cache
   (llm_calls.jsonl's `cached_tokens`); saved $: what that saved at the provider's prices;
 - TTFE: time to first experiment, from the cell's start to its first step's end; exp/h:
@@ -150,6 +153,10 @@ def measure(agent: str, task: str, run: Path | None, wall: float, requests: Path
         "test": test.get("metric") if test.get("success") else None,
         "s_per_step": round(result.get("wall_time_s", wall) / max(steps, 1), 1),
         "prompt_per_step": round(sum(r.get("prompt_tokens", 0) for r in records) / max(steps, 1)),
+        "uncached_per_step": round(
+            sum(r.get("prompt_tokens", 0) - (r.get("cached_tokens") or 0) for r in records) / max(steps, 1)
+        ),
+        "later_s_per_step": later_seconds(result, steps),
         "prefix": prefix_share(records, requests),
         "cached": usage.cached_share,
         "saved": usage.cache_saved,
@@ -159,6 +166,13 @@ def measure(agent: str, task: str, run: Path | None, wall: float, requests: Path
         "roles": {role: dict(parts) for role, parts in split(requests, [paths.llm_calls]).items()},
         "role_calls": dict(calls_of([paths.llm_calls])),
     }
+
+
+def later_seconds(result: dict[str, Any], steps: int) -> float | None:
+    """Wall time after the first step's end (TTFE) over the later steps; None with fewer than two."""
+    if steps < 2 or result.get("ttfe_s") is None or result.get("wall_time_s") is None:
+        return None
+    return round((result["wall_time_s"] - result["ttfe_s"]) / (steps - 1), 1)
 
 
 def baseline_seconds(run: Path) -> float | None:
@@ -181,15 +195,16 @@ def _num(x: float | None) -> str:
 def table(rows: list[dict[str, Any]], model: str, steps: int) -> Table:
     t = Table(title=f"{model}, {steps} step(s) per run")
     for col in ("agent", "task", "calls", "valid", "invalid", "stop", "steps ok/run", "best/base", "test",
-                "s/step", "prompt tok/step", "prefix", "cached", "saved $", "TTFE s", "exp/h",
-                "baseline s"):  # fmt: skip
+                "s/step", "later s/step", "prompt tok/step", "uncached tok/step", "prefix", "cached", "saved $",
+                "TTFE s", "exp/h", "baseline s"):  # fmt: skip
         t.add_column(col)
     for r in rows:
         t.add_row(
             r["agent"], Path(r["task"]).parent.name if r["task"].endswith(".yaml") else r["task"],
             str(r.get("calls", "-")), _pct(r.get("valid")), str(r.get("invalid", "-")), str(r["stop"]),
             f"{r.get('successful', 0)}/{r.get('steps', 0)}", f"{_num(r.get('best'))}/{_num(r.get('baseline'))}",
-            _num(r.get("test")), str(r.get("s_per_step", "-")), str(r.get("prompt_per_step", "-")),
+            _num(r.get("test")), str(r.get("s_per_step", "-")), _num(r.get("later_s_per_step")),
+            str(r.get("prompt_per_step", "-")), str(r.get("uncached_per_step", "-")),
             _pct(r.get("prefix")), _pct(r.get("cached")), _num(r.get("saved")), _num(r.get("ttfe_s")),
             _num(r.get("per_hour")), _num(r.get("baseline_s")),
         )  # fmt: skip

@@ -89,8 +89,8 @@ POLICIES = {
 }
 BOTH = ("improve", "reproduce")
 PROSE = {"stop_after_call": False}  # their answer is a document, perhaps with code fences of its own
-# a plan of five entries fits; the 1.5B model repeated one `- change:` line to its 1,024-token limit (113 s)
-PLAN_TOKENS = 600
+# five two-line entries fit; the 1.5B model repeated `- change:` lines to its 1,024-token limit (113 s), then to 600
+PLAN_TOKENS = 400
 SAMPLING = {comprehension.ROLE: PROSE, prioritization.ROLE: {**PROSE, "max_tokens": PLAN_TOKENS}}
 register_agent("aiscientist", AiScientist, HIERARCHY, POLICIES, SAMPLING, kinds=BOTH)
 register_agent("aiscientist-nobus", AiScientistNoBus, HIERARCHY, POLICIES, SAMPLING, kinds=BOTH)

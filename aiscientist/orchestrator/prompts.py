@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from aiscientist.agent.context import RunContext
+from aiscientist.llm.facts import facts_line
 from aiscientist.orchestrator.state import COUNTED, OrchestratorState
 from aiscientist.records.paths import ANALYSIS, EXP_LOG, EXPERIMENTS, IMPL_LOG, PLAN_FILE, SUBMISSION
-from aiscientist.specialists.base import facts, role_system
+from aiscientist.specialists.base import facts, role_system, run_facts
 from aiscientist.workspace.guidance import Note, block
 
 ORCHESTRATOR_SYSTEM = """ROLE: orchestrator
@@ -58,7 +59,8 @@ def orchestrator_messages(ctx: RunContext, state: OrchestratorState) -> list[dic
     stage = str(state.get("stage"))
     usual = USUAL.get("measure" if stage == "research" and state.get("since_exp") else stage)
     hint = f" At this stage it is usually {usual}." if usual else ""
-    return _conversation(system, bus_rules_for_orchestrator(ctx), state, status_block(ctx, state), NEXT + hint)
+    brief = f"{bus_rules_for_orchestrator(ctx)}\n{facts_line(**run_facts(ctx, 'orchestrator'))}"  # said once, cached
+    return _conversation(system, brief, state, status_block(ctx, state), NEXT + hint)
 
 
 def flat_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
@@ -130,9 +132,8 @@ def status_block(ctx: RunContext, state: OrchestratorState) -> str:
         parts.append(guidance_block(state).strip())
     parts += [
         ctx.ws.brief_map(),
-        facts(
-            ctx,
-            "orchestrator",
+        facts_line(  # what changes; the run's facts are in the brief (FACTS lines merge, later ones win)
+            steps_done=ctx.steps_done(),
             counters={n: calls.get(n, 0) for n in (*COUNTED, "explore", "fix", "full")},
             guidance=_notes(state),
         ),

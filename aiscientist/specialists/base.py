@@ -187,9 +187,13 @@ def role_system(ctx: RunContext, system: str, rules: str = TURN_RULES) -> str:
 
 
 def facts(ctx: RunContext, role: str, **extra: Any) -> str:
+    return facts_line(**run_facts(ctx, role), steps_done=ctx.steps_done(), **extra)
+
+
+def run_facts(ctx: RunContext, role: str) -> dict[str, Any]:
+    """The facts that stay the same for the whole run (a prompt's stable part may hold them)."""
     editable = [in_submission(p) for p in ctx.task.editable_globs]
-    counts = {"steps_done": ctx.steps_done(), "steps_budget": ctx.steps}
-    return facts_line(role=role, bus=ctx.ws.file_bus, **counts, **task_facts(ctx.task, editable), **extra)
+    return {"role": role, "bus": ctx.ws.file_bus, "steps_budget": ctx.steps, **task_facts(ctx.task, editable)}
 
 
 def bus_rules(ctx: RunContext) -> str:

@@ -11,7 +11,7 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.llm.offline.solo import editable, read_first, replay
-from aiscientist.records.paths import ANALYSIS_SUMMARY, PLAN_FILE, in_submission
+from aiscientist.records.paths import ANALYSIS_SUMMARY, PLAN_FILE, SUBMISSION, in_submission
 from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
@@ -35,14 +35,13 @@ class PrioritizationArgs(BaseModel):
 
 SYSTEM = f"""ROLE: prioritization
 You are AiScientist's prioritization specialist. Make the plan: at most {MAX_ENTRIES} candidate
-hypotheses / code changes ranked P0 (first) to P3, each in two or three lines: the change and
-why, its expected gain and feasibility, then the exact change to try. Keep the list
-deliberately diverse - different files, mechanisms and hyper-parameters - because broad
-exploration finds more gains than refining one idea. Use what the analysis and the experiment
-log say. Each entry may end with a line `- change: {{"path": ..., "old": ..., "new": ...}}`
-giving an exact edit. Nothing else: no restated task, no summary. You change no code
-(implementation does). The plan is your answer: call finish(summary=<the plan>) and it is
-saved as {PLAN}."""
+hypotheses / code changes ranked P0 (first) to P3, deliberately diverse - different files,
+mechanisms and hyper-parameters - because broad exploration finds more gains than refining
+one idea. Use what the analysis and the experiment log say. Each entry is two lines:
+## P0. <the change in a few words>: <why it should help; expected gain, feasibility>
+- change: {{"path": "{SUBMISSION}/<file>", "old": "<one line as it is in the file>", "new": "<that line changed>"}}
+Nothing else: no restated task, no summary. You change no code (implementation does). The
+plan is your answer: call finish(summary=<the plan>) and it is saved as {PLAN}."""
 
 
 def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult:

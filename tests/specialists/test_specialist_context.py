@@ -13,6 +13,7 @@ import pytest
 from aiscientist.agent.turn import NOT_FINISHED
 from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
+from aiscientist.llm.facts import read_facts
 from aiscientist.orchestrator import solve
 from aiscientist.specialists.implementation import CHANGED, UNCHANGED
 from aiscientist.task import load_task
@@ -94,3 +95,11 @@ def test_a_change_made_is_said_and_a_measured_change_is_not_asked_for_again(
     assert [e["ok"] for e in ends] == [True, False]
     assert ends[1]["summary"].startswith("not run: this is the change step 1 measured (quadratic/mse ")
     assert "LEARNING_RATE = 0.1\n" in (run_dir / "submission" / "config.py").read_text()  # not undone
+    # the orchestrator's brief holds the run's facts once (the same in every request: cached); each status only
+    # what changed, in a few lines (the full map and a counters line repeating FACTS were ~300 tokens a decision)
+    decisions = [m for m in sent if m[0]["content"].find("ROLE: orchestrator") >= 0]
+    assert len(decisions) == 4 and len({m[1]["content"] for m in decisions}) == 1
+    assert read_facts(decisions[0][:2])["editable"] == ["submission/train.py", "submission/config.py"]
+    status = [m[-1]["content"] for m in decisions]
+    assert all(len(text) < 1600 and "editable" not in text and "| area |" not in text for text in status), status
+    assert sorted(read_facts(m)["steps_done"] for m in decisions) == [0, 0, 1, 1]  # the recording is unordered
