@@ -241,11 +241,8 @@ class Workspace:
             self._map_dirty = False
             return text
 
-    def map_text(self, stable: bool = False) -> str:
-        """WORKSPACE.md; `stable=True` gives the clock-free variant for prompts."""
-        if stable:
-            with self._map_lock:
-                return build_map(self, stable=True)
+    def map_text(self) -> str:
+        """WORKSPACE.md, synced first."""
         return self.refresh_map() if self._map_stale() else self.paths.workspace_map.read_text()
 
     def brief_map(self) -> str:

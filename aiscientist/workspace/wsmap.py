@@ -145,11 +145,8 @@ class MappedWorkspace(Protocol):
     def file_bus(self) -> bool: ...
 
 
-def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
-    """The map. `stable` is the variant for prompts: without wall-clock times and log
-    sizes, so the text depends only on the run's history (record/replay), and without
-    what the prompt around it already says (the task's goal, files and commands; who
-    writes each area and what it holds, which the system prompt and tools describe)."""
+def build_map(ws: MappedWorkspace) -> str:
+    """The map WORKSPACE.md holds (prompts carry `build_brief_map`, which has no clock)."""
     root = ws.paths.root
     task = ws.task
     set_name = "file_bus" if ws.file_bus else "file_bus_off"
@@ -157,29 +154,20 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
     steps = ws.map_cache.steps(ws.paths, task.metric.better if task.metric else None)
     lines = [
         f"# WORKSPACE — {task.name} ({task.kind})",
-        ("" if stable else f"updated {_stamp(datetime.now(UTC).timestamp())} UTC · ")
-        + f"File-as-Bus {'on' if ws.file_bus else 'off'} · active: {ws.active}",
+        f"updated {_stamp(datetime.now(UTC).timestamp())} UTC · File-as-Bus {'on' if ws.file_bus else 'off'}"
+        f" · active: {ws.active}",
     ]
-    if task.metric and not stable:
+    if task.metric:
         goal = f"goal: {task.metric.label} ({task.metric.direction})"
         if task.baseline is not None:
             goal += f" · stated baseline {task.baseline:.6g}"
         if task.target is not None:
             goal += f" · target {task.target:.6g}"
         lines.append(goal)
-    lines += [
-        "",
-        "| area | files | size | main file: first line |"
-        if stable
-        else "| area | written by | holds | files | size | updated | main file: first line |",
-    ]
-    lines.append("|---" * (4 if stable else 7) + "|")
+    lines += ["", "| area | written by | holds | files | size | updated | main file: first line |", "|---" * 7 + "|"]
     for area, info in ws.permissions.areas.items():
         count, size, mtime = steps.stats if area == EXPERIMENTS else _stats(root / area)
         main = _first_line(root / area / info.main, f"{info.main}") if info.main else "-"
-        if stable:
-            lines.append(f"| {area}/ | {count} | {'-' if area == LOGS else _size(size)} | {main} |")
-            continue
         writers = (
             "engine (experimentation)"
             if area == EXPERIMENTS
@@ -188,7 +176,7 @@ def build_map(ws: MappedWorkspace, stable: bool = False) -> str:
             else _writers(rules, area)
         )
         lines.append(f"| {area}/ | {writers} | {info.holds} | {count} | {_size(size)} | {_stamp(mtime)} | {main} |")
-    lines += ["", *([] if stable else _submission_lines(ws)), *_experiment_lines(ws, steps), *_log_lines(ws, stable)]
+    lines += ["", *_submission_lines(ws), *_experiment_lines(ws, steps), *_log_lines(ws)]
     return "\n".join(lines) + "\n"
 
 
@@ -263,10 +251,9 @@ def _describe(ws: MappedWorkspace, step: dict[str, Any]) -> str:
     return f"{name} · {outcome}" + (f' · "{hypothesis}"' if hypothesis else "")
 
 
-def _log_lines(ws: MappedWorkspace, stable: bool) -> list[str]:
-    """Event counts depend on the watcher's batching, so stable maps leave them out."""
-    parts = [] if stable else [f"{ws.events.head().get('seq', 0)} events"]
-    for name, rel in ws.permissions.logs.items():
+def _log_lines(ws: MappedWorkspace) -> list[str]:
+    parts = [f"{ws.events.head().get('seq', 0)} events"]
+    for rel in ws.permissions.logs.values():
         parts.append(f"{rel}: {ws.map_cache.sessions(ws.paths.root / rel)} sessions")
     return [f"{LOGS}/: " + " · ".join(parts)]
 

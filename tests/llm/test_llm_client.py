@@ -23,6 +23,7 @@ from aiscientist.llm import (
     tool_error_message,
 )
 from aiscientist.llm.budget import forget_run
+from aiscientist.orchestrator.arms import PLAN_TOKENS
 from tests.fixtures.llm.fake_openai import FakeOpenAI, error, reply, stall, trickle
 
 MODEL = "openai/fake-model"  # not in litellm's cost map: the fallback price applies
@@ -325,7 +326,8 @@ def test_cost_and_wall_time_limits(tmp_path: Path) -> None:
 def test_a_role_whose_answer_is_a_document_is_not_stopped_at_a_code_fence(tmp_path: Path) -> None:
     """The 1.5B model opened its plan with a plain ``` fence and the fence stop ended the reply there:
     comprehension and prioritization (stop_after_call off, registered by AiScientist's arms) send no stop."""
-    assert role_sampling("prioritization") == role_sampling("comprehension") == {"stop_after_call": False}
+    assert role_sampling("comprehension") == {"stop_after_call": False}
+    assert role_sampling("prioritization") == {"stop_after_call": False, "max_tokens": PLAN_TOKENS}
     assert role_sampling("implementation") == {}
     plan = "### plan\n```\n## P0. raise EPOCHS\n```\n" + "why: " * 60
     with FakeOpenAI([reply(plan)]) as server:

@@ -128,6 +128,9 @@ def test_scope_operations(tmp_path, task):
 
     ws.scope("comprehension").write("paper_analysis/summary.md", "# Summary\nquadratic fit\n")
     assert 'summary.md: "# Summary"' in ws.map_text()
+    brief = ws.brief_map()  # a prompt's map: file counts per area and the steps, no clock and no table
+    assert "paper_analysis/ 1" in brief and "experiments/: no steps yet" in brief
+    assert "updated" not in brief and "|" not in brief and len(brief.splitlines()) == 2
     first, second = ws.scope("experimentation"), ws.scope("experimentation")
     assert "session 1" in first.append("exp_log", "a")
     assert "session 1" in first.append("exp_log", "b")
