@@ -5,6 +5,7 @@ results, until a terminal tool, a limit or a model failure. Agents differ only i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,9 +13,10 @@ from typing import Any
 from aiscientist.agent.memory import forget, trim
 from aiscientist.agent.outcome import Outcome, StopReason
 from aiscientist.agent.tools import Toolbox
-from aiscientist.agent.turn import ERROR_PREFIX, RunTool, TurnHandler, finish_only_after_success
+from aiscientist.agent.turn import ERROR_PREFIX, Refuse, RunTool, TurnHandler, finish_only_after_success
 from aiscientist.llm import ContextOverflow, ModelError, ModelUnavailable
-from aiscientist.llm.types import Completion, ToolCall
+from aiscientist.llm.messages import assistant_message
+from aiscientist.llm.types import Completion, RawToolCall, ToolCall
 
 CHANGES = ("write_file", "edit_file")  # the tools whose success changes a file the role works on
 Complete = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]
@@ -31,6 +33,9 @@ class LoopSpec:
     finish_after_failure: bool = True  # False: a `finish` after a failed call of the same turn is refused
     prose_finish_chars: int | None = None  # a reply without a call this long is the summary (a reader's notes)
     after_change: str | None = None  # said after a turn whose write or edit succeeded (the 1.5B model then wrote logs)
+    # made for the model before its first turn, as if it had made it (experimentation's run: its first move is always
+    # the run it was asked for; the model's own call of it cost the 1.5B model a call, ~10 s, every step)
+    opening: ToolCall | None = None
 
 
 def run_loop(
@@ -44,6 +49,11 @@ def run_loop(
     turns = TurnHandler(box)
     refuse = None if spec.finish_after_failure else finish_only_after_success
     try:
+        if spec.opening is not None:
+            opened, ended = _open(spec.opening, turns, f"{spec.key}open.", run_tool, refuse)
+            recent += opened
+            if ended is not None:
+                return ended.model_copy(update={"turns": 0})
         for turn in range(spec.max_turns):
             stop = spec.should_stop() if spec.should_stop else None
             if stop is not None:
@@ -80,6 +90,15 @@ def run_loop(
         return Outcome(stop=StopReason.TURN_LIMIT, detail=f"stopped after {spec.max_turns} turns", turns=spec.max_turns)
     finally:
         messages[:] = head + recent
+
+
+def _open(
+    call: ToolCall, turns: TurnHandler, prefix: str, run_tool: RunTool | None, refuse: Refuse | None
+) -> tuple[list[dict[str, Any]], Outcome | None]:
+    """The opening call as the conversation keeps a model's call, and its answer (journaled like any call)."""
+    raw = RawToolCall(id=call.id, name=call.name, arguments=json.dumps(call.arguments))
+    answers, ended = turns.answer([call], prefix, run_tool, refuse)
+    return [assistant_message("", [raw]), *answers], ended
 
 
 def _changed(calls: list[ToolCall], answers: list[dict[str, Any]]) -> bool:

@@ -70,7 +70,7 @@ class AiScientistFlat(AiScientist):
 
 
 HIERARCHY = {
-    "orchestrator": (*SPECIALIST_TOOLS, *READ, "submit"),
+    "orchestrator": (*READ, *SPECIALIST_TOOLS, "submit"),  # the read tools lead every role's list (role_system)
     comprehension.ROLE: (*WRITE, "finish"),
     comprehension.READER_ROLE: (*READ, "finish"),
     prioritization.ROLE: (*READ, "finish"),  # the plan is its answer (run_specialist's deliverable)

@@ -59,12 +59,10 @@ class Orchestrator:
         if not self.grows:  # its results are kept this short: files are shown in pages that fit
             self.box.result_chars = ctx.config.orchestrator.tool_result_chars
         offered = toolset(ctx.agent, self.role)
-        specialists = [
-            tool_schema(name, description, args)
-            for name, (args, _, description) in SPECIALISTS.items()
-            if name in offered
-        ]
-        self.schemas = specialists + self.box.schemas()  # the same at every decision: a prompt prefix that stays
+        schemas = {schema["function"]["name"]: schema for schema in self.box.schemas()}
+        schemas |= {name: tool_schema(name, description, args) for name, (args, _, description) in SPECIALISTS.items()}
+        # in the registered order, the same at every decision: a prompt prefix that stays
+        self.schemas = [schemas[name] for name in offered if name in schemas]
         self.turns = TurnHandler(self.box)  # the kernel's: refusals, repeats, the journal
         graph = StateGraph(OrchestratorState)
         graph.add_node(TURN, self.step)

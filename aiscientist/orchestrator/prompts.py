@@ -37,8 +37,7 @@ yourself - read, list, search, write and edit files, append to the logs, bash
 editable code under {SUBMISSION}/, run experiments, keep what improves the metric and
 revert what does not. Call submit(reason) when the budget is spent or you are done."""
 
-TURN_RULES = """Every reply of yours is one or more tool calls (prose alone does nothing); each call's
-result comes back in the next message. The run ends when you call submit(reason)."""
+END_RULE = "The run ends when you call submit(reason)."
 FINAL = "The step budget is spent: call submit(reason) now, summarising the best result."
 NEXT = "Reply with your next tool call."
 USUAL = {  # the stage's usual call, said last (small models follow what they read last)
@@ -55,7 +54,7 @@ NUDGE = "Call one of your tools (a specialist, an inspection tool, or submit)."
 def orchestrator_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
     """Stable first (the task, the system prompt, the bus rules), then the recent turns, then the status,
     which changes at every decision: a server's prefix cache reuses everything before it."""
-    system = role_system(ctx, ORCHESTRATOR_SYSTEM, TURN_RULES)
+    system = role_system(ctx, ORCHESTRATOR_SYSTEM, END_RULE)
     stage = str(state.get("stage"))
     usual = USUAL.get("measure" if stage == "research" and state.get("since_exp") else stage)
     hint = f" At this stage it is usually {usual}." if usual else ""
@@ -66,7 +65,7 @@ def orchestrator_messages(ctx: RunContext, state: OrchestratorState) -> list[dic
 def flat_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
     notes = guidance_block(state)
     status = f"## Status\n{progress_line(ctx)}\n{best_line(ctx)}\n{notes}{facts(ctx, 'flat', guidance=_notes(state))}"
-    return _conversation(role_system(ctx, FLAT_SYSTEM, TURN_RULES), START_FLAT, state, status)
+    return _conversation(role_system(ctx, FLAT_SYSTEM, END_RULE), START_FLAT, state, status)
 
 
 def _conversation(

@@ -14,7 +14,9 @@ from aiscientist.agent.experiment_tool import describe, stderr_excerpt
 from aiscientist.agent.experiment_tool import experiment_tool as shared_experiment_tool
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.agent.tools import Tool, Toolbox
+from aiscientist.agent.turn import ERROR_PREFIX
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
+from aiscientist.llm.types import ToolCall
 from aiscientist.records.paths import EXP_LOG, EXPERIMENTS, STEP_RECORD
 from aiscientist.records.step import StepRecord
 from aiscientist.specialists.base import (
@@ -27,7 +29,7 @@ from aiscientist.specialists.base import (
 )
 
 ROLE = "experimentation"
-NEXT = "Reply with run_experiment(hypothesis=...); when its result is back, finish with your analysis."
+NEXT = "The experiment is run for you first: its result follows. Then reply with finish(summary=<your analysis>)."
 
 
 class ExperimentationArgs(BaseModel):
@@ -36,11 +38,11 @@ class ExperimentationArgs(BaseModel):
 
 
 SYSTEM = """ROLE: experimentation
-You are AiScientist's experimentation specialist. Run the experiment on the current code
-with run_experiment(hypothesis) - each call is one counted step of a limited budget -
-then compare the result with the baseline, the target and the best so far. Your analysis
-is your answer: finish(summary=<outcome, metric, what it suggests next>) is appended to
-exp_log (the run's facts are logged there automatically)."""
+You are AiScientist's experimentation specialist. The experiment on the current code is run
+for you at the start of your call, with the hypothesis you were given (run_experiment: one
+counted step of a limited budget). Compare its result with the baseline, the target and the
+best so far. Your analysis is your answer: finish(summary=<outcome, metric, what it suggests
+next>) is appended to exp_log (the run's facts are logged there automatically)."""
 
 
 def experiment_tool(ctx: RunContext, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
@@ -65,7 +67,8 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
         facts(ctx, ROLE, args=args.model_dump()),
         NEXT,
     )
-    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key)
+    opening = ToolCall(id=f"call_{key}_run", name="run_experiment", arguments={"hypothesis": args.hypothesis})
+    result = run_specialist(ctx, ROLE, SYSTEM, user, box, key, opening=opening)
     outcomes = [a for a in box.artifacts if a.startswith(EXPERIMENTS + "/")]
     if result.ok and outcomes:  # the analysis, after the step's facts (one answer: no append_log turn)
         marker = f"[analysis {key}]"
@@ -81,12 +84,9 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
 
 
 def offline_policy(seen: PolicyContext) -> PolicyReply:
-    """Run and finish in one turn: the tool itself logs the step's outcome."""
+    """The run was made for the role (its opening call): finish; the tool itself logged the step's outcome."""
     runs = seen.calls_to("run_experiment")
-    if runs:  # the finish of the first turn was refused: the run failed
-        return seen.finish(f"{BANNER} No experiment ran: {(runs[-1].result or '')[:300]}")
-    hypothesis = str(seen.args.get("hypothesis") or "measure the current code")
-    return seen.finish(
-        f"{BANNER} Ran the experiment; its outcome is the latest entry of {EXP_LOG}.",
-        ("run_experiment", {"hypothesis": hypothesis}),
-    )
+    result = (runs[-1].result or "") if runs else "no run_experiment result in the conversation"
+    if not runs or result.startswith(ERROR_PREFIX):
+        return seen.finish(f"{BANNER} No experiment ran: {result[:300]}")
+    return seen.finish(f"{BANNER} Ran the experiment; its outcome is the latest entry of {EXP_LOG}.")

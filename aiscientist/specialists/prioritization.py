@@ -49,9 +49,10 @@ def run(ctx: RunContext, key: str, args: PrioritizationArgs) -> SpecialistResult
     for what is not shown (the offline policy reads the code through them: it reads facts and results, not prose)."""
     box = build_toolbox(ctx, ROLE)
     files = shown_files(ctx, ROLE, [ANALYSIS_SUMMARY, *(in_submission(f) for f in ctx.editable_files())])
+    entries = min(MAX_ENTRIES, max(2, ctx.steps - ctx.steps_done()))  # as many as the steps left can try (2 at least)
     user = call_brief(
         ctx,
-        f"Guidance: {args.guidance}",
+        f"Guidance: {args.guidance}\nThis plan: at most {entries} entries.",
         args.context,
         steps_used(ctx),
         exp_log_tail(ctx, ROLE),

@@ -155,6 +155,25 @@ class ReadArgs(BaseModel):
     n: int
 
 
+def test_an_opening_call_is_made_for_the_model_before_its_first_turn():
+    """Experimentation's run is made for it: the model's first request already holds the call and its result."""
+    ran: list[int] = []
+    read = Tool("read", "Read part n.", ReadArgs, lambda a: ran.append(a.n) or f"part {a.n}")
+    box = Toolbox().add(read, finish_tool())
+    finish = ToolCall(id="f", name="finish", arguments={"summary": "read part 3"})
+    seen: list[list[dict]] = []
+    complete = scripted([finish])
+    spec = LoopSpec(max_turns=3, opening=ToolCall(id="o", name="read", arguments={"n": 3}))
+    outcome = run_loop(lambda m, t: seen.append(list(m)) or complete(m, t), box, [{}, {}], spec)
+    assert (outcome.stop, outcome.turns, ran) == (StopReason.FINISHED, 1, [3])
+    [first] = seen
+    assert first[2]["tool_calls"][0]["function"] == {"name": "read", "arguments": '{"n": 3}'}
+    assert first[3] == {"role": "tool", "tool_call_id": "o", "name": "read", "content": "part 3"}
+    failing = ToolCall(id="o", name="read", arguments={"n": "three"})  # refused like a model's call: its turn
+    outcome = run_loop(scripted([finish]), box, messages := [{}, {}], LoopSpec(max_turns=3, opening=failing))
+    assert outcome.stop is StopReason.FINISHED and messages[3]["content"].startswith("Error") and ran == [3]
+
+
 def test_a_conversation_that_outgrows_the_window_forgets_its_oldest_turns():
     """A stand-in model whose window holds 3,000 characters (one token each) reads
     1,000-character results until it has read eight, then finishes."""

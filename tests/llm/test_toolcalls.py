@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiscientist.llm.messages import assistant_message
-from aiscientist.llm.toolcalls import outgoing, parse_text_calls, render_tools, reply_calls
+from aiscientist.llm.toolcalls import TOOLS_SLOT, outgoing, parse_text_calls, render_tools, reply_calls
 from aiscientist.llm.toolcalls.modes import REMINDER
 from aiscientist.llm.toolcalls.parse import MAX_SCAN_CHARS
 from aiscientist.llm.types import RawToolCall
@@ -164,6 +164,17 @@ def test_prompt_mode_sends_no_tools_and_writes_them_into_the_system_prompt() -> 
     assert outgoing("prompt", prose, TOOLS)[0][-1]["content"] == f"go\n\n{REMINDER}"  # the format, read last
     assert not any("tool_calls" in m for m in messages)
     assert outgoing("text", history, TOOLS) == (history, TOOLS)
+
+
+def test_a_system_prompt_marks_where_a_prompt_mode_tool_block_goes() -> None:
+    """What every role shares, then the tools, then the role's own text: one role's cached prefix serves the next."""
+    history = [{"role": "system", "content": f"the task{TOOLS_SLOT}ROLE: helper"}, {"role": "user", "content": "go"}]
+    messages, _ = outgoing("prompt", history, TOOLS)
+    assert messages[0]["content"] == f"the task\n\n{render_tools(TOOLS)}\n\nROLE: helper"
+    for mode in ("native", "text", "auto"):  # the schemas travel apart: the mark is gone
+        assert outgoing(mode, history, TOOLS)[0][0]["content"] == "the task\n\nROLE: helper"
+    assert outgoing("prompt", history, [])[0][0]["content"] == "the task\n\nROLE: helper"
+    assert history[0]["content"] == f"the task{TOOLS_SLOT}ROLE: helper"  # the conversation is not changed
 
 
 def test_a_reply_of_only_one_tools_arguments_is_that_tools_call() -> None:

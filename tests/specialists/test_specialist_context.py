@@ -15,6 +15,7 @@ from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.llm.facts import read_facts
 from aiscientist.orchestrator import solve
+from aiscientist.specialists.base import TURN_RULES
 from aiscientist.specialists.implementation import CHANGED, UNCHANGED
 from aiscientist.task import load_task
 
@@ -57,9 +58,10 @@ def test_a_small_task_is_read_in_one_answer_and_each_role_saves_its_answer(
     run_dir, recording = tmp_path / "run", tmp_path / "rec"
     monkeypatch.setenv(RECORD_ENV, str(recording))
     task = load_task(FIXTURES / "tiny" / "task.yaml")
-    solve(
-        task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{FIXTURES / 'orchestrator' / 'deliverables.yaml'}"
-    )
+    model = f"scripted:{FIXTURES / 'orchestrator' / 'deliverables.yaml'}"
+    models = tmp_path / "models.yaml"  # the tools in the prompt, as a local model reads them
+    models.write_text(json.dumps({"models": {model: {"tool_calls": "prompt", "calls_per_reply": 1}}}))
+    solve(task, run_dir, RunConfig(sandbox="local", models_file=str(models)), model=model)
     summary = (run_dir / "paper_analysis" / "summary.md").read_text()
     assert summary.startswith("# Targets and metrics") and "evaluate.py scores weights.json" in summary
     assert not list((run_dir / "paper_analysis").glob("notes_*.md"))  # no reader ran
@@ -75,6 +77,11 @@ def test_a_small_task_is_read_in_one_answer_and_each_role_saves_its_answer(
     assert roles == {"orchestrator", "comprehension", "prioritization", "implementation"}
     shared = os.path.commonprefix(sorted(systems))
     assert shared.startswith("# Task: tiny-quadratic") and "Step budget: " in shared  # the whole task text
+    assert TURN_RULES in shared and "\n# Tools\n" in shared  # and the turn rules and how tools are called
+    by_role = {re.search(r"^ROLE: (\S+)", s, re.M).group(1): s for s in systems}
+    readers = os.path.commonprefix([by_role[r] for r in ("orchestrator", "prioritization", "implementation")])
+    assert '{"name":"search_files"' in readers.splitlines()[-2]  # the read tools lead every list
+    assert all(s.index("# Tools") < s.index("ROLE: ") for s in systems)  # each role's own text after them
 
 
 def test_a_change_made_is_said_and_a_measured_change_is_not_asked_for_again(

@@ -30,6 +30,10 @@ TOOLS_HEADING = "# Tools"
 # prompt, the shared prefix stays intact)
 REMINDER = f"Reply with tool calls, one JSON object per line: {CALL_FORMAT}. Prose alone does nothing."
 STOP_AFTER_CALL = ["</tool_call>", "\n```\n"]  # the end of a tagged or fenced call (a fence opens with ```json)
+# where a system prompt wants a `prompt`-mode tool block (else it is appended): a role's prompt puts what every role
+# shares before it and its own instructions after, so one role's cached prefix serves the next role's first call
+# (llama.cpp resumes from the longest prefix it holds; hosted providers cache prefixes too). Other modes drop it.
+TOOLS_SLOT = "\n\n<<tools>>\n\n"
 
 
 def stop_sequences(mode: ToolCallMode, tools: list[dict[str, Any]], calls_per_reply: int | None) -> list[str] | None:
@@ -60,11 +64,13 @@ def outgoing(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The messages and `tools` to send in this mode."""
     if mode != "prompt" or not tools:
-        return messages, tools
+        return _fill_slot(messages, "\n\n"), tools
     names = {c.get("id"): c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
     plain = [_plain(m, names) for m in messages]
     block = render_tools(tools, calls_per_reply)
-    if plain and plain[0].get("role") == "system":
+    if plain and plain[0].get("role") == "system" and TOOLS_SLOT in str(plain[0].get("content")):
+        plain = _fill_slot(plain, f"\n\n{block}\n\n")
+    elif plain and plain[0].get("role") == "system":
         plain[0] = {**plain[0], "content": f"{plain[0].get('content') or ''}\n\n{block}"}
     else:
         plain.insert(0, {"role": "system", "content": block})
@@ -72,6 +78,15 @@ def outgoing(
     if _answered_in_prose(messages) and plain[-1].get("role") == "user" and isinstance(plain[-1].get("content"), str):
         plain[-1] = {**plain[-1], "content": f"{plain[-1]['content']}\n\n{REMINDER}"}
     return plain, []
+
+
+def _fill_slot(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """The messages with the system prompt's TOOLS_SLOT replaced by `text` (the first only: the rest is the role's)."""
+    first = messages[0] if messages else {}
+    content = first.get("content")
+    if first.get("role") != "system" or not isinstance(content, str) or TOOLS_SLOT not in content:
+        return messages
+    return [{**first, "content": content.replace(TOOLS_SLOT, text, 1)}, *messages[1:]]
 
 
 def _answered_in_prose(messages: list[dict[str, Any]]) -> bool:
