@@ -73,8 +73,23 @@ def check_arguments(name: str, arguments: str | dict[str, Any], tools: list[dict
     err = jsonschema.exceptions.best_match(_validator(json.dumps(schemas[name], sort_keys=True)).iter_errors(arguments))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ToolArgumentError(f"arguments of {name} do not match its schema at {where}: {err.message}") from None
+        others = [other for other in tools_taking(arguments, tools) if other != name]
+        # the 1.5B model sent edit_file write_file's {path, content} five times, told only "'old' is required"
+        hint = f"; these are the arguments of {others[0]}: call {others[0]} instead" if len(others) == 1 else ""
+        message = f"arguments of {name} do not match its schema at {where}: {err.message}{hint}"
+        raise ToolArgumentError(message) from None
     return arguments
+
+
+def tools_taking(arguments: dict[str, Any], tools: list[dict[str, Any]]) -> list[str]:
+    """The tools whose parameters hold every key of `arguments`, the required ones among them."""
+    out = []
+    for tool in tools:
+        params = tool["function"].get("parameters") or {}
+        known, required = set(params.get("properties") or {}), set(params.get("required") or [])
+        if arguments and required <= arguments.keys() <= known:
+            out.append(tool["function"]["name"])
+    return out
 
 
 @functools.lru_cache(maxsize=512)

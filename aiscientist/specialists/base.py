@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from aiscientist.agent.context import RunContext
 from aiscientist.agent.journal import journaled_call
@@ -30,6 +30,18 @@ DELIVERED_SUMMARY = 600  # characters of a written deliverable the summary repea
 NUDGE = "Use your tools to make progress; call finish(summary) when you are done."
 TURN_RULES = "Every reply of yours calls tools (prose alone does nothing); their results come back in the next message."
 END_RULE = "When the work is done, call finish(summary): that call ends your work."
+
+
+# the 1.5B orchestrator restated the task (~55 tokens, ~6 s) in every call's context: it is in every role's prompt
+CONTEXT_HELP = (
+    "only what the task and the workspace files do not hold (e.g. a failure trace); usually empty: every specialist "
+    "reads the task, and with File-as-Bus on the files"
+)
+
+
+def context_field() -> Any:
+    """The `context` argument every specialist takes from the orchestrator."""
+    return Field("", description=CONTEXT_HELP)
 
 
 class SpecialistResult(BaseModel):

@@ -26,6 +26,7 @@ from aiscientist.specialists.base import (
     CUT,
     SpecialistResult,
     call_brief,
+    context_field,
     facts,
     run_specialist,
     shown_files,
@@ -43,7 +44,7 @@ PROSE_NOTES = 200  # a reader that answers with this much prose instead of finis
 
 class ComprehensionArgs(BaseModel):
     focus: str = Field(description="what to understand first (e.g. the evaluation protocol)")
-    context: str = Field("", description="material from earlier calls this specialist needs")
+    context: str = context_field()
 
 
 AXES = {
@@ -62,9 +63,14 @@ READER_CUT_TURN = """The files are shown above, some only in part: where a note 
 them with the read_file call it names (its start_line), page after page. Then call finish with your notes
 on this axis as its summary."""
 
-# the 1.5B model wrote 565 tokens (56 s) on the tiny task, half of it restating the brief; asked for 150 words, 349
-# tokens (~55 s of a 290 s time to first experiment): the files are shown whole to the roles after it too
-SMALL_TASK_WORDS = 80
+# The 1.5B model wrote 565 tokens (56 s) on the tiny task, half of it restating the brief; asked for 150 words, 349
+# tokens, for 80 words 526 (73 s of a ~290 s time to first experiment), every section at length: a small task's
+# analysis is four lines of facts the later roles use (they see the files whole too)
+SMALL_TASK_ANALYSIS = """The task is small: the analysis is these four lines only, facts from the files above:
+Metric: <name, direction, baseline; how and on which split it is computed>
+Code: <what the editable code does, in one sentence>
+Knobs: <each constant or choice one could change, as file:line NAME = value>
+Risks: <what could break a change (protected files, constraints), in a few words>"""
 SYSTEM = f"""ROLE: comprehension
 You are AiScientist's comprehension specialist. Turn the task, paper and code into a
 structured analysis other specialists can work from, with the sections: Targets and metrics,
@@ -106,9 +112,8 @@ def _read_alone(ctx: RunContext, key: str, args: ComprehensionArgs, files: str) 
         f"Focus of this call: {args.focus}",
         args.context,
         files,
-        f"Every file is shown above in full: do not read them again. The task is small: keep the analysis under"
-        f" {SMALL_TASK_WORDS} words, facts only. Reply now with finish(summary=<the analysis>);"
-        f" it is saved as {SUMMARY}.",
+        f"Every file is shown above in full: do not read them again. {SMALL_TASK_ANALYSIS}\n"
+        f"Reply now with finish(summary=<the four lines>); it is saved as {SUMMARY}.",
         facts(ctx, ROLE, args=args.model_dump()),
     )
     return with_file(ctx, run_specialist(ctx, ROLE, SYSTEM, user, box, key, deliverable=SUMMARY), SUMMARY)

@@ -23,6 +23,7 @@ from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
     call_brief,
+    context_field,
     facts,
     run_specialist,
     steps_used,
@@ -34,7 +35,7 @@ NEXT = "The experiment is run for you first: its result follows. Then reply with
 
 class ExperimentationArgs(BaseModel):
     hypothesis: str = Field(description="what the current code change should do to the metric, and why")
-    context: str = Field("", description="material from earlier calls this specialist needs")
+    context: str = context_field()
 
 
 SYSTEM = """ROLE: experimentation

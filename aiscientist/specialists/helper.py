@@ -10,14 +10,14 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.toolbox import build_toolbox
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.records.paths import EXPERIMENTS, SCRATCH
-from aiscientist.specialists.base import SpecialistResult, bus_rules, facts, run_specialist
+from aiscientist.specialists.base import SpecialistResult, bus_rules, context_field, facts, run_specialist
 
 ROLE = "helper"
 
 
 class HelperArgs(BaseModel):
     job: str = Field(description=f"the auxiliary job, e.g. summarise the failures in {EXPERIMENTS}/")
-    context: str = Field("", description="material from earlier calls this job needs")
+    context: str = context_field()
 
 
 SYSTEM = f"""ROLE: helper

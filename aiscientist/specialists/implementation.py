@@ -22,6 +22,7 @@ from aiscientist.specialists.base import (
     SpecialistResult,
     append_once,
     call_brief,
+    context_field,
     exp_log_tail,
     facts,
     run_specialist,
@@ -39,7 +40,7 @@ LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these 
 class ImplementationArgs(BaseModel):
     mode: Literal["full", "fix", "explore"]
     task: str = Field(description="what to implement or fix")
-    context: str = Field("", description="evidence and material the implementer needs (failure traces, plan items)")
+    context: str = context_field()
 
 
 SYSTEM = f"""ROLE: implementation

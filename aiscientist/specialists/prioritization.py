@@ -15,6 +15,7 @@ from aiscientist.records.paths import ANALYSIS_SUMMARY, PLAN_FILE, SUBMISSION, i
 from aiscientist.specialists.base import (
     SpecialistResult,
     call_brief,
+    context_field,
     exp_log_tail,
     facts,
     run_specialist,
@@ -30,7 +31,7 @@ PLAN = PLAN_FILE
 
 class PrioritizationArgs(BaseModel):
     guidance: str = Field(description="what the plan should emphasise now")
-    context: str = Field("", description="material from earlier calls this specialist needs")
+    context: str = context_field()
 
 
 SYSTEM = f"""ROLE: prioritization
@@ -38,9 +39,9 @@ You are AiScientist's prioritization specialist. Make the plan: at most {MAX_ENT
 hypotheses / code changes ranked P0 (first) to P3, deliberately diverse - different files,
 mechanisms and hyper-parameters - because broad exploration finds more gains than refining
 one idea. Use what the analysis and the experiment log say. Each entry is two lines:
-## P0. <the change in a few words>: <why it should help; expected gain, feasibility>
+## P0. <the change in a few words>: <why it should help, in one short sentence>
 - change: {{"path": "{SUBMISSION}/<file>", "old": "<one line as it is in the file>", "new": "<that line changed>"}}
-Nothing else: no restated task, no summary. You change no code (implementation does). The
+Nothing else: no sub-items, no restated task, no summary. You change no code (implementation does). The
 plan is your answer: call finish(summary=<the plan>) and it is saved as {PLAN}."""
 
 

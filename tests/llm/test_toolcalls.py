@@ -25,6 +25,7 @@ def tool(name: str, required: dict[str, str]) -> dict:
     return {"type": "function", "function": {"name": name, "description": f"the {name} tool", "parameters": schema}}
 
 
+EDIT = {"path": "string", "old": "string", "new": "string"}
 TOOLS = [tool("read_file", {"path": "string"}), tool("run_experiment", {"hypothesis": "string"}), tool("finish", {})]
 
 
@@ -175,6 +176,16 @@ def test_a_system_prompt_marks_where_a_prompt_mode_tool_block_goes() -> None:
         assert outgoing(mode, history, TOOLS)[0][0]["content"] == "the task\n\nROLE: helper"
     assert outgoing("prompt", history, [])[0][0]["content"] == "the task\n\nROLE: helper"
     assert history[0]["content"] == f"the task{TOOLS_SLOT}ROLE: helper"  # the conversation is not changed
+
+
+def test_a_call_with_another_tools_arguments_is_told_which_tool_takes_them() -> None:
+    """The 1.5B model sent edit_file write_file's {path, content} five times, told only that 'old' was required."""
+    tools = [tool("write_file", {"path": "string", "content": "string"}), tool("edit_file", EDIT)]
+    reply = json.dumps({"name": "edit_file", "arguments": {"path": "a.py", "content": "x = 2\n"}})
+    [call] = reply_calls("prompt", reply, [], tools)[1]
+    assert call.error.endswith("; these are the arguments of write_file: call write_file instead")
+    reply = json.dumps({"name": "edit_file", "arguments": {"path": "a.py"}})  # no other tool takes them: no guess
+    assert reply_calls("prompt", reply, [], tools)[1][0].error.endswith("is a required property")
 
 
 def test_a_reply_of_only_one_tools_arguments_is_that_tools_call() -> None:

@@ -22,6 +22,8 @@ from typing import Any
 
 import json_repair
 
+from aiscientist.llm.messages import tools_taking
+
 MAX_SCAN_CHARS = 200_000  # a reply longer than this is read up to here
 MAX_STARTS = 400  # JSON decoding attempts per reply: bounds the work on hostile text
 MAX_REPAIR_CHARS = 20_000  # an unreadable attempt is repaired from its first this many characters
@@ -76,17 +78,8 @@ def arguments_only_call(text: str, tools: list[dict[str, Any]]) -> TextCall | No
         return None
     if not isinstance(value, dict) or not value:
         return None
-    fits = [name for name, known, required in _signatures(tools) if required <= value.keys() <= known]
+    fits = tools_taking(value, tools)
     return TextCall(name=fits[0], arguments=value) if len(fits) == 1 else None
-
-
-def _signatures(tools: list[dict[str, Any]]) -> list[tuple[str, set[str], set[str]]]:
-    """(name, parameter names, required names) of each tool."""
-    out = []
-    for tool in tools:
-        params = tool["function"].get("parameters") or {}
-        out.append((tool["function"]["name"], set(params.get("properties") or {}), set(params.get("required") or [])))
-    return out
 
 
 def _from_block(block: str) -> list[TextCall]:
