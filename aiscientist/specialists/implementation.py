@@ -4,6 +4,7 @@ mode `fix` the tail of `exp_log.md` is in the context, so the fix follows the ev
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Literal
 
@@ -16,7 +17,7 @@ from aiscientist.agent.tools import clip
 from aiscientist.experiment import snapshots
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.llm.offline.solo import Call, editable, read_first, replay, tries
-from aiscientist.records.paths import EXP_LOG, IMPL_LOG, SUBMISSION, in_submission
+from aiscientist.records.paths import EXP_LOG, IMPL_LOG, PLAN_FILE, SUBMISSION, in_submission
 from aiscientist.records.step import StepRecord
 from aiscientist.specialists.base import (
     SpecialistResult,
@@ -25,6 +26,7 @@ from aiscientist.specialists.base import (
     context_field,
     exp_log_tail,
     facts,
+    read_or_empty,
     run_specialist,
     shown_files,
 )
@@ -35,6 +37,9 @@ CHANGED = "The code is changed. If the change is complete, call finish(summary) 
 UNCHANGED = "no editable file changed: the code is as it was"
 MEASURED = "not run: this is the change step {step} measured ({outcome}); ask for a different change, the plan's next"
 LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these lines of the log
+PLANNED = f"## Planned edits ({PLAN_FILE}), as edit_file arguments; if your task is one, make it so"
+PLANNED_MAX = 5  # a plan's entries (the offline plan lists every literal up and down)
+CHANGE_LINE = re.compile(r"^\s*-\s*change:\s*(\{.*\})\s*$", re.M)  # prioritization's entry template
 
 
 class ImplementationArgs(BaseModel):
@@ -67,6 +72,7 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         exp_log_tail(ctx, ROLE) if args.mode == "fix" else "",
         facts(ctx, ROLE, args=args.model_dump()),
         shown_files(ctx, ROLE, [in_submission(f) for f in ctx.editable_files()]),  # the code as it is now
+        planned_edits(ctx),
         NEXT,  # said last: small models follow what they read last
     )
     before = _code(ctx)
@@ -82,6 +88,26 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         result.full_output += "\n\nCode now differs from the baseline in:\n" + (diff or "(nothing)")
     result.artifacts = [*box.artifacts, IMPL_LOG]
     return result
+
+
+def planned_edits(ctx: RunContext) -> str:
+    """The plan's change lines that apply to the code as it is, as edit_file arguments naming the editable file
+    that holds the old text (the 1.5B implementer, asked to change EPOCHS "in train.py", rewrote train.py whole;
+    the plan's line held the exact old and new text). Empty without a plan the role may read or such a line."""
+    code = _code(ctx)
+    edits = []
+    for match in CHANGE_LINE.finditer(read_or_empty(ctx, ROLE, PLAN_FILE)):
+        try:
+            edit = json.loads(match.group(1))
+        except ValueError:
+            continue
+        old, new = (edit.get("old"), edit.get("new")) if isinstance(edit, dict) else (None, None)
+        if not isinstance(old, str) or not isinstance(new, str) or not old.strip() or old == new:
+            continue
+        holders = [rel for rel, text in code.items() if text.count(old) == 1]
+        if len(holders) == 1:  # made already, or ambiguous: left out
+            edits.append(json.dumps({"path": in_submission(holders[0]), "old": old, "new": new}))
+    return "\n".join([PLANNED, *list(dict.fromkeys(edits))[:PLANNED_MAX]]) if edits else ""
 
 
 def _measured(ctx: RunContext, task: str) -> StepRecord | None:

@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from aiscientist.agent.context import RunContext
 from aiscientist.agent.turn import NOT_FINISHED
 from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.llm.facts import read_facts
 from aiscientist.orchestrator import solve
 from aiscientist.specialists.base import TURN_RULES
-from aiscientist.specialists.implementation import CHANGED, UNCHANGED
+from aiscientist.specialists.implementation import CHANGED, PLANNED, UNCHANGED, planned_edits
 from aiscientist.task import load_task
+from aiscientist.workspace import Workspace
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -111,3 +113,28 @@ def test_a_change_made_is_said_and_a_measured_change_is_not_asked_for_again(
     status = [m[-1]["content"] for m in decisions]
     assert all(len(text) < 1600 and "editable" not in text and "| area |" not in text for text in status), status
     assert sorted(read_facts(m)["steps_done"] for m in decisions) == [0, 0, 1, 1]  # the recording is unordered
+
+
+def test_implementation_is_shown_the_plans_edits_that_apply_naming_the_file_that_holds_them(tmp_path: Path) -> None:
+    """The 1.5B plan named train.py for config.py's EPOCHS; its implementer rewrote train.py whole. The plan's change
+    lines that apply to the code as it is are shown as edit_file arguments, each naming the file holding its text."""
+    ws = Workspace.create(load_task(FIXTURES / "tiny" / "task.yaml"), tmp_path / "run")
+    ctx = RunContext(agent="aiscientist", ws=ws, model="offline", steps=3)
+    assert planned_edits(ctx) == ""  # no plan yet
+    lines = [
+        '## P0. more epochs: a longer run converges\n- change: {"path": "submission/train.py", "old": "EPOCHS = 40",'
+        ' "new": "EPOCHS = 80"}',
+        '## P1. same: nothing\n- change: {"path": "submission/config.py", "old": "DEGREE = 2", "new": "DEGREE = 2"}',
+        '## P2. gone\n- change: {"path": "submission/config.py", "old": "BATCH = 8", "new": "BATCH = 4"}',
+        "## P3. not json\n- change: {path: config.py}",
+        '## P4. lower rate\n- change: {"path": "submission/config.py", "old": "LEARNING_RATE = 0.05",'
+        ' "new": "LEARNING_RATE = 0.1"}',
+    ]
+    ws.scope("prioritization").write("plan/prioritized_tasks.md", "\n".join(lines) + "\n")
+    shown = planned_edits(ctx).splitlines()
+    assert shown[0] == PLANNED and [json.loads(line) for line in shown[1:]] == [
+        {"path": "submission/config.py", "old": "EPOCHS = 40", "new": "EPOCHS = 80"},
+        {"path": "submission/config.py", "old": "LEARNING_RATE = 0.05", "new": "LEARNING_RATE = 0.1"},
+    ]
+    ctx.write_code("config.py", ctx.read_code("config.py").replace("EPOCHS = 40", "EPOCHS = 80"))
+    assert [json.loads(line)["old"] for line in planned_edits(ctx).splitlines()[1:]] == ["LEARNING_RATE = 0.05"]
