@@ -138,9 +138,11 @@ def paired(agent: str, task: str, pairings: list[Pairing]) -> str:
     for p in pairings:
         if p.task == task and {p.a, p.b} == {agent, REFERENCE} and agent != REFERENCE:
             sign, wins = (1, p.win_rate) if p.a == agent else (-1, 1 - p.win_rate)
-            low, high = sorted((sign * p.low, sign * p.high))
+            # + 0.0: a tie turned round by the sign is -0.0, printed "-0"
+            low, high = sorted((sign * p.low + 0.0, sign * p.high + 0.0))
+            mean = sign * p.mean_diff + 0.0
             verdict = "better" if low > 0 else "worse" if high < 0 else "within noise"
-            return f"{sign * p.mean_diff:+.4g} [{low:+.4g}, {high:+.4g}], wins {wins:.0%}, {p.rounds} rounds: {verdict}"
+            return f"{mean:+.4g} [{low:+.4g}, {high:+.4g}], wins {wins:.0%}, {p.rounds} rounds: {verdict}"
     return "-"
 
 

@@ -30,11 +30,12 @@ from aiscientist.specialists.base import (
     run_specialist,
     shown_files,
 )
+from aiscientist.util.substance import substance
 
 ROLE = "implementation"
 NEXT = "Reply with the edit_file (or write_file) call that makes the change in the code above."
 CHANGED = "The code is changed. If the change is complete, call finish(summary) now; else make the next edit."
-UNCHANGED = "no editable file changed: the code is as it was"
+UNCHANGED = "no editable file changed what it runs: the code is as it was (comments, docstrings and layout aside)"
 MEASURED = "not run: this is the change step {step} measured ({outcome}); ask for a different change, the plan's next"
 LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these lines of the log
 PLANNED = f"## Planned edits ({PLAN_FILE}), as edit_file arguments; if your task is one, make it so"
@@ -75,9 +76,9 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         planned_edits(ctx),
         NEXT,  # said last: small models follow what they read last
     )
-    before = _code(ctx)
+    before = _substance(ctx)
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key, after_change=CHANGED)
-    if result.ok and _code(ctx) == before:  # said done, changed nothing (the 1.5B model ran train.py and finished)
+    if result.ok and _substance(ctx) == before:  # said done, changed nothing it runs (ran train.py; a docstring)
         result.ok, result.summary = False, f"{UNCHANGED}; its summary: {result.summary}"
     changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
@@ -122,6 +123,10 @@ def _words(text: str) -> list[str]:
 
 def _code(ctx: RunContext) -> dict[str, str]:
     return {rel: ctx.read_code(rel) for rel in ctx.editable_files()}
+
+
+def _substance(ctx: RunContext) -> dict[str, str]:
+    return {rel: substance(rel, text) for rel, text in _code(ctx).items()}
 
 
 # The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)
