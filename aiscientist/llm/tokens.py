@@ -10,7 +10,9 @@ the same way, each piece cached, so a prompt that repeats an earlier one's start
 costs the tokenizer only the pieces that differ. Texts are counted with the function
 litellm's counter itself uses (fetched once per model: the counter's own work around it
 cost more than the count); a message is the rest of it plus its text. The total equals
-counting the whole request at once (tests/llm/test_llm_window.py checks it).
+counting the whole request at once (tests/llm/test_llm_window.py checks it). The default
+encoding, which offline models use, is counted by the same rules without importing
+litellm (`aiscientist.llm.default_count`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import functools
 import json
 from collections.abc import Callable
 from typing import Any
+
+from aiscientist.llm import default_count
 
 DEFAULT_ENCODING = ""  # litellm's default: tiktoken's cl100k_base
 _SYSTEM = [{"role": "system", "content": ""}]
@@ -37,7 +41,7 @@ def _counter(model: str, **kwargs: Any) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _primer(model: str) -> int:
-    return _counter(model, messages=[])
+    return default_count.REPLY_PRIMER if model == DEFAULT_ENCODING else _counter(model, messages=[])
 
 
 @functools.lru_cache(maxsize=64)
@@ -45,6 +49,8 @@ def _pieces(model: str) -> tuple[int, int] | None:
     """(piece length, longest text counted exactly) when litellm counts a text for
     `model` with tiktoken as the sum of its fixed-length pieces; None when its
     tokenizer counts a text whole (a Hugging Face tokenizer)."""
+    if model == DEFAULT_ENCODING:
+        return default_count.PIECE_CHARS, default_count.MAX_EXACT_CHARS
     try:
         from litellm.litellm_core_utils.token_counter import (
             TIKTOKEN_ENCODE_CHUNK_SIZE_CHARS,
@@ -69,11 +75,18 @@ def _message_tokens(model: str, message: str) -> int:
         piece = pieces[0]
         rest = _message_tokens(model, _key({**parsed, "content": ""}))
         return rest + sum(_text_tokens(model, content[i : i + piece]) for i in range(0, len(content), piece))
+    if model == DEFAULT_ENCODING and content in (None, ""):
+        counted = default_count.message_tokens(parsed, 0)
+        if counted is not None:
+            return counted
     return _counter(model, messages=[parsed]) - _primer(model)
 
 
 @functools.lru_cache(maxsize=256)
 def _tool_tokens(model: str, tools: str, system: bool) -> int:
+    counted = default_count.tool_tokens(json.loads(tools), system) if model == DEFAULT_ENCODING else None
+    if counted is not None:
+        return counted
     prefix = _SYSTEM if system else []
     return _counter(model, messages=prefix, tools=json.loads(tools)) - _counter(model, messages=prefix)
 
@@ -92,6 +105,8 @@ def _count_text(model: str, text: str) -> int:
 def _text_counter(model: str) -> Callable[[str], int]:
     """The function litellm's counter counts a text with for `model` (its tokenizer chosen
     once), or the counter itself where this litellm has no such function."""
+    if model == DEFAULT_ENCODING:
+        return _default_text
     try:
         from litellm.litellm_core_utils.token_counter import _get_count_function
 
@@ -101,6 +116,11 @@ def _text_counter(model: str) -> Callable[[str], int]:
     except Exception:  # another litellm version
         pass
     return lambda text: _counter(model, text=text)
+
+
+def _default_text(text: str) -> int:
+    counted = default_count.text_tokens(text)
+    return counted if counted is not None else _counter(DEFAULT_ENCODING, text=text)
 
 
 @functools.lru_cache(maxsize=64)

@@ -24,6 +24,7 @@ from aiscientist.agent.outcome import Outcome, StopReason, StopRun
 from aiscientist.experiment.finish import finish_run, measure_baseline
 from aiscientist.llm import read_records
 from aiscientist.llm.config import load_llm_config
+from aiscientist.llm.provider.backends import backend_kind
 from aiscientist.llm.types import BudgetExhausted, ModelError, ModelUnavailable
 from aiscientist.records.accounting import cache_fields, call_usage, run_usage, successful
 from aiscientist.records.cell import GRID_FILE, BaselinePaths, CellPaths, CellSummary
@@ -82,7 +83,7 @@ def execute_run(spec: RunSpec, config: GridConfig, out: Path) -> str:
     if is_finished(spec, out):
         return "skipped"
     agent = get_agent(spec.agent)
-    if getattr(agent, "needs_model", False):
+    if getattr(agent, "needs_model", False) and not backend_kind(config.model or "").local:
         importlib.import_module("litellm")  # a worker's one-off import (seconds) is no cell's time
     timing = Timing(cell)  # the cell's clock: its wall time, TTFE and a --wall-time budget count from here
     task = load_task(spec.task_path)
