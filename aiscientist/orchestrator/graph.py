@@ -32,7 +32,14 @@ from aiscientist.config import RunConfig
 from aiscientist.llm import BudgetExhausted, Completion, ContextOverflow, ModelError, ModelUnavailable
 from aiscientist.llm.types import ToolCall
 from aiscientist.orchestrator.prompts import NUDGE, flat_messages, orchestrator_messages
-from aiscientist.orchestrator.state import OrchestratorState, bound_summaries, initial_state, stage_of, stop
+from aiscientist.orchestrator.state import (
+    OrchestratorState,
+    bound_summaries,
+    forgotten_summaries,
+    initial_state,
+    stage_of,
+    stop,
+)
 from aiscientist.specialists import SPECIALISTS, SpecialistResult
 from aiscientist.specialists.experimentation import experiment_tool
 from aiscientist.util import notices
@@ -204,9 +211,13 @@ class Orchestrator:
         elif ended is not None:
             stopped = stop(ended.stop, ended.detail)
         cap = config.orchestrator.no_bus_context_chars if self.grows else None
+        counted, turns = tally.update(config), [*state.get("turns", []), turn + answers]
+        kept = bound_turns(turns, config.orchestrator.recent_turns, cap)
+        if len(kept) < len(turns):  # what the dropped turns said stays at the prompt's head until the next drop
+            counted["forgotten"] = forgotten_summaries(counted["summaries"], kept)
         return {
-            **tally.update(config),
-            "turns": bound_turns([*state.get("turns", []), turn + answers], config.orchestrator.recent_turns, cap),
+            **counted,
+            "turns": kept,
             "pending": None,
             "pending_calls": [],
             "to_act": False,

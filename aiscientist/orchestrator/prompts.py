@@ -52,13 +52,15 @@ NUDGE = "Call one of your tools (a specialist, an inspection tool, or submit)."
 
 
 def orchestrator_messages(ctx: RunContext, state: OrchestratorState) -> list[dict[str, Any]]:
-    """Stable first (the task, the system prompt, the bus rules), then the recent turns, then the status,
-    which changes at every decision: a server's prefix cache reuses everything before it."""
+    """Stable first (the task, the system prompt, the bus rules, what dropped turns said), then the recent
+    turns, then the status, which changes at every decision: a server's prefix cache reuses all before it."""
     system = role_system(ctx, ORCHESTRATOR_SYSTEM, END_RULE)
     stage = str(state.get("stage"))
     usual = USUAL.get("measure" if stage == "research" and state.get("since_exp") else stage)
     hint = f" At this stage it is usually {usual}." if usual else ""
     brief = f"{bus_rules_for_orchestrator(ctx)}\n{facts_line(**run_facts(ctx, 'orchestrator'))}"  # said once, cached
+    earlier = earlier_block(state)
+    brief = f"{brief}\n\n{earlier}" if earlier else brief
     return _conversation(system, brief, state, status_block(ctx, state), NEXT + hint)
 
 
@@ -137,17 +139,25 @@ def status_block(ctx: RunContext, state: OrchestratorState) -> str:
             guidance=_notes(state),
         ),
     ]
-    shown = {m.get("tool_call_id") for turn in state.get("turns", []) for m in turn if m.get("role") == "tool"}
-    summaries = [
-        s for s in state.get("summaries", []) if s.get("call_id") not in shown
-    ]  # the recent turns show the rest in full
-    if summaries:
-        parts.append("## Recent specialist summaries (newest last)")
-        parts += [
-            f"### decision {s['decision']}: {s['tool']} ({'ok' if s['ok'] else 'not ok'})\n{s['text']}"
-            for s in summaries
-        ]
     return "\n".join(parts)
+
+
+def earlier_block(state: OrchestratorState) -> str:
+    """What the turns the window dropped said, newest last; it changes only when the window drops
+    turns again, so it sits before the recent turns, in the cached part (at the status's end it
+    changed with every decision: ~200 tokens the 1.5B model re-read each time)."""
+    forgotten = state.get("forgotten") or []
+    if not forgotten:
+        return ""
+    return "\n".join(
+        [
+            "## Earlier specialist summaries (their turns are no longer shown; newest last)",
+            *(
+                f"### decision {s['decision']}: {s['tool']} ({'ok' if s['ok'] else 'not ok'})\n{s['text']}"
+                for s in forgotten
+            ),
+        ]
+    )
 
 
 def _notes(state: OrchestratorState) -> list[str] | None:

@@ -25,6 +25,7 @@ class OrchestratorState(TypedDict, total=False):
     stage: str
     summaries: list[dict[str, Any]]  # {"decision", "tool", "ok", "text", "call_id"}, newest last
     turns: list[list[dict[str, Any]]]  # recent decisions: [assistant message, tool results...]
+    forgotten: list[dict[str, Any]]  # summaries of the turns the window last dropped; fixed until it drops again
     pending: dict[str, Any] | None  # assistant message whose tool calls await execution
     pending_calls: list[dict[str, Any]]  # its parsed tool calls (ToolCall dumps)
     to_act: bool  # the last decision's calls (or its nudge after a model error) have not run yet
@@ -46,6 +47,7 @@ def initial_state() -> OrchestratorState:
         stage="understand",
         summaries=[],
         turns=[],
+        forgotten=[],
         pending=None,
         pending_calls=[],
         to_act=False,
@@ -72,3 +74,9 @@ def stage_of(calls: dict[str, int], steps_done: int, steps: int) -> str:
 
 def bound_summaries(summaries: list[dict[str, Any]], config: RunConfig) -> list[dict[str, Any]]:
     return summaries[-config.orchestrator.summaries_kept :]
+
+
+def forgotten_summaries(summaries: list[dict[str, Any]], kept: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The summaries whose calls the kept turns no longer show (each summary's `call_id`)."""
+    shown = {m.get("tool_call_id") for turn in kept for m in turn if m.get("role") == "tool"}
+    return [s for s in summaries if s.get("call_id") not in shown]
