@@ -60,7 +60,8 @@ from aiscientist.util.humanize import num  # noqa: E402
 from bench.scoring.paired import Pairing, paired_comparisons  # noqa: E402
 
 AGENTS = "linear,aide,peer-aide,peer-openevolve,peer-mini-swe-agent,aiscientist"
-TASKS = f"{ROOT / 'tests/fixtures/tiny/task.yaml'},data_efficiency"
+TINY = ROOT / "tests/fixtures/tiny/task.yaml"
+TASKS = "tiny,data_efficiency"  # `tiny`: the test fixture's task; other names: bench/tasks, bench/papers
 REFERENCE = "aiscientist"  # the agent every other one is paired against
 WALL_STEPS = 1000  # the step cap under --wall-time: time, not steps, ends a cell
 MARGIN_S = 120.0  # a cell's time beyond --wall-time in the grid's --timeout: setup, the baselines, the hidden test
@@ -248,6 +249,7 @@ def main() -> int:
     parser.add_argument("--table-only", action="store_true", help="only print the table of --out's runs (no report)")
     parser.add_argument("--json", type=Path, help="also write the table's rows here (a list of {column: cell})")
     args = parser.parse_args()
+    args.tasks = ",".join(str(TINY) if name == "tiny" else name for name in args.tasks.split(","))
     n_cells = args.rounds * len(args.tasks.split(","))
     args.steps = args.steps or (WALL_STEPS if args.wall_time else 2)
     args.timeout = args.timeout or (n_cells * (args.wall_time + MARGIN_S) if args.wall_time else 7200)
@@ -258,6 +260,10 @@ def main() -> int:
     for agent in [] if args.table_only else agents:
         serve(args.model, restart=True)
         console.print(f"{agent}: {run_grid(agent, args):.0f} s ({args.out / agent}.log)")
+        if not (args.out / "runs").is_dir():  # the grid refused its arguments: its log's last line says why
+            lines = (args.out / f"{agent}.log").read_text(errors="replace").strip().splitlines() or ["(empty log)"]
+            console.print(f"{agent}: no cell ran: {lines[-1]}")
+            return 2
     if not args.table_only:
         subprocess.run([sys.executable, "-m", "aiscientist", "bench", "report", str(args.out)], cwd=ROOT, check=False)
     found = rows(args.out, agents, args)

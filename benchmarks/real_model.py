@@ -251,7 +251,7 @@ def main() -> int:
         ensure_server(config.api_base, config.gguf, args.model.removeprefix("local/"), config.context_window or 8192)
     base = args.keep or Path(tempfile.mkdtemp(prefix="real-model-"))
     console, rows = Console(width=200), []
-    for task in args.tasks.split(","):
+    for task in (str(TINY) if name == "tiny" else name for name in args.tasks.split(",")):
         for agent in args.agents.split(","):
             out = base / f"{Path(task).parent.name if task.endswith('.yaml') else task}-{agent}"
             out.mkdir(parents=True, exist_ok=True)
