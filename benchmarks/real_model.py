@@ -15,7 +15,9 @@ recorded requests:
   part, understanding and planning, is in the TTFE); uncached tok/step: prompt tokens the server had to read
   (not from its prompt cache) over steps run, what costs time and money;
 - cached: the share of prompt tokens the server or provider read from its prompt cache
-  (llm_calls.jsonl's `cached_tokens`); saved $: what that saved at the provider's prices;
+  (llm_calls.jsonl's `cached_tokens`); later cached: the same over the calls after `aiscientist`'s first
+  experimentation call (the steady state: each role's first prompt, cold, comes before); saved $: what
+  the cache saved at the provider's prices;
 - TTFE: time to first experiment, from the cell's start to its first step's end; exp/h:
   steps run per hour; baseline: the task's baseline measurement (setup and the unchanged
   code, once per task before the cells), apart from the TTFE;
@@ -159,6 +161,7 @@ def measure(agent: str, task: str, run: Path | None, wall: float, requests: Path
         "later_s_per_step": later_seconds(result, steps),
         "prefix": prefix_share(records, requests),
         "cached": usage.cached_share,
+        "later_cached": later_cached(records),
         "saved": usage.cache_saved,
         "ttfe_s": result.get("ttfe_s"),
         "per_hour": result.get("experiments_per_hour"),
@@ -166,6 +169,14 @@ def measure(agent: str, task: str, run: Path | None, wall: float, requests: Path
         "roles": {role: dict(parts) for role, parts in split(requests, [paths.llm_calls]).items()},
         "role_calls": dict(calls_of([paths.llm_calls])),
     }
+
+
+def later_cached(records: list[dict[str, Any]]) -> float | None:
+    """The cached share of the calls after the first experimentation call; None without one."""
+    first = next((i for i, r in enumerate(records) if r.get("role") == "experimentation"), None)
+    later = records[first + 1 :] if first is not None else []
+    prompt = sum(r.get("prompt_tokens", 0) for r in later)
+    return sum(r.get("cached_tokens") or 0 for r in later) / prompt if prompt else None
 
 
 def later_seconds(result: dict[str, Any], steps: int) -> float | None:
@@ -195,7 +206,8 @@ def _num(x: float | None) -> str:
 def table(rows: list[dict[str, Any]], model: str, steps: int) -> Table:
     t = Table(title=f"{model}, {steps} step(s) per run")
     for col in ("agent", "task", "calls", "valid", "invalid", "stop", "steps ok/run", "best/base", "test",
-                "s/step", "later s/step", "prompt tok/step", "uncached tok/step", "prefix", "cached", "saved $",
+                "s/step", "later s/step", "prompt tok/step", "uncached tok/step", "prefix", "cached", "later cached",
+                "saved $",
                 "TTFE s", "exp/h", "baseline s"):  # fmt: skip
         t.add_column(col)
     for r in rows:
@@ -205,7 +217,8 @@ def table(rows: list[dict[str, Any]], model: str, steps: int) -> Table:
             f"{r.get('successful', 0)}/{r.get('steps', 0)}", f"{_num(r.get('best'))}/{_num(r.get('baseline'))}",
             _num(r.get("test")), str(r.get("s_per_step", "-")), _num(r.get("later_s_per_step")),
             str(r.get("prompt_per_step", "-")), str(r.get("uncached_per_step", "-")),
-            _pct(r.get("prefix")), _pct(r.get("cached")), _num(r.get("saved")), _num(r.get("ttfe_s")),
+            _pct(r.get("prefix")), _pct(r.get("cached")), _pct(r.get("later_cached")), _num(r.get("saved")),
+            _num(r.get("ttfe_s")),
             _num(r.get("per_hour")), _num(r.get("baseline_s")),
         )  # fmt: skip
     return t
