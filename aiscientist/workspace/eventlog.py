@@ -33,10 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from aiscientist.records.paths import EVENTS_HEAD, EVENTS_LOG, PRISTINE_LOGS
+from aiscientist.util import untrusted
 from aiscientist.util.appendfile import LockedAppendFile
+from aiscientist.util.interrupts import deferred_interrupts
 
 GENESIS = "0" * 64
 HEAD_PAD = 512
+MAX_LOG_BYTES = 256 << 20  # a markdown log read whole to complete an append a killed writer left unrecorded
 SESSION_MARK = "=== Session "
 _NOT_A_SESSION = re.compile("^" + re.escape(SESSION_MARK), re.M)
 LINE_HASH_CHARS = 12
@@ -119,7 +122,7 @@ class EventLog:
         `=== Session N ===` block when `session` is None. Returns the event and
         the session number the text went into."""
         target = self.root / rel
-        with self._locked() as fd:
+        with self._locked() as fd, deferred_interrupts():  # Ctrl-C between the text and its event waits
             out = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             try:
                 offset = os.fstat(out).st_size
@@ -129,10 +132,10 @@ class EventLog:
                     header = ("\n" if offset else "") + f"{SESSION_MARK}{session} === ({role}, {now()})\n"
                 text = _NOT_A_SESSION.sub(" " + SESSION_MARK, text)  # only the API opens sessions
                 data = (header + text + ("" if text.endswith("\n") else "\n")).encode()
+                self._mirror(rel, offset, data)  # first: a kill after the log's write leaves text it holds
                 os.write(out, data)
             finally:
                 os.close(out)
-            self._mirror(rel, offset, data)
             payload = {
                 "file": rel,
                 "session": session,
@@ -143,6 +146,34 @@ class EventLog:
             }
             event = self._append_event(fd, role, "log.append", payload, log_size=(rel, offset + len(data)))
         return event, session
+
+    def complete_appends(self, logs: list[str]) -> list[str]:
+        """Record the appends to `logs` (run-relative) that a killed writer wrote but never recorded; the
+        logs completed. The mirror is written before the log and only by this API (no role reaches it), so
+        a log that the mirror holds byte for byte, longer than its last recorded append ends, had its tail
+        written here: it is recorded now (`recovered`). Any other tail is left for `verify` and the watcher
+        to report as text written outside the API."""
+        completed = []
+        with self._locked() as fd:
+            ends = _recorded_ends(self.path)
+            for rel in logs:
+                data, mirror = _log_bytes(self.root, rel), _log_bytes(self.root, f"{PRISTINE_LOGS}/{Path(rel).name}")
+                end = ends.get(rel, 0)
+                if data is None or mirror is None or len(data) <= end or mirror[: len(data)] != data:
+                    continue
+                tail = data[end:]
+                payload = {
+                    "file": rel,
+                    "session": sum(line.startswith(SESSION_MARK.encode()) for line in data.splitlines()),
+                    "offset": end,
+                    "length": len(tail),
+                    "sha256": hashlib.sha256(tail).hexdigest(),
+                    "lines": line_hashes(tail),
+                    "recovered": True,
+                }
+                self._append_event(fd, "system", "log.append", payload, log_size=(rel, len(data)))
+                completed.append(rel)
+        return completed
 
     def _count_sessions(self, path: Path, size: int) -> int:
         """Sessions opened in the log's first `size` bytes, read from where the last count
@@ -226,6 +257,31 @@ class EventLog:
             os.pwrite(fd, data.ljust(max(HEAD_PAD, os.fstat(fd).st_size)), 0)
         finally:
             os.close(fd)
+
+
+def _recorded_ends(path: Path) -> dict[str, int]:
+    """Each markdown log's end as the chain records it: its last `log.append`'s offset + length."""
+    ends: dict[str, int] = {}
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if b'"log.append"' not in raw:
+                continue
+            try:
+                event = json.loads(raw)
+                if event["kind"] == "log.append":
+                    ends[str(event["payload"]["file"])] = int(event["payload"]["offset"]) + int(
+                        event["payload"]["length"]
+                    )
+            except (ValueError, KeyError, TypeError):
+                continue
+    return ends
+
+
+def _log_bytes(root: Path, rel: str) -> bytes | None:
+    try:
+        return untrusted.read_file(root, rel, MAX_LOG_BYTES)
+    except (untrusted.Unreadable, OSError):
+        return None
 
 
 def _last_event(fd: int, size: int) -> tuple[int, str] | None:

@@ -83,6 +83,8 @@ class Watcher:
         self._thread = threading.Thread(target=self._loop, name="workspace-watcher", daemon=True)
 
     def __enter__(self) -> Watcher:
+        for rel in self.ws.events.complete_appends(sorted(self._log_files)):
+            log.info("completed the last append to %s, left unrecorded by a killed writer", rel)
         observer = ObserverProcess(
             WatchSpec(os.path.realpath(self.ws.paths.root), UNWATCHED, IGNORED, self._manifest),
             self._receive,
