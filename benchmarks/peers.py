@@ -43,7 +43,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from aiscientist.records.cell import BaselinePaths, cell_folders, task_folders
+from aiscientist.records.cell import RUNS, BaselinePaths, cell_folders, task_folders
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -260,7 +260,7 @@ def main() -> int:
     for agent in [] if args.table_only else agents:
         serve(args.model, restart=True)
         console.print(f"{agent}: {run_grid(agent, args):.0f} s ({args.out / agent}.log)")
-        if not (args.out / "runs").is_dir():  # the grid refused its arguments: its log's last line says why
+        if not (args.out / RUNS).is_dir():  # the grid refused its arguments: its log's last line says why
             lines = (args.out / f"{agent}.log").read_text(errors="replace").strip().splitlines() or ["(empty log)"]
             console.print(f"{agent}: no cell ran: {lines[-1]}")
             return 2

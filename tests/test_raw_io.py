@@ -99,7 +99,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "aiscientist/util/archive.py": (1, API),
     "aiscientist/util/untrusted/descriptors.py": (1, API),
     "aiscientist/util/untrusted/walk.py": (1, API),
-    "aiscientist/workspace/eventlog.py": (3, RECORDS),
+    "aiscientist/workspace/eventlog.py": (4, RECORDS),
     "aiscientist/workspace/fswatch.py": (1, TOOL),
     "aiscientist/workspace/guidance.py": (2, RECORDS),
     "aiscientist/workspace/permissions.py": (1, RECORDS),

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from aiscientist.llm import default_count
+import aiscientist.llm.default_count as default_count
 
 DEFAULT_ENCODING = ""  # litellm's default: tiktoken's cl100k_base
 _SYSTEM = [{"role": "system", "content": ""}]
