@@ -201,10 +201,13 @@ def python_warning(path: str, text: Callable[[], str]) -> str:
     """A Python file that no longer parses, said at once: a small model wrote a docstring's
     quotes as its string's and learnt of it only from a failed experiment step. `text` is
     only read for a `.py` path."""
-    if not path.endswith(".py"):
-        return ""
+    return _syntax_warning(path, text()) if path.endswith(".py") else ""
+
+
+@functools.lru_cache(maxsize=16)  # an edit undone gives back a text compiled before
+def _syntax_warning(path: str, text: str) -> str:
     try:
-        compile(text(), path, "exec", dont_inherit=True)
+        compile(text, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as err:
         where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
         return f"\nWarning: {path} is not valid Python now ({where}{getattr(err, 'msg', err)}); fix it before running."

@@ -30,7 +30,7 @@ from aiscientist.specialists.base import (
     run_specialist,
     shown_files,
 )
-from aiscientist.util.substance import substance
+from aiscientist.util.substance import runs_alike
 
 ROLE = "implementation"
 NEXT = "Reply with the edit_file (or write_file) call that makes the change in the code above."
@@ -66,6 +66,7 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         return SpecialistResult(role=ROLE, summary=MEASURED.format(step=measured.step, outcome=outcome), ok=False)
     scope = ctx.ws.scope(ROLE)
     box = build_toolbox(ctx, ROLE)
+    before = _code(ctx)
     user = call_brief(
         ctx,
         f"Mode: {args.mode}\n\nTask: {args.task}",
@@ -73,12 +74,11 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         exp_log_tail(ctx, ROLE) if args.mode == "fix" else "",
         facts(ctx, ROLE, args=args.model_dump()),
         shown_files(ctx, ROLE, [in_submission(f) for f in ctx.editable_files()]),  # the code as it is now
-        planned_edits(ctx),
+        planned_edits(ctx, before),
         NEXT,  # said last: small models follow what they read last
     )
-    before = _substance(ctx)
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key, after_change=CHANGED)
-    if result.ok and _substance(ctx) == before:  # said done, changed nothing it runs (ran train.py; a docstring)
+    if result.ok and runs_alike(before, _code(ctx)):  # said done, changed nothing it runs (ran train.py; a docstring)
         result.ok, result.summary = False, f"{UNCHANGED}; its summary: {result.summary}"
     changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
@@ -91,13 +91,17 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
     return result
 
 
-def planned_edits(ctx: RunContext) -> str:
-    """The plan's change lines that apply to the code as it is, as edit_file arguments naming the editable file
-    that holds the old text (the 1.5B implementer, asked to change EPOCHS "in train.py", rewrote train.py whole;
-    the plan's line held the exact old and new text). Empty without a plan the role may read or such a line."""
-    code = _code(ctx)
-    edits = []
+def planned_edits(ctx: RunContext, code: dict[str, str] | None = None) -> str:
+    """The plan's change lines that apply to the code as it is (`code`: path -> text, read when not given), as
+    edit_file arguments naming the editable file that holds the old text (the 1.5B implementer, asked to change
+    EPOCHS "in train.py", rewrote train.py whole; the plan's line held the exact old and new text): the first
+    PLANNED_MAX, so a long plan is read only as far as they go. Empty without a plan the role may read or such a
+    line."""
+    code = _code(ctx) if code is None else code
+    edits: dict[str, None] = {}  # in the plan's order, each once
     for match in CHANGE_LINE.finditer(read_or_empty(ctx, ROLE, PLAN_FILE)):
+        if len(edits) == PLANNED_MAX:
+            break
         try:
             edit = json.loads(match.group(1))
         except ValueError:
@@ -107,8 +111,8 @@ def planned_edits(ctx: RunContext) -> str:
             continue
         holders = [rel for rel, text in code.items() if text.count(old) == 1]
         if len(holders) == 1:  # made already, or ambiguous: left out
-            edits.append(json.dumps({"path": in_submission(holders[0]), "old": old, "new": new}))
-    return "\n".join([PLANNED, *list(dict.fromkeys(edits))[:PLANNED_MAX]]) if edits else ""
+            edits[json.dumps({"path": in_submission(holders[0]), "old": old, "new": new})] = None
+    return "\n".join([PLANNED, *edits]) if edits else ""
 
 
 def _measured(ctx: RunContext, task: str) -> StepRecord | None:
@@ -123,10 +127,6 @@ def _words(text: str) -> list[str]:
 
 def _code(ctx: RunContext) -> dict[str, str]:
     return {rel: ctx.read_code(rel) for rel in ctx.editable_files()}
-
-
-def _substance(ctx: RunContext) -> dict[str, str]:
-    return {rel: substance(rel, text) for rel, text in _code(ctx).items()}
 
 
 # The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)

@@ -5,23 +5,59 @@ rewrite counted as a change to measure."""
 from __future__ import annotations
 
 import ast
+import functools
+import gc
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+@functools.lru_cache(maxsize=16)  # implementation compares the code before and after each call: one text recurs
 def substance(path: str, text: str) -> str:
-    """A Python file's syntax tree without docstrings (comments and layout are not in it); any other file, or
-    Python that does not parse, as it is."""
+    """A Python file's syntax tree without docstrings (comments and layout are not in it), as the SHA-256 of its
+    `_tokens`; any other file, or Python that does not parse, as it is."""
     if not path.endswith(".py"):
         return text
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return text
-    for node in ast.walk(tree):
-        if isinstance(node, DOCUMENTED) and node.body and _is_docstring(node.body[0]):
-            node.body = node.body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    with _collector_paused():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return text
+        tokens: list[str] = []
+        _tokens(tree, tokens)
+    return "python syntax tree " + hashlib.sha256("\n".join(tokens).encode()).hexdigest()
+
+
+def runs_alike(before: dict[str, str], after: dict[str, str]) -> bool:
+    """Whether two versions of a set of files (path -> text) have the same substance; only the texts that
+    differ are parsed."""
+    return before.keys() == after.keys() and all(
+        text == after[rel] or substance(rel, text) == substance(rel, after[rel]) for rel, text in before.items()
+    )
+
+
+def _tokens(node: object, out: list[str]) -> None:
+    """A syntax tree as `ast.dump` spells it, in tokens that join unambiguously with newlines: a node's type name,
+    its fields (positions are attributes, not fields) and ")"; a list's items between "[" and "]"; any other
+    value's repr (which holds no newline). A documented node's body is without its docstring. Flat strings, not
+    nested tuples or `ast.dump`'s text: ~3x faster."""
+    if isinstance(node, list):
+        out.append("[")
+        for item in node:
+            _tokens(item, out)
+        out.append("]")
+    elif isinstance(node, ast.AST):
+        out.append(type(node).__name__)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if name == "body" and isinstance(node, DOCUMENTED) and value and _is_docstring(value[0]):
+                value = value[1:] or [ast.Pass()]
+            _tokens(value, out)
+        out.append(")")
+    else:
+        out.append(repr(node))
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -30,3 +66,17 @@ def _is_docstring(statement: ast.stmt) -> bool:
         and isinstance(statement.value, ast.Constant)
         and isinstance(statement.value.value, str)
     )
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile: a syntax tree holds no cycles (reference counts free it), yet its
+    thousands of objects set off collections that, in a run's process of ~500k objects, made a 300-line file's
+    comparison take 12 ms instead of 5."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiscientist.util.substance import substance
+from aiscientist.util.substance import runs_alike, substance
 
 TRAIN = '''"""Train a polynomial."""
 
@@ -29,3 +29,20 @@ def test_comments_docstrings_and_layout_are_not_substance() -> None:
 def test_other_files_and_broken_python_are_compared_as_text() -> None:
     assert substance("config.yaml", "a: 1  # c\n") != substance("config.yaml", "a: 1\n")
     assert substance("train.py", "def (:\n") == "def (:\n"
+
+
+def test_runs_alike_compares_files_by_substance() -> None:
+    before = {"train.py": TRAIN, "config.yaml": "a: 1\n"}
+    assert runs_alike(before, dict(before))
+    assert runs_alike(before, {**before, "train.py": TRAIN.replace("# how long", "# epochs")})
+    assert not runs_alike(before, {**before, "train.py": TRAIN.replace("EPOCHS = 40", "EPOCHS = 50")})
+    assert not runs_alike(before, {**before, "config.yaml": "a: 1 \n"})
+    assert not runs_alike(before, {**before, "new.py": ""})  # a file written is a change
+    assert not runs_alike(before, {"train.py": TRAIN})  # so is one removed
+
+
+def test_constants_differ_by_type_and_text() -> None:
+    assert substance("a.py", "x = 1\n") != substance("a.py", "x = 1.0\n")
+    assert substance("a.py", "x = 1\n") != substance("a.py", "x = True\n")
+    assert substance("a.py", "x = 'a'\n") != substance("a.py", "x = b'a'\n")
+    assert substance("a.py", "x = (1)\n") == substance("a.py", "x = 1  # one\n")
