@@ -136,14 +136,7 @@ class EventLog:
                 os.write(out, data)
             finally:
                 os.close(out)
-            payload = {
-                "file": rel,
-                "session": session,
-                "offset": offset,
-                "length": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "lines": line_hashes(data),
-            }
+            payload = _append_payload(rel, session, offset, data)
             event = self._append_event(fd, role, "log.append", payload, log_size=(rel, offset + len(data)))
         return event, session
 
@@ -157,20 +150,13 @@ class EventLog:
         with self._locked() as fd:
             ends = _recorded_ends(self.path)
             for rel in logs:
-                data, mirror = _log_bytes(self.root, rel), _log_bytes(self.root, f"{PRISTINE_LOGS}/{Path(rel).name}")
+                data = _log_bytes(self.root, rel)
+                mirror = _log_bytes(self.root, str(self.mirror_path(rel).relative_to(self.root)))
                 end = ends.get(rel, 0)
                 if data is None or mirror is None or len(data) <= end or mirror[: len(data)] != data:
                     continue
-                tail = data[end:]
-                payload = {
-                    "file": rel,
-                    "session": sum(line.startswith(SESSION_MARK.encode()) for line in data.splitlines()),
-                    "offset": end,
-                    "length": len(tail),
-                    "sha256": hashlib.sha256(tail).hexdigest(),
-                    "lines": line_hashes(tail),
-                    "recovered": True,
-                }
+                session = sum(line.startswith(SESSION_MARK.encode()) for line in data.splitlines())
+                payload = {**_append_payload(rel, session, end, data[end:]), "recovered": True}
                 self._append_event(fd, "system", "log.append", payload, log_size=(rel, len(data)))
                 completed.append(rel)
         return completed
@@ -257,6 +243,18 @@ class EventLog:
             os.pwrite(fd, data.ljust(max(HEAD_PAD, os.fstat(fd).st_size)), 0)
         finally:
             os.close(fd)
+
+
+def _append_payload(rel: str, session: int, offset: int, data: bytes) -> dict[str, Any]:
+    """A `log.append` event's payload: where `data` went in log `rel` and a hash of it and of each line."""
+    return {
+        "file": rel,
+        "session": session,
+        "offset": offset,
+        "length": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "lines": line_hashes(data),
+    }
 
 
 def _recorded_ends(path: Path) -> dict[str, int]:
