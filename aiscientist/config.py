@@ -28,8 +28,12 @@ class OrchestratorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     summaries_kept: int = Field(5, ge=1, description="specialist summaries kept in the prompt")
     summary_chars: int = Field(1500, ge=200, description="longest specialist summary the orchestrator sees")
-    recent_turns: int = Field(
-        2, ge=1, description="orchestrator decisions (call + results) kept verbatim; the window grows to twice this"
+    recent_turns: int = Field(2, ge=1, description="orchestrator decisions (call + results) kept verbatim at least")
+    window_growth: int = Field(
+        3,
+        ge=1,
+        description="the turn window grows to this many times recent_turns, then drops back to recent_turns: "
+        "until a drop each prompt extends the one before (a prefix cache reuses it; 1: a window sliding by one turn)",
     )
     tool_result_chars: int = Field(1500, ge=200, description="longest tool result kept in a recent turn")
     no_bus_context_chars: int = Field(

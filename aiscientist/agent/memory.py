@@ -89,15 +89,15 @@ def turn_chars(turn: Turn) -> int:
     return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in turn)
 
 
-def bound_turns(turns: list[Turn], keep: int, cap: int | None = None) -> list[Turn]:
-    """The recent turns (thin control): at least the last `keep`; the window grows to twice that
-    and then drops back, so for `keep` decisions in a row each prompt extends the one before and a
-    server's prefix cache reuses it (a window sliding by one turn changed every prompt right after
-    its brief: the 1.5B model re-read ~900 tokens per decision). With `cap`, when the conversation
+def bound_turns(turns: list[Turn], keep: int, cap: int | None = None, growth: int = 3) -> list[Turn]:
+    """The recent turns (thin control): at least the last `keep`; the window grows to `growth` times that and
+    then drops back, so between drops each prompt extends the one before and a server's prefix cache reuses it
+    (a window sliding by one turn changed every prompt right after its brief: the 1.5B model re-read ~900 tokens
+    per decision; one growing to twice `keep` dropped every second decision). With `cap`, when the conversation
     is the only carrier of results (File-as-Bus off, flat agent), as many as fit `cap` characters."""
     if cap is not None:
         return newest_within(turns, cap)
-    return turns if len(turns) <= 2 * keep else turns[-keep:]
+    return turns if len(turns) <= growth * keep else turns[-keep:]
 
 
 def settled(messages: list[Message], is_effect: Callable[[str], bool]) -> list[Message]:

@@ -210,9 +210,10 @@ class Orchestrator:
             stopped = stop(StopReason.SUBMITTED, clip(ended.summary, 300))
         elif ended is not None:
             stopped = stop(ended.stop, ended.detail)
-        cap = config.orchestrator.no_bus_context_chars if self.grows else None
+        orch = config.orchestrator
+        cap = orch.no_bus_context_chars if self.grows else None
         counted, turns = tally.update(config), [*state.get("turns", []), turn + answers]
-        kept = bound_turns(turns, config.orchestrator.recent_turns, cap)
+        kept = bound_turns(turns, orch.recent_turns, cap, orch.window_growth)
         if len(kept) < len(turns):  # what the dropped turns said stays at the prompt's head until the next drop
             counted["forgotten"] = forgotten_summaries(counted["summaries"], kept)
         return {

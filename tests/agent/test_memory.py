@@ -68,16 +68,23 @@ def test_trimming_and_forgetting_cut_at_a_turn_start() -> None:
 
 
 def test_bound_turns_keeps_a_growing_window_or_a_character_cap() -> None:
-    turns = [_turn(i, "read_file", "r" * 100) for i in range(5)]
-    assert bound_turns(turns[:4], 2) == turns[:4] and bound_turns(turns, 2) == turns[-2:]  # grows to 4, drops to 2
-    window: list = []
-    for turn in turns * 2:  # each decision's window extends the one before but at a drop: a prefix cache reuses it
-        before, window = window, bound_turns([*window, turn], 2)
-        assert window[: len(before)] == before or window == [before[-1], turn]
+    turns = [_turn(i, "read_file", "r" * 100) for i in range(7)]
+    assert bound_turns(turns[:6], 2) == turns[:6] and bound_turns(turns, 2) == turns[-2:]  # grows to 6, drops to 2
+    assert bound_turns(turns[:4], 2, growth=2) == turns[:4] and bound_turns(turns[:5], 2, growth=2) == turns[3:5]
+    assert bound_turns(turns[:3], 2, growth=1) == turns[1:3]  # a window sliding by one turn
+    for growth in (1, 2, 3):
+        window: list = []
+        drops = 0
+        for turn in turns * 2:  # each decision's window extends the one before but at a drop: a prefix cache reuses it
+            before, window = window, bound_turns([*window, turn], 2, growth=growth)
+            assert window[: len(before)] == before or window == [before[-1], turn]
+            drops += window[: len(before)] != before
+        assert drops == (14 - 2 * growth - 1) // (2 * growth - 1) + 1  # one drop per 2 * growth - 1 decisions
     width = turn_chars(turns[0])
     assert bound_turns(turns, 2, cap=3 * width) == turns[-3:] and bound_turns(turns, 2, cap=3 * width - 1) == turns[-2:]
     assert bound_turns(turns, 2, cap=10) == turns[-1:]  # the newest turn is kept even beyond the cap
     assert bound_turns(turns, 2, cap=10**6) == turns
+    assert bound_turns(turns, 2, cap=10**6, growth=1) == turns  # a cap, not the window, bounds a growing conversation
 
 
 def test_results_before_the_latest_change_shrink_and_the_rest_stay_whole() -> None:
