@@ -1,5 +1,6 @@
 """One real MLflow tracking server (loopback, SQLite backend) for the tracking tests, started once per
-test session (per xdist worker that runs them) and stopped at its end."""
+test session (per xdist worker that runs them) and killed at its end; a test that kills it
+(test_tracking.py's last user) gets a new one for whoever asks next."""
 
 from __future__ import annotations
 
@@ -51,19 +52,41 @@ def start_server(folder: Path) -> tuple[subprocess.Popen, str]:
 
 
 def stop_server(server: subprocess.Popen) -> None:
+    """Kill the server's process group (SIGTERM made it shut down gracefully: ~9 s)."""
     if server.poll() is None:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+class Servers:
+    """The session's server, started on first use and again after a test stopped it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.started = folder, 0
+        self.server: subprocess.Popen | None = None
+        self.address = ""
+
+    def uri(self) -> str:
+        if self.server is None or self.server.poll() is not None:
+            self.started += 1
+            self.server, self.address = start_server(self.folder / str(self.started))
+        return self.address
+
+    def stop(self) -> None:
+        if self.server is not None:
+            stop_server(self.server)
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory) -> Iterator[str]:
+def mlflow_servers(tmp_path_factory) -> Iterator[Servers]:
     if not os.environ.get("CI"):  # CI installs the extras (scripts/setup.sh): there a missing one fails
         pytest.importorskip("mlflow", reason="the mlflow extra is not installed (pip install 'aiscientist[mlflow]')")
-    server, uri = start_server(tmp_path_factory.mktemp("mlflow"))
-    yield uri
-    stop_server(server)
+    servers = Servers(tmp_path_factory.mktemp("mlflow"))
+    yield servers
+    servers.stop()
+
+
+@pytest.fixture
+def mlflow_server(mlflow_servers: Servers) -> str:
+    """The URI of a running server (the session's)."""
+    return mlflow_servers.uri()

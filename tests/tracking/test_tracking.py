@@ -17,7 +17,7 @@ from aiscientist.orchestrator import solve
 from aiscientist.records import ledger
 from aiscientist.records.paths import RunPaths
 from aiscientist.task import load_task
-from tests.tracking.conftest import start_server, stop_server
+from tests.tracking.conftest import Servers
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "fixtures" / "tiny" / "task.yaml"
@@ -95,20 +95,21 @@ def test_a_two_cell_grid_nests_its_cells_under_one_parent(mlflow_server, tmp_pat
         assert cell.info.status == "FINISHED" and "result.json" in _artifacts(mlflow_server, cell.info.run_id)
 
 
-def test_a_killed_tracking_server_does_not_change_the_result(tmp_path):
-    pytest.importorskip("mlflow")
-    server, uri = start_server(tmp_path / "doomed")
+def test_a_killed_tracking_server_does_not_change_the_result(mlflow_servers: Servers, tmp_path):
+    """The session's server, killed after the first step (the last test here to use it; a later
+    user gets a new one)."""
+    uri = mlflow_servers.uri()
     config = load_config([], ["sandbox=local"])
 
     def kill(shown: dict) -> None:
         if shown["steps_done"] >= 1:
-            stop_server(server)
+            mlflow_servers.stop()
 
     try:
         tracked = solve(load_task(TINY), tmp_path / "a", config.model_copy(update={"tracking": f"mlflow={uri}"}),
                         model="offline", steps=3, progress=kill)  # fmt: skip
     finally:
-        stop_server(server)
+        mlflow_servers.stop()
     plain = solve(load_task(TINY), tmp_path / "b", config, model="offline", steps=3)
     keep = {"best_step", "best_metric", "steps_total", "steps_successful", "stop_reason"}
     assert tracked.model_dump(include=keep) == plain.model_dump(include=keep)
