@@ -81,7 +81,7 @@ def test_the_grid_goes_on_past_a_peer_that_hangs_and_one_that_never_evaluates(tm
     def reply(request: dict) -> str:
         asked.append(request)
         if len(asked) == 1:  # round 1's first call never comes back in time
-            time.sleep(40)  # past the peer's time limit below; the server waits for this answer on exit
+            time.sleep(20)  # past the peer's time limit below; the server waits for this answer on exit
         return bash("Nothing to do.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
 
     with ScriptedServer([], fallback=reply) as server:
@@ -89,13 +89,13 @@ def test_the_grid_goes_on_past_a_peer_that_hangs_and_one_that_never_evaluates(tm
             "run", "--agents", "peer-mini-swe-agent", "--tasks", str(TASK), "--rounds", "2", "--steps", "2",
             "--model", "openai/scripted", "--judge-model", "offline", "--out", str(tmp_path / "results"),
             "--option", f"peer-mini-swe-agent.api_base={server.api_base}", "--workers", "1",
-            "--option", "peer-mini-swe-agent.timeout_s=30", "--no-progress", "--embedder", "minilm",
+            "--option", "peer-mini-swe-agent.timeout_s=15", "--no-progress", "--embedder", "minilm",
             env={"OPENAI_API_KEY": "sk-loopback"},
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     cells = tmp_path / "results/runs/tiny-quadratic/peer-mini-swe-agent"
     results = [CellSummary.model_validate_json((cells / f"round_{k}/result.json").read_text()) for k in (1, 2)]
     assert [r.result.stop_reason for r in results] == ["wall_time", "agent_failed"], results
-    assert "peer mini-swe-agent had not ended at its time limit (30s)" in done.stderr
+    assert "peer mini-swe-agent had not ended at its time limit (15s)" in done.stderr
     assert "peer mini-swe-agent ended without calling the evaluator" in done.stderr
     assert (tmp_path / "results/report/index.html").is_file()
