@@ -30,7 +30,7 @@ class OrchestratorConfig(BaseModel):
     summary_chars: int = Field(1500, ge=200, description="longest specialist summary the orchestrator sees")
     recent_turns: int = Field(2, ge=1, description="orchestrator decisions (call + results) kept verbatim at least")
     window_growth: int = Field(
-        3,
+        2,
         ge=1,
         description="the turn window grows to this many times recent_turns, then drops back to recent_turns: "
         "until a drop each prompt extends the one before (a prefix cache reuses it; 1: a window sliding by one turn)",

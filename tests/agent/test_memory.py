@@ -69,8 +69,8 @@ def test_trimming_and_forgetting_cut_at_a_turn_start() -> None:
 
 def test_bound_turns_keeps_a_growing_window_or_a_character_cap() -> None:
     turns = [_turn(i, "read_file", "r" * 100) for i in range(7)]
-    assert bound_turns(turns[:6], 2) == turns[:6] and bound_turns(turns, 2) == turns[-2:]  # grows to 6, drops to 2
-    assert bound_turns(turns[:4], 2, growth=2) == turns[:4] and bound_turns(turns[:5], 2, growth=2) == turns[3:5]
+    assert bound_turns(turns[:4], 2) == turns[:4] and bound_turns(turns[:5], 2) == turns[3:5]  # grows to 4, drops to 2
+    assert bound_turns(turns[:6], 2, growth=3) == turns[:6] and bound_turns(turns, 2, growth=3) == turns[-2:]
     assert bound_turns(turns[:3], 2, growth=1) == turns[1:3]  # a window sliding by one turn
     for growth in (1, 2, 3):
         window: list = []

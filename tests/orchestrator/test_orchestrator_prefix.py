@@ -32,7 +32,7 @@ def test_each_decision_extends_the_last_until_the_window_drops_and_dropped_turns
     store, run_dir = tmp_path / "recorded", tmp_path / "run"
     done = subprocess.run(
         [sys.executable, "-m", "aiscientist", "--record", str(store), "solve", str(TINY), "--model", "offline"]
-        + ["--steps", "10", "--run-dir", str(run_dir)],
+        + ["--steps", "10", "--run-dir", str(run_dir), "--set", "orchestrator.window_growth=3"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -52,4 +52,4 @@ def test_each_decision_extends_the_last_until_the_window_drops_and_dropped_turns
             dropped += 1
             assert EARLIER in after[1]["content"] and len(after) < len(before)
         assert "Earlier specialist" not in after[-1]["content"]  # the status no longer repeats them
-    assert dropped >= 1 and extended >= 4 * dropped, (extended, dropped)  # the window grows to 6 turns, drops to 2
+    assert dropped >= 1 and extended >= 4 * dropped, (extended, dropped)  # grows to 6 turns, drops to 2

@@ -41,10 +41,7 @@ def _events(run_dir: Path) -> list[dict]:
 def test_solve_cli_offline_five_steps(tmp_path):
     run_dir = tmp_path / "run"
     launched = time.time()
-    window = ["--set", "orchestrator.window_growth=2"]  # the window drops within the run's six decisions
-    done = _cli(
-        "solve", str(TINY), "--model", "offline", "--steps", "5", "--run-dir", str(run_dir), *window, cwd=tmp_path
-    )
+    done = _cli("solve", str(TINY), "--model", "offline", "--steps", "5", "--run-dir", str(run_dir), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "best quadratic/mse" in done.stdout and "5/5/5" in done.stdout
     assert "first experiment after" in done.stdout and "experiments per hour" in done.stdout
