@@ -41,6 +41,10 @@ LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these 
 PLANNED = f"## Planned edits ({PLAN_FILE}), as edit_file arguments; if your task is one, make it so"
 PLANNED_MAX = 5  # a plan's entries (the offline plan lists every literal up and down)
 CHANGE_LINE = re.compile(r"^\s*-\s*change:\s*(\{.*\})\s*$", re.M)  # prioritization's entry template
+ASKED = "## Your task's change, on the line that sets the old value, as edit_file arguments"
+_NUMBER = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+FROM_TO = re.compile(rf"(?<![\w.])({_NUMBER})\s*(?:to|->|→|=>)\s*({_NUMBER})(?![\w.])", re.I)  # "50 to 60"
+ASSIGNMENT = r"^([ \t]*([A-Za-z_][\w.]*)[ \t]*(?::[^=\n]*)?=[ \t]*){old}(?![\w.])(.*)$"  # NAME[: type] = old ...
 
 
 class ImplementationArgs(BaseModel):
@@ -74,6 +78,7 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         exp_log_tail(ctx, ROLE) if args.mode == "fix" else "",
         facts(ctx, ROLE, args=args.model_dump()),
         shown_files(ctx, ROLE, [in_submission(f) for f in ctx.editable_files()]),  # the code as it is now
+        asked_edits(args.task, before),
         planned_edits(ctx, before),
         NEXT,  # said last: small models follow what they read last
     )
@@ -113,6 +118,33 @@ def planned_edits(ctx: RunContext, code: dict[str, str] | None = None) -> str:
         if len(holders) == 1:  # made already, or ambiguous: left out
             edits[json.dumps({"path": in_submission(holders[0]), "old": old, "new": new})] = None
     return "\n".join([PLANNED, *edits]) if edits else ""
+
+
+def asked_edits(task: str, code: dict[str, str]) -> str:
+    """Each change of a number the task names ("the number of epochs from 50 to 60", "learning rate 0.05 -> 0.1") as
+    edit_file arguments on the one line of the editable code (`code`: path -> text) that assigns the old number to
+    a name sharing a word with the task. The 1.5B orchestrator asked for the epochs "in train.py from 50 to 60";
+    EPOCHS was set in config.py, and its implementer rewrote train.py whole, changing nothing. Empty when the task
+    names no such change or no line, or several, fit."""
+    words = set(re.findall(r"[a-z]+", task.lower()))
+    edits: dict[str, None] = {}
+    for old, new in FROM_TO.findall(task):
+        if float(old) == float(new):
+            continue
+        assigns = re.compile(ASSIGNMENT.format(old=re.escape(old)), re.M)
+        hits = [
+            (rel, match)
+            for rel, text in code.items()
+            for match in assigns.finditer(text)
+            if set(re.findall(r"[a-z]+", match.group(2).lower().replace("_", " "))) & words
+        ]
+        if len(hits) != 1:
+            continue
+        rel, match = hits[0]
+        before, after = match.group(0).strip(), f"{match.group(1)}{new}{match.group(3)}".strip()
+        if code[rel].count(before) == 1:
+            edits[json.dumps({"path": in_submission(rel), "old": before, "new": after})] = None
+    return "\n".join([ASKED, *edits]) if edits else ""
 
 
 def _measured(ctx: RunContext, task: str) -> StepRecord | None:

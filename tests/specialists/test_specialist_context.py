@@ -17,7 +17,7 @@ from aiscientist.llm.config import RECORD_ENV
 from aiscientist.llm.facts import read_facts
 from aiscientist.orchestrator import solve
 from aiscientist.specialists.base import TURN_RULES
-from aiscientist.specialists.implementation import CHANGED, PLANNED, UNCHANGED, planned_edits
+from aiscientist.specialists.implementation import ASKED, CHANGED, PLANNED, UNCHANGED, asked_edits, planned_edits
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace
 
@@ -138,3 +138,32 @@ def test_implementation_is_shown_the_plans_edits_that_apply_naming_the_file_that
     ]
     ctx.write_code("config.py", ctx.read_code("config.py").replace("EPOCHS = 40", "EPOCHS = 80"))
     assert [json.loads(line)["old"] for line in planned_edits(ctx).splitlines()[1:]] == ["LEARNING_RATE = 0.05"]
+
+
+def test_implementation_is_shown_the_line_that_sets_the_old_value_its_task_names() -> None:
+    """The 1.5B orchestrator asked for the epochs "in submission/train.py from 50 to 60"; EPOCHS was set in config.py
+    and the implementer rewrote train.py whole. A number change the task names is shown on the one assignment of the
+    old number to a name that shares a word with the task."""
+    config = '"""Hyper-parameters."""\n\nLEARNING_RATE = 0.05\nEPOCHS = 50\nDEGREE = 2\n'
+    code = {"train.py": "from config import EPOCHS\n\nfor _ in range(50):\n    x = 50\n", "config.py": config}
+
+    def shown(task: str, files: dict[str, str] = code) -> list[dict[str, str]]:
+        lines = asked_edits(task, files).splitlines()
+        assert not lines or lines[0] == ASKED
+        return [json.loads(line) for line in lines[1:]]
+
+    assert shown("change the number of epochs in submission/train.py from 50 to 60") == [
+        {"path": "submission/config.py", "old": "EPOCHS = 50", "new": "EPOCHS = 60"}
+    ]
+    assert shown("learning rate 0.05 -> 0.1, degree 2 to 3") == [
+        {"path": "submission/config.py", "old": "LEARNING_RATE = 0.05", "new": "LEARNING_RATE = 0.1"},
+        {"path": "submission/config.py", "old": "DEGREE = 2", "new": "DEGREE = 3"},
+    ]
+    typed = {"a.py": "    self.epochs: int = 50  # passes\n"}
+    assert shown("epochs 50 → 70", typed) == [
+        {"path": "submission/a.py", "old": "self.epochs: int = 50  # passes", "new": "self.epochs: int = 70  # passes"}
+    ]
+    assert shown("dropout from 0.05 to 0.3") == []  # no name of the task's words sets 0.05
+    assert shown("epochs from 50 to 50.0") == [] and shown("more epochs") == []
+    assert shown("epochs 50 to 60", {"a.py": "EPOCHS = 50\n", "b.py": "EPOCHS = 50\n"}) == []  # which one: not said
+    assert shown("epochs 5 to 6", {"a.py": "EPOCHS = 50\n"}) == []  # 5 is not 50
