@@ -184,10 +184,13 @@ def reminders_for(ctx: RunContext, state: OrchestratorState) -> list[str]:
         share = ctx.elapsed_s() / ctx.wall_time_s
         if share >= 0.5:
             out.append(f"{share:.0%} of the wall-time budget is used.")
-    if state.get("since_impl", 0) >= 3:
+    since_impl = state.get("since_impl", 0)
+    if since_impl == 1:  # the 1.5B orchestrator ran step 2's code again as step 3, told "usually implementation"
         out.append(
-            f"{state['since_impl']} experiments in a row without implementation: change the code before running again."
+            "The code is as the last experiment ran it: another experiment now repeats it; make the next change."
         )
+    elif since_impl > 1:
+        out.append(f"{since_impl} experiments in a row without implementation: change the code before running again.")
     if state.get("since_exp", 0) >= 3:
         out.append(f"{state['since_exp']} implementation calls without an experiment: measure before changing more.")
     calls = state.get("calls", {})

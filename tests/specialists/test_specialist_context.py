@@ -113,6 +113,9 @@ def test_a_change_made_is_said_and_a_measured_change_is_not_asked_for_again(
     status = [m[-1]["content"] for m in decisions]
     assert all(len(text) < 1600 and "editable" not in text and "| area |" not in text for text in status), status
     assert sorted(read_facts(m)["steps_done"] for m in decisions) == [0, 0, 1, 1]  # the recording is unordered
+    # right after the experiment (only then) the status says that running the code again repeats it
+    repeat = [m for m in decisions if "another experiment now repeats it" in m[-1]["content"]]
+    assert len(repeat) == 1 and read_facts(repeat[0])["steps_done"] == 1
 
 
 def test_implementation_is_shown_the_plans_edits_that_apply_naming_the_file_that_holds_them(tmp_path: Path) -> None:
