@@ -20,6 +20,7 @@ from aiscientist.agent.outcome import StopRun
 from aiscientist.llm.types import BudgetExhausted, ToolCall
 from aiscientist.records.paths import in_submission
 from aiscientist.util.paging import clip_lines
+from aiscientist.util.substance import compiled
 from aiscientist.workspace.errors import ToolError
 
 READ_LIMIT = 200
@@ -204,14 +205,12 @@ def python_warning(path: str, text: Callable[[], str]) -> str:
     return _syntax_warning(path, text()) if path.endswith(".py") else ""
 
 
-@functools.lru_cache(maxsize=16)  # an edit undone gives back a text compiled before
 def _syntax_warning(path: str, text: str) -> str:
-    try:
-        compile(text, path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as err:
-        where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
-        return f"\nWarning: {path} is not valid Python now ({where}{getattr(err, 'msg', err)}); fix it before running."
-    return ""
+    err = compiled(path, text)  # cached: an edit undone gives back a text compiled before
+    if not isinstance(err, Exception):
+        return ""
+    where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
+    return f"\nWarning: {path} is not valid Python now ({where}{getattr(err, 'msg', err)}); fix it before running."
 
 
 NOT_FOUND = "old text not found"  # workspace.scope's words

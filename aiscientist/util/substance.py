@@ -8,6 +8,7 @@ import ast
 import functools
 import gc
 import hashlib
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -32,10 +33,50 @@ def substance(path: str, text: str) -> str:
 
 def runs_alike(before: dict[str, str], after: dict[str, str]) -> bool:
     """Whether two versions of a set of files (path -> text) have the same substance; only the texts that
-    differ are parsed."""
+    differ are compared, and Python whose compiled outlines differ is not parsed."""
     return before.keys() == after.keys() and all(
-        text == after[rel] or substance(rel, text) == substance(rel, after[rel]) for rel, text in before.items()
+        text == after[rel] or _same_substance(rel, text, after[rel]) for rel, text in before.items()
     )
+
+
+def _same_substance(path: str, before: str, after: str) -> bool:
+    if path.endswith(".py"):
+        outlines = _outline(path, before), _outline(path, after)
+        if None not in outlines and outlines[0] != outlines[1]:
+            return False  # the usual change (a constant, a call) is told apart without building syntax trees
+    return substance(path, before) == substance(path, after)
+
+
+@functools.lru_cache(maxsize=16)  # an edit's text is compiled by the syntax warning, then compared here
+def compiled(path: str, text: str) -> types.CodeType | Exception:
+    """`text` compiled as the file `path`, or why it does not compile."""
+    try:
+        return compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        return err
+
+
+@functools.lru_cache(maxsize=16)
+def _outline(path: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The names and the constants other than strings that `text`'s compiled code (nested code too) holds, sorted;
+    None when it does not compile. Syntax trees equal but for their docstrings compile to equal outlines (a
+    docstring is a string constant, stored as the name `__doc__`), so unequal outlines mean unequal substance, at
+    the cost of a compile and without the syntax tree's objects (a 340-line file: ~0.1 ms here, ~3 ms to parse)."""
+    code = compiled(path, text)
+    if not isinstance(code, types.CodeType):
+        return None
+    names: list[str] = []
+    constants: list[str] = []
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names += (name for name in current.co_names if name != "__doc__")
+        for constant in current.co_consts:
+            if isinstance(constant, types.CodeType):
+                stack.append(constant)
+            elif not isinstance(constant, str):
+                constants.append(f"{type(constant).__name__}:{constant!r}")
+    return tuple(sorted(names)), tuple(sorted(constants))
 
 
 def _tokens(node: object, out: list[str]) -> None:
