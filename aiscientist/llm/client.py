@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiscientist.llm.quiet as quiet
 from aiscientist.llm.budget import BudgetTracker, tracker_for_run
 from aiscientist.llm.config import LLMConfig, load_llm_config
 from aiscientist.llm.messages import assistant_message, normalize_tools, request_hash, to_openai_messages
@@ -223,10 +224,8 @@ class LLMClient:
         the cache-write price (a model litellm does not price: the fallback price for all)."""
         if not self.priced:
             return 0.0
-        import litellm
-
         try:
-            prompt_cost, completion_cost = litellm.cost_per_token(
+            prompt_cost, completion_cost = quiet.litellm().cost_per_token(
                 model=self.model,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,

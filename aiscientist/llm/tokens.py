@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import aiscientist.llm.default_count as default_count
+import aiscientist.llm.quiet as quiet
 
 DEFAULT_ENCODING = ""  # litellm's default: tiktoken's cl100k_base
 _SYSTEM = [{"role": "system", "content": ""}]
@@ -34,9 +35,7 @@ def _key(value: Any) -> str:
 
 
 def _counter(model: str, **kwargs: Any) -> int:
-    import litellm
-
-    return int(litellm.token_counter(model=model, **kwargs))
+    return int(quiet.litellm().token_counter(model=model, **kwargs))
 
 
 @functools.lru_cache(maxsize=64)

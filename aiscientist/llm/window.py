@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import aiscientist.llm.quiet as quiet
 from aiscientist.llm.tokens import TokenCounter
 from aiscientist.llm.types import ContextOverflow
 
@@ -37,10 +38,8 @@ def context_window(model: str, override: int | None, offline: bool) -> int | Non
         return override
     if offline:
         return DEFAULT_CONTEXT_WINDOW
-    import litellm
-
     try:
-        info = litellm.get_model_info(model)
+        info = quiet.litellm().get_model_info(model)
     except Exception:  # a model litellm does not know
         return None
     return info.get("max_input_tokens") or info.get("max_tokens")

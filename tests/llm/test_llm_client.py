@@ -18,6 +18,7 @@ from aiscientist.llm import (
     ModelConfigError,
     ModelError,
     ModelUnavailable,
+    load_llm_config,
     make_client,
     read_records,
     tool_error_message,
@@ -335,3 +336,24 @@ def test_a_role_whose_answer_is_a_document_is_not_stopped_at_a_code_fence(tmp_pa
         answer = make_client(MODEL, tmp_path, config=settings).complete(MESSAGES, tools=[READ_FILE])
     [asked] = server.requests
     assert "stop" not in asked and answer.content == plan and not answer.tool_calls
+
+
+def test_a_model_litellm_cannot_place_is_priced_and_counted_without_its_red_provider_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A `local/` model is priced by its models-file entry (0); litellm, asked first, printed "Provider List" to
+    stdout at every lookup (68 times in a 3-step run of the 1.5B model)."""
+    import litellm
+
+    from aiscientist.llm.budget import tracker_for_run
+    from aiscientist.llm.client import LLMClient
+    from aiscientist.llm.tokens import counting_model
+
+    config = load_llm_config("local/qwen2.5-coder-0.5b")
+    monkeypatch.setattr(litellm, "suppress_debug_info", False)  # as a process that made no litellm backend
+    counting_model.cache_clear()
+    client = LLMClient(config, None, tracker_for_run(tmp_path / "run", BudgetLimits()), priced=True)
+    monkeypatch.setattr(litellm, "suppress_debug_info", False)
+    assert client.price(1000, 100) == 0.0  # the models file's fallback price
+    assert client.counter.request([{"role": "user", "content": "hello"}], []) > 0
+    assert "Provider List" not in capfd.readouterr().out

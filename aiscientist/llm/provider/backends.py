@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+import aiscientist.llm.quiet as quiet
 from aiscientist.llm.config import LLMConfig
 from aiscientist.llm.provider.caching import cache_counts, needs_breakpoints, with_breakpoints
 from aiscientist.llm.provider.errors import (
@@ -55,11 +56,8 @@ class LiteLLMBackend:
     """Any provider litellm speaks, by litellm model name."""
 
     def __init__(self, config: LLMConfig):
-        import litellm
-
-        litellm.suppress_debug_info = True
         self.config = config
-        self._litellm = litellm
+        self._litellm = quiet.litellm()
         check_credentials(config.model, config.api_base)
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stop: list[str] | None = None) -> Reply:
@@ -151,8 +149,7 @@ def _reply_from_response(response: Any) -> Reply:
 
 def check_credentials(model: str, api_base: str | None) -> None:
     """Fail before any work starts when the provider's key (or base URL) is missing."""
-    import litellm
-
+    litellm = quiet.litellm()
     try:
         litellm.get_llm_provider(model)
     except Exception:
