@@ -202,11 +202,7 @@ def python_warning(path: str, text: Callable[[], str]) -> str:
     """A Python file that no longer parses, said at once: a small model wrote a docstring's
     quotes as its string's and learnt of it only from a failed experiment step. `text` is
     only read for a `.py` path."""
-    return _syntax_warning(path, text()) if path.endswith(".py") else ""
-
-
-def _syntax_warning(path: str, text: str) -> str:
-    err = compiled(path, text)  # cached: an edit undone gives back a text compiled before
+    err = compiled(path, text()) if path.endswith(".py") else None  # cached: an undone edit's text recurs
     if not isinstance(err, Exception):
         return ""
     where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""

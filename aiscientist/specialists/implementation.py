@@ -136,7 +136,7 @@ def asked_edits(task: str, code: dict[str, str]) -> str:
             (rel, match)
             for rel, text in code.items()
             for match in assigns.finditer(text)
-            if set(re.findall(r"[a-z]+", match.group(2).lower().replace("_", " "))) & words
+            if set(re.findall(r"[a-z]+", match.group(2).lower())) & words
         ]
         if len(hits) != 1:
             continue
