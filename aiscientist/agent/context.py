@@ -115,6 +115,11 @@ class RunContext:
         return call_model(self.client(role), self.ws, role, messages, tools)
 
     @cached_property
+    def model_limits(self) -> BudgetLimits:
+        """The run's model budget: its own limits, else the models file's (the same for every role)."""
+        return self.llm_config(self.agent).budget if self.model else BudgetLimits()
+
+    @cached_property
     def guidance(self) -> guidance.Guidance:
         return guidance.Guidance(self.ws.paths.root)
 

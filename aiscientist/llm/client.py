@@ -12,6 +12,7 @@ from typing import Any
 import aiscientist.llm.quiet as quiet
 from aiscientist.llm.budget import BudgetTracker, tracker_for_run
 from aiscientist.llm.config import LLMConfig, load_llm_config
+from aiscientist.llm.facts import without_facts
 from aiscientist.llm.messages import assistant_message, normalize_tools, request_hash, to_openai_messages
 from aiscientist.llm.provider.backends import Backend, backend_kind
 from aiscientist.llm.provider.retry import Attempts, send_with_patience
@@ -72,6 +73,8 @@ class LLMClient:
         large gets it once more, fitted by the same rule to the limit it stated."""
         role = role or self.role
         msgs, schemas = to_openai_messages(messages), normalize_tools(tools)
+        if self.priced and not self.config.send_facts:  # a real model: the FACTS lines are the offline policy's
+            msgs = without_facts(msgs)
         fitted = fit(self.counter, msgs, schemas, self.window)
         if self.window is not None and fitted.size > self.window:
             err = too_large(self.model, fitted, self.window)

@@ -65,6 +65,11 @@ class LLMConfig(BaseModel):
         description="with calls_per_reply 1: the server stops after the first fenced call; False for roles whose"
         " answer may be prose with its own code fences (a plain ``` opening a plan was taken for a call's end)",
     )
+    send_facts: bool = Field(
+        False,
+        description="send the prompts' FACTS lines (the offline policy's input, aiscientist/llm/facts.py) to this "
+        "model: for a stand-in answering by that policy over HTTP; a real model reads the prose",
+    )
     gguf: str | None = Field(None, description="local/ models: a packaged model name or a .gguf path to serve")
     seed: int = 0
     offline_max_steps: int = Field(5, ge=1, description="experiments the offline default policy runs at most")

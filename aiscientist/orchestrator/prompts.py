@@ -95,15 +95,18 @@ def bus_rules_for_orchestrator(ctx: RunContext) -> str:
 
 
 def progress_line(ctx: RunContext) -> str:
-    tokens, cost = ctx.usage()
+    """The budgets used: steps, and the wall time, tokens and cost where the run limits them (an
+    unlimited count told the model nothing, and changed every decision: uncached tokens)."""
     steps_done = ctx.steps_done()
-    time_part = ""
+    parts = [f"Steps used: {steps_done}/{ctx.steps} ({ctx.steps - steps_done} left)"]
     if ctx.wall_time_s:
-        time_part = f" · time {100 * ctx.elapsed_s() / ctx.wall_time_s:.0f}% of {ctx.wall_time_s:.0f}s"
-    return (
-        f"Steps used: {steps_done}/{ctx.steps} ({ctx.steps - steps_done} left){time_part} · tokens {tokens} · cost "
-        f"${cost:.4f}"
-    )
+        parts.append(f"time {100 * ctx.elapsed_s() / ctx.wall_time_s:.0f}% of {ctx.wall_time_s:.0f}s")
+    limits = ctx.model_limits
+    if limits.tokens or limits.cost_usd:
+        tokens, cost = ctx.usage()
+        parts += [f"tokens {tokens} of {limits.tokens}"] if limits.tokens else []
+        parts += [f"cost ${cost:.4f} of ${limits.cost_usd:g}"] if limits.cost_usd else []
+    return " · ".join(parts)
 
 
 def best_line(ctx: RunContext) -> str:

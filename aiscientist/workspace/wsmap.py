@@ -233,6 +233,8 @@ def _experiment_lines(ws: MappedWorkspace, steps: StepsSummary) -> list[str]:
         f"{EXPERIMENTS}/: {steps.count} steps · {steps.ok} succeeded · {steps.count - steps.ok} failed"
         + (f" · {steps.invalid} invalid (tampering)" if steps.invalid else "")
     ]
+    if steps.best is steps.latest:  # said once: the status re-reads these lines uncached at every decision
+        return [*lines, "latest, the best: " + _describe(ws, steps.latest)]
     lines.append("latest: " + _describe(ws, steps.latest))
     if steps.best is not None:
         lines.append("best: " + _describe(ws, steps.best))

@@ -357,3 +357,18 @@ def test_a_model_litellm_cannot_place_is_priced_and_counted_without_its_red_prov
     assert client.price(1000, 100) == 0.0  # the models file's fallback price
     assert client.counter.request([{"role": "user", "content": "hello"}], []) > 0
     assert "Provider List" not in capfd.readouterr().out
+
+
+def test_a_real_model_is_sent_the_prompt_without_its_facts_lines(tmp_path: Path) -> None:
+    """FACTS lines are the offline policy's input; over HTTP the model gets the prose alone (and a file line
+    that only looks like one stays)."""
+    messages = [
+        {"role": "system", "content": 'ROLE: helper\nYou read files.\n\nFACTS: {"role": "helper", "steps_budget": 3}'},
+        {"role": "user", "content": 'Read train.py\n\nFACTS: {"args": {"path": "train.py"}}\n\nFACTS: not json\nGo.'},
+    ]
+    with FakeOpenAI([reply("Reading it.", [("read_file", '{"path": "train.py"}')])]) as server:
+        make_client(MODEL, tmp_path, role="helper", config=config(server)).complete(messages, tools=[READ_FILE])
+    assert server.requests[0]["messages"] == [
+        {"role": "system", "content": "ROLE: helper\nYou read files."},
+        {"role": "user", "content": "Read train.py\n\nFACTS: not json\nGo."},
+    ]

@@ -16,6 +16,7 @@ from aiscientist.config import RunConfig
 from aiscientist.llm.config import RECORD_ENV
 from aiscientist.llm.facts import read_facts
 from aiscientist.orchestrator import solve
+from aiscientist.orchestrator.prompts import progress_line
 from aiscientist.specialists.base import TURN_RULES
 from aiscientist.specialists.implementation import ASKED, CHANGED, PLANNED, UNCHANGED, asked_edits, planned_edits
 from aiscientist.task import load_task
@@ -112,6 +113,7 @@ def test_a_change_made_is_said_and_a_measured_change_is_not_asked_for_again(
     assert read_facts(decisions[0][:2])["editable"] == ["submission/train.py", "submission/config.py"]
     status = [m[-1]["content"] for m in decisions]
     assert all(len(text) < 1600 and "editable" not in text and "| area |" not in text for text in status), status
+    assert not [text for text in status if "tokens" in text or "cost" in text]  # unlimited: the counts say nothing
     assert sorted(read_facts(m)["steps_done"] for m in decisions) == [0, 0, 1, 1]  # the recording is unordered
     # right after the experiment (only then) the status says that running the code again repeats it
     repeat = [m for m in decisions if "another experiment now repeats it" in m[-1]["content"]]
@@ -170,3 +172,14 @@ def test_implementation_is_shown_the_line_that_sets_the_old_value_its_task_names
     assert shown("epochs from 50 to 50.0") == [] and shown("more epochs") == []
     assert shown("epochs 50 to 60", {"a.py": "EPOCHS = 50\n", "b.py": "EPOCHS = 50\n"}) == []  # which one: not said
     assert shown("epochs 5 to 6", {"a.py": "EPOCHS = 50\n"}) == []  # 5 is not 50
+
+
+def test_the_status_counts_tokens_and_cost_against_the_run_s_limits(tmp_path: Path) -> None:
+    ws = Workspace.create(load_task(FIXTURES / "tiny" / "task.yaml"), tmp_path / "run")
+    limited = RunContext(ws=ws, agent="aiscientist", model="offline", steps=3, config=RunConfig(max_tokens=5000))
+    assert progress_line(limited) == "Steps used: 0/3 (3 left) · tokens 0 of 5000"
+    both = RunConfig(max_tokens=5000, max_cost_usd=0.5)
+    assert progress_line(RunContext(ws=ws, agent="aiscientist", model="offline", steps=3, config=both)).endswith(
+        "· tokens 0 of 5000 · cost $0.0000 of $0.5"
+    )
+    assert progress_line(RunContext(ws=ws, agent="aiscientist", model="offline", steps=3)) == "Steps used: 0/3 (3 left)"

@@ -263,3 +263,10 @@ def test_open_reads_a_handed_over_folders_state_as_untrusted(tmp_path, task, rel
     (ws.paths.root / rel).symlink_to(outside)
     with pytest.raises(TaskError, match=f"unreadable run state {re.escape(rel)}"):
         Workspace.open(ws.paths.root)
+
+
+def test_the_status_map_names_a_latest_step_that_is_the_best_once(tmp_path, task):
+    ws = Workspace.create(task, tmp_path / "run", sandbox="local")
+    ws.engine.run_step("experimentation", "baseline")
+    lines = ws.brief_map().splitlines()
+    assert [line.split(" · ")[0] for line in lines if "step_0001" in line] == ["latest, the best: step_0001"]
