@@ -25,8 +25,9 @@ from functools import cache
 from pathlib import Path
 
 from aiscientist.sandbox.base import CommandsResult, Mounts, Sandbox, allowed_env, resolved, to_cover
+from aiscientist.sandbox.bytecode import python_env, shown_mirror
 from aiscientist.sandbox.interpreter import launcher_dir, sandbox_path
-from aiscientist.sandbox.local import python_env, run_commands
+from aiscientist.sandbox.local import run_commands
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = (
@@ -159,6 +160,9 @@ class BwrapSandbox(Sandbox):
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
                 shown.append(path)
+        prefix, mirrored = shown_mirror(mounts)
+        for host, inside in mirrored:  # after the writable binds: nothing shown writable covers it
+            args += ["--ro-bind", host, inside]
         shown += runtime_paths()  # e.g. a task shipped inside site-packages
         for path in to_cover([*hidden, *map(Path, private_paths())], shown):
             if path.is_dir():
@@ -166,7 +170,7 @@ class BwrapSandbox(Sandbox):
             else:
                 args += ["--ro-bind", "/dev/null", str(path)]
         path = sandbox_path([*SYSTEM_DIRS, *python_dirs()])  # never a folder commands can write
-        env = {"PATH": path, "HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env()}
+        env = {"PATH": path, "HOME": PRIVATE_TMP, "TMPDIR": PRIVATE_TMP, **python_env(prefix)}
         for key, value in env.items():
             args += ["--setenv", key, value]
         return args + ["--remount-ro", "/", "--chdir", str(Path(cwd).resolve()), "--", "bash", "-c"]

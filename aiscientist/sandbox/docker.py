@@ -32,10 +32,10 @@ from aiscientist.sandbox.base import (
     to_cover,
 )
 from aiscientist.sandbox.bwrap import SYSTEM_DIRS, private_paths, python_dirs, runtime_paths
+from aiscientist.sandbox.bytecode import NO_BYTECODE, python_env, shown_mirror
 from aiscientist.sandbox.cgroup import MemoryUse
 from aiscientist.sandbox.image import DEFAULT_IMAGE, HOST_RUNTIME, build_image
 from aiscientist.sandbox.interpreter import sandbox_path
-from aiscientist.sandbox.local import python_env
 
 LABEL = "aiscientist.sandbox"
 
@@ -156,15 +156,16 @@ class DockerSandbox(Sandbox):
             ]
         return options
 
-    def mounts(self, wanted: Mounts, empty: Path) -> list:
-        """Parents before children, as Docker applies them: runtime, writable areas, protected paths, hidden paths.
-        /tmp is not among them: it is the container's own tmpfs (`limits`)."""
+    def mounts(self, wanted: Mounts, empty: Path, mirrored: list[tuple[str, str]]) -> list:
+        """Parents before children, as Docker applies them: runtime, writable areas, protected paths, the byte
+        code mirror, hidden paths. /tmp is not among them: it is the container's own tmpfs (`limits`)."""
         writable, readonly, hidden = wanted
         from docker.types import Mount
 
         mounts = [Mount(d, d, type="bind", read_only=True) for d in (runtime_paths() if self.host_runtime else [])]
         mounts += [Mount(str(p), str(p), type="bind") for p in resolved(writable)]
         mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in resolved(readonly) if p.exists()]
+        mounts += [Mount(inside, host, type="bind", read_only=True) for host, inside in mirrored]
         for path in to_cover([*hidden, *map(Path, private_paths())], [m["Source"] for m in mounts]):
             if path.is_dir():
                 mounts.append(Mount(str(path), None, type="tmpfs", read_only=True, tmpfs_size=4096))
@@ -172,22 +173,24 @@ class DockerSandbox(Sandbox):
                 mounts.append(Mount(str(path), str(empty), type="bind", read_only=True))
         return mounts
 
-    def environment(self, env: Mapping[str, str] | None) -> dict[str, str]:
+    def environment(self, env: Mapping[str, str] | None, prefix: str = NO_BYTECODE) -> dict[str, str]:
         """The host's scrubbed environment for host-runtime images (PATH led by this
         Python); only `env` for a user's image, which brings its own."""
         base = allowed_env(env) if self.host_runtime else dict(env or {})
         if self.host_runtime:
             base["PATH"] = sandbox_path([*SYSTEM_DIRS, *python_dirs()])
-        return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env()}
+        return {**base, "HOME": "/tmp", "TMPDIR": "/tmp", **python_env(prefix)}
 
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
     ) -> CommandsResult:
         call = uuid.uuid4().hex[:12]
         out, err = OutputRing(), OutputRing()  # streamed from the engine into bounded rings
+        # the host's library byte code, for the host's Python only (a user's image brings its own)
+        prefix, mirrored = shown_mirror(mounts) if self.host_runtime else (NO_BYTECODE, [])
         options = dict(
             working_dir=str(Path(cwd).resolve()),
-            environment=self.environment(env),
+            environment=self.environment(env, prefix),
             labels={
                 f"{LABEL}.host": socket.gethostname(),
                 f"{LABEL}.pid": str(os.getpid()),
@@ -206,7 +209,7 @@ class DockerSandbox(Sandbox):
             with tempfile.TemporaryDirectory(prefix="aisci-docker-") as tmp:
                 empty = Path(tmp, "empty")  # what a hidden file is covered with (bound read-only into each container)
                 empty.touch()
-                options["mounts"] = self.mounts(mounts, empty)
+                options["mounts"] = self.mounts(mounts, empty, mirrored)
                 result = run_each(commands, one, timeout, out, err, self.name)
             result.survivors = len(labelled(self.client, f"{LABEL}.call={call}", running_only=True))
             result.memory = MemoryUse(enforced_by="docker", limit_mb=self.settings.memory_mb, oom_kills=len(killed))

@@ -41,6 +41,7 @@ from aiscientist.sandbox.base import (
     allowed_env,
     run_each,
 )
+from aiscientist.sandbox.bytecode import python_env
 from aiscientist.sandbox.cgroup import InvocationGroup, make_group
 from aiscientist.sandbox.interpreter import sandbox_path
 
@@ -54,18 +55,6 @@ def kill_marked(marker: str) -> None:
     for pid in marked(marker):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, 9)
-
-
-# Where Python looks for byte code: a path that can never exist (/dev/null is no folder), so
-# no interpreter in a sandbox reads a `.pyc` from anywhere, least of all from a place an
-# earlier command could write (`__pycache__/` beside a protected module, a shared /tmp).
-NO_BYTECODE = "/dev/null/pycache"
-
-
-def python_env() -> dict[str, str]:
-    """Python must not read byte code or user site packages a command could plant
-    for the next one: imports compile from the source, and write no cache."""
-    return {"PYTHONPYCACHEPREFIX": NO_BYTECODE, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def wait_for(proc: subprocess.Popen, timeout: float) -> int:
@@ -252,6 +241,7 @@ class LocalSandbox(Sandbox):
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
     ) -> CommandsResult:
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
+            # no byte code mirror: a command here could write into it for the next (`sandbox/bytecode.py`)
             extra = {"PATH": sandbox_path(None), "HOME": private_tmp, "TMPDIR": private_tmp, **python_env()}
             return run_commands(
                 lambda c: ["bash", "-c", c],
