@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+
 
 def counted_generate(original: Callable[..., Iterator[int]]) -> Callable[..., Iterator[int]]:
     """`Llama.generate`, noting on the model (`_aisci_counts`) the prompt's tokens, those it reuses
@@ -72,12 +74,29 @@ def _with_usage(model: Any, chunks: Iterator[dict[str, Any]]) -> Iterator[dict[s
     }
 
 
+def lean_states(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`Llama.save_state` keeping one row of logits, not n_batch rows, when the model keeps none
+    (`logits_all` off: llama.cpp samples inside its sampler and `eval` writes no logits, so the rows
+    hold nothing). Every state in the prompt cache carried n_batch x vocabulary floats (~300 MB for
+    Qwen's 151,936 tokens) that the cache's size bound does not count: the server grew to 14 GB in a
+    10-minute run. `load_state` broadcasts the one row over the rows it restores."""
+
+    def save_state(self: Any) -> Any:
+        state = original(self)
+        if not self._logits_all:
+            state.scores = np.zeros((1, state.scores.shape[1]), dtype=state.scores.dtype)  # not a view: freed
+        return state
+
+    return save_state
+
+
 def main() -> None:
     import llama_cpp
     from llama_cpp.server.__main__ import main as serve
 
     llama_cpp.Llama.generate = counted_generate(llama_cpp.Llama.generate)
     llama_cpp.Llama.create_chat_completion = counted_chat(llama_cpp.Llama.create_chat_completion)
+    llama_cpp.Llama.save_state = lean_states(llama_cpp.Llama.save_state)
     serve()
 
 

@@ -38,8 +38,8 @@ STARTUP_TIMEOUT_S = 300.0
 # llama-cpp-python's LlamaRAMCache is one LRU over every role's states (keyed by prompt + answer,
 # looked up by longest shared prefix), bounded by the llama.cpp state sizes only: a role's prefix
 # stays while fewer than CACHE_BYTES of other states came after it (a 0.5B model's 4,000-token
-# state is about 50 MB, so dozens). Each state also keeps a copy of up to n_batch x vocabulary
-# logits that the bound does not count (about 300 MB for Qwen's 151,936 tokens).
+# state is about 50 MB, so dozens). Our server keeps no logits copy in a state (`serve.lean_states`):
+# llama-cpp-python's held n_batch x vocabulary floats each (~300 MB for Qwen) beyond the bound.
 CACHE_BYTES = 2 << 30
 # llama-cpp-python answers GET /v1/models only between completions: a port that is taken
 # gets this long to answer before it counts as something else
