@@ -95,7 +95,7 @@ def bound_turns(turns: list[Turn], keep: int, cap: int | None = None, growth: in
     (a window sliding by one turn changed every prompt right after its brief: the 1.5B model re-read ~900 tokens
     per decision). A larger `growth` drops less often and sends more (cached) tokens per decision: on the tiny
     task's 3 steps, 3 instead of 2 raised the cached share 68 -> 71 % and the prompt tokens per step 10.5k -> 13.0k
-    (docs/results.md, runs 13-14). With `cap`, when the conversation
+    (docs/results-full-arm.md, runs 13-14). With `cap`, when the conversation
     is the only carrier of results (File-as-Bus off, flat agent), as many as fit `cap` characters."""
     if cap is not None:
         return newest_within(turns, cap)
