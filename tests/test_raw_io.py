@@ -47,6 +47,7 @@ API = "reads through a descriptor util/untrusted opened (no link followed), or p
 PEERS = "the bridge's request files in the peer's folder state/agent/ (size-limited before they are read)"
 NOT_IO = "not file I/O: a method of its own named open"
 CGROUP = "the kernel's control-group files under /sys/fs/cgroup (host-owned; a sandbox cannot write them)"
+LIBRARY = "the interpreter's library folders and the user's cache folder (no isolating sandbox writes either)"
 
 ALLOWED: dict[str, tuple[int, str]] = {
     "aiscientist/agent/context.py": (1, RECORDS),
@@ -85,6 +86,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "aiscientist/records/tree.py": (1, RECORDS),
     "aiscientist/resources.py": (1, TASK),
     "aiscientist/sandbox/bwrap.py": (3, TOOL),
+    "aiscientist/sandbox/bytecode.py": (3, LIBRARY),
     "aiscientist/sandbox/cgroup.py": (8, CGROUP),
     "aiscientist/sandbox/interpreter.py": (2, TOOL),
     "aiscientist/sandbox/local.py": (2, TOOL),
