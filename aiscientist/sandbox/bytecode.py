@@ -8,8 +8,8 @@ The prefix is a mirror of the library's byte code: a folder laid out as Python's
 (prefix + source folder + `name.cpython-311.pyc`) holding only hard links to (across file systems,
 symlinks to) the `.pyc` files the host already keeps beside the interpreter's stdlib and site-packages,
 which the host interpreter itself runs; nothing is compiled, nothing comes from a workspace. It is
-built once per interpreter identity (version, prefix, the library folders' mtimes), atomically, in the
-user's cache folder. bwrap and docker show each library folder's part of it read-only at `MIRROR_AT`:
+built once per library folder (and Python version, and the mtimes of the folders in it), atomically, in
+the user's cache folder. bwrap and docker show each library folder's part of it read-only at `MIRROR_AT`:
 a workspace source maps to a path absent there that no command can create, and a command whose mounts
 overlap a library folder gets no mirror. The local backend is no boundary (its commands could write
 the mirror on the host) and keeps a prefix that cannot exist, as does any host where no mirror can be made.
@@ -44,34 +44,40 @@ def cache_root() -> Path:
 
 
 @cache
-def library_dirs() -> tuple[str, ...]:
-    """The interpreter's own library folders (stdlib, site-packages), as its import path spells
-    them, without those inside another."""
+def found_dirs() -> tuple[str, ...]:
+    """The interpreter's own library folders (stdlib, site-packages), as its import path spells them."""
     paths = sysconfig.get_paths()
     found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")} | set(site.getsitepackages())
-    dirs = sorted({os.path.normpath(p) for p in found if os.path.isdir(p)})
+    return tuple(sorted({os.path.normpath(p) for p in found if os.path.isdir(p)}))
+
+
+def library_dirs() -> tuple[str, ...]:
+    """The library folders not inside another (each gets a mirror of its own)."""
+    dirs = found_dirs()
     return tuple(d for d in dirs if not any(d.startswith(other + os.sep) for other in dirs))
 
 
-def identity(dirs: tuple[str, ...]) -> str:
-    """A changed install (a package added or removed changes site-packages' mtime) gets a new mirror."""
-    parts = [sys.version, sys.prefix, sys.implementation.cache_tag or ""]
-    parts += [f"{d} {os.stat(d).st_mtime_ns}" for d in dirs]
+def identity(library: str) -> str:
+    """One library folder's mirror, shared by every interpreter of this version using it (venvs on one base);
+    a changed install (a package added or removed changes its site-packages' mtime) gets a new one."""
+    inside = [d for d in found_dirs() if d == library or d.startswith(library + os.sep)]
+    parts = [sys.version, sys.implementation.cache_tag or "", *(f"{d} {os.stat(d).st_mtime_ns}" for d in inside)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def mirror(root: Path | None = None) -> Path | None:
-    """The mirror for this interpreter under `root` (built on first use), or None where none can be
-    made (no cache tag, no library byte code, a read-only cache folder)."""
+def mirror(library: str, root: Path | None = None) -> Path | None:
+    """The mirror of `library` under `root` (built on first use; the byte code of `library/x.py` is
+    in `<mirror>/library/x.cpython-311.pyc`), or None where none can be made (no cache tag, no byte
+    code there, a read-only cache folder)."""
     try:
-        target = (root or cache_root()) / identity(library_dirs())
+        target = (root or cache_root()) / identity(library)
     except OSError:
         return None
-    return target if target.is_dir() else _build(target)
+    return target if target.is_dir() else _build(target, library)
 
 
 @cache
-def _build(target: Path) -> Path | None:
+def _build(target: Path, library: str) -> Path | None:
     """Build `target` in a temporary folder beside it, then rename it into place (a mirror another
     process finished first stays). A build that failed is not tried again by this process."""
     tag = sys.implementation.cache_tag
@@ -83,7 +89,7 @@ def _build(target: Path) -> Path | None:
     except OSError:
         return None
     try:
-        if sum(_mirror_tree(top, partial, f".{tag}.") for top in library_dirs()):
+        if _mirror_tree(library, partial, f".{tag}."):
             os.rename(partial, target)
     except OSError:
         pass
@@ -127,8 +133,6 @@ def shown_mirror(mounts: Mounts, root: Path | None = None) -> tuple[str, list[tu
         path = Path(path).resolve()
         if any(path.is_relative_to(lib) or lib.is_relative_to(path) for lib in libraries):
             return NO_BYTECODE, []
-    built = mirror(root)
-    if built is None:
-        return NO_BYTECODE, []
-    shown = [(str(built) + d, MIRROR_AT + d) for d in library_dirs() if os.path.isdir(str(built) + d)]
+    built = [(library, mirror(library, root)) for library in library_dirs()]
+    shown = [(f"{into}{library}", MIRROR_AT + library) for library, into in built if into is not None]
     return (MIRROR_AT, shown) if shown else (NO_BYTECODE, [])

@@ -20,6 +20,7 @@ from tests.sandbox_backends import BACKENDS
 
 ISOLATED = [b for b in BACKENDS if getattr(b, "values", (b,))[0] != "local"]  # local keeps no mirror
 JSON_PYC = os.path.join(os.path.dirname(json.__file__), os.path.basename(cache_from_source(json.__file__)))
+STDLIB = next(d for d in library_dirs() if json.__file__.startswith(d + os.sep))
 
 PROBE = """
 import importlib.util, json, os
@@ -38,7 +39,7 @@ for source in (json.__file__, os.path.abspath("helper.py")):
 def test_library_byte_code_is_read_from_the_mirror_which_commands_cannot_write(tmp_path: Path, backend: str) -> None:
     (tmp_path / "helper.py").write_text("VALUE = 1\n")
     (tmp_path / "probe.py").write_text(PROBE)
-    host = Path(f"{mirror()}{JSON_PYC}")
+    host = Path(f"{mirror(STDLIB)}{JSON_PYC}")
     before = hashlib.sha256(host.read_bytes()).hexdigest()
     imports = "python -v -c 'import json, helper' 2>&1 | grep -E 'matches|helper'"
     result = get_sandbox(backend).run([imports, "python probe.py"], tmp_path, 60, writable=[tmp_path])
@@ -51,14 +52,13 @@ def test_library_byte_code_is_read_from_the_mirror_which_commands_cannot_write(t
     assert hashlib.sha256(host.read_bytes()).hexdigest() == before
 
 
-def test_the_mirror_holds_only_the_library_byte_code_the_host_keeps() -> None:
-    built = mirror()
-    assert built is not None
-    libraries = tuple(d + os.sep for d in library_dirs())
-    for folder, _, files in os.walk(built):
-        inside = folder[len(str(built)) :] + os.sep
-        assert not files or inside.startswith(libraries), inside
-    assert Path(f"{built}{JSON_PYC}").samefile(cache_from_source(json.__file__))
+def test_each_mirror_holds_only_the_byte_code_its_library_folder_keeps() -> None:
+    for library in library_dirs():
+        built = mirror(library)
+        assert built is not None
+        for folder, _, files in os.walk(built):
+            assert not files or (folder[len(str(built)) :] + os.sep).startswith(library + os.sep), folder
+    assert Path(f"{mirror(STDLIB)}{JSON_PYC}").samefile(cache_from_source(json.__file__))
 
 
 def test_no_mirror_where_a_mount_overlaps_the_library_or_none_can_be_built(tmp_path: Path) -> None:
@@ -72,5 +72,5 @@ def test_no_mirror_where_a_mount_overlaps_the_library_or_none_can_be_built(tmp_p
     ):
         assert shown_mirror(mounts) == (NO_BYTECODE, []), mounts
     (tmp_path / "file").write_text("")
-    assert mirror(tmp_path / "file" / "cache") is None  # the cache folder cannot be made
+    assert mirror(STDLIB, tmp_path / "file" / "cache") is None  # the cache folder cannot be made
     assert shown_mirror(Mounts([tmp_path], [], []), root=tmp_path / "file" / "cache") == (NO_BYTECODE, [])
