@@ -2,7 +2,8 @@
 kernel's loop and the orchestrator's graph alike). Each call gets exactly one answer, in
 order: a refusal, its result (through `run_tool`: the journal replays effects on resume),
 or NOT_RUN once an earlier call of the turn ended the loop. A valid call of a terminal tool,
-a StopRun raised by a tool, or the same call with the same result REPEAT_LIMIT times ends it.
+a StopRun raised by a tool, or the same call with the same result REPEAT_LIMIT times ends it; a
+loop that must not end so (the orchestrator's: its end is the run's) refuses that call from then on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ ERROR_PREFIX = "Error"  # how Toolbox.call words a failed call
 NOT_RUN = "not run: an earlier call of this turn ended the loop"
 NOT_FINISHED = "not finished: a call before finish in this turn failed; see its result"
 REPEAT_LIMIT = 4  # the same call with the same result this many times in one loop ends it
+STUCK = (
+    "Error: not run: this exact {name} call was given the same result {limit} times. Do something else: "
+    "another call, or these arguments changed."
+)
 
 RunTool = Callable[[ToolCall, str], str]  # (call, position key) -> result text
 Refuse = Callable[[ToolCall, bool], str | None]  # (call, an earlier call of the turn failed) -> refusal or None
@@ -32,9 +37,11 @@ class TurnHandler:
     """Answers the turns of one loop over `box`; it remembers every call and result it gave,
     for the repeat rule (a new handler, e.g. a resumed run's, counts afresh)."""
 
-    def __init__(self, box: Toolbox) -> None:
+    def __init__(self, box: Toolbox, end_on_repeat: bool = True) -> None:
         self.box = box
+        self.end_on_repeat = end_on_repeat
         self.seen: Counter[tuple[str, str, str]] = Counter()
+        self.stuck: set[tuple[str, str]] = set()  # calls refused unrun (end_on_repeat off), each REPEAT_LIMIT times
 
     def answer(
         self, calls: list[ToolCall], prefix: str, run_tool: RunTool | None = None, refuse: Refuse | None = None
@@ -48,6 +55,8 @@ class TurnHandler:
         failed = False
         for i, call in enumerate(calls):
             refusal = refuse(call, failed) if refuse and ended is None else None
+            if refusal is None and _key(call) in self.stuck:
+                refusal = STUCK.format(name=call.name, limit=REPEAT_LIMIT)
             if ended is not None:
                 content = NOT_RUN
             elif refusal is not None:
@@ -74,11 +83,16 @@ class TurnHandler:
     def _repeat(self, call: ToolCall, content: str) -> tuple[str, Outcome | None]:
         """The same call with the same result again (a small model retrying a refused write ten
         times, re-reading one file ten times, or reading and rewriting one file with the same text
-        in turn): from the second time the result says so; at REPEAT_LIMIT the loop ends."""
-        this = (call.name, json.dumps(call.arguments, sort_keys=True, default=str), content)
+        in turn): from the second time the result says so; at REPEAT_LIMIT the loop ends (with
+        `end_on_repeat` off, the call is refused unrun from then on)."""
+        this = (*_key(call), content)
         self.seen[this] += 1
         count = self.seen[this]
         failed = "failed" if content.startswith(ERROR_PREFIX) else "given this same result"
+        if count >= REPEAT_LIMIT and not self.end_on_repeat:
+            self.stuck.add(_key(call))
+            said = f"(This exact call has {failed} {count} times: it is not run again; do something else.)"
+            return f"{content}\n{said}", None
         if count >= REPEAT_LIMIT:
             detail = f"the same {call.name} call {failed} {count} times: {content[:300]}"
             return content, Outcome(stop=StopReason.TURN_LIMIT, detail=detail)
@@ -88,6 +102,10 @@ class TurnHandler:
                 "that: change it or do something else.)"
             )
         return content, None
+
+
+def _key(call: ToolCall) -> tuple[str, str]:
+    return call.name, json.dumps(call.arguments, sort_keys=True, default=str)
 
 
 def terminal(box: Toolbox, call: ToolCall) -> StopReason | None:

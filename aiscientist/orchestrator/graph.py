@@ -70,7 +70,9 @@ class Orchestrator:
         schemas |= {name: tool_schema(name, description, args) for name, (args, _, description) in SPECIALISTS.items()}
         # in the registered order, the same at every decision: a prompt prefix that stays
         self.schemas = [schemas[name] for name in offered if name in schemas]
-        self.turns = TurnHandler(self.box)  # the kernel's: refusals, repeats, the journal
+        # the kernel's: refusals, repeats, the journal; a call stuck on one result is refused, not the run's end
+        # (a 1,200 s run of the 1.5B model ended at 480 s on its fourth identical implementation call)
+        self.turns = TurnHandler(self.box, end_on_repeat=False)
         graph = StateGraph(OrchestratorState)
         graph.add_node(TURN, self.step)
         graph.add_edge(START, TURN)
