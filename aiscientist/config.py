@@ -65,6 +65,11 @@ class SpecialistConfig(BaseModel):
     exp_log_tail_chars: int = Field(
         1200, ge=0, description="tail of exp_log.md given to implementation(mode=fix) (about its last entry)"
     )
+    build_on_best: bool = Field(
+        True,
+        description="implementation (modes full, explore) first puts the code back to the best step's (or the"
+        " baseline's) when the last experiment set no new best and nothing changed since (specialists/from_best.py)",
+    )
 
 
 class RunConfig(BaseModel):

@@ -30,6 +30,7 @@ from aiscientist.specialists.base import (
     run_specialist,
     shown_files,
 )
+from aiscientist.specialists.from_best import back_to_best
 from aiscientist.util.substance import runs_alike
 
 ROLE = "implementation"
@@ -70,10 +71,12 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         return SpecialistResult(role=ROLE, summary=MEASURED.format(step=measured.step, outcome=outcome), ok=False)
     scope = ctx.ws.scope(ROLE)
     box = build_toolbox(ctx, ROLE)
+    restored = back_to_best(ctx, ROLE) if args.mode != "fix" and ctx.config.specialists.build_on_best else ""
     before = _code(ctx)
     user = call_brief(
         ctx,
         f"Mode: {args.mode}\n\nTask: {args.task}",
+        f"{restored} Make your change on this code." if restored else "",
         args.context,
         exp_log_tail(ctx, ROLE) if args.mode == "fix" else "",
         facts(ctx, ROLE, args=args.model_dump()),
@@ -85,6 +88,7 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key, after_change=CHANGED)
     if result.ok and runs_alike(before, _code(ctx)):  # said done, changed nothing it runs (ran train.py; a docstring)
         result.ok, result.summary = False, f"{UNCHANGED}; its summary: {result.summary}"
+    result.summary = f"{restored} {result.summary}" if restored else result.summary
     changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
     entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"

@@ -183,3 +183,24 @@ def test_the_status_counts_tokens_and_cost_against_the_run_s_limits(tmp_path: Pa
         "· tokens 0 of 5000 · cost $0.0000 of $0.5"
     )
     assert progress_line(RunContext(ws=ws, agent="aiscientist", model="offline", steps=3)) == "Steps used: 0/3 (3 left)"
+
+
+def test_a_change_after_a_worse_step_starts_from_the_best_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 1.5B model's 1,200 s run built every change on the one before (the epochs fell to 2, the error rose)."""
+    run_dir, recording = tmp_path / "run", tmp_path / "rec"
+    monkeypatch.setenv(RECORD_ENV, str(recording))
+    task = load_task(FIXTURES / "tiny" / "task.yaml")
+    script = FIXTURES / "orchestrator" / "worse_then_best.yaml"
+    solve(task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{script}", steps=3)
+    steps = [json.loads((run_dir / f"experiments/step_000{n}/step.json").read_text()) for n in (1, 2)]
+    assert steps[1]["metric"] > steps[0]["metric"]  # step 2 was worse (lower is better)
+    config = (run_dir / "submission" / "config.py").read_text()
+    assert "LEARNING_RATE = 0.1\n" in config and "EPOCHS = 40\n" in config and "DEGREE = 3\n" in config
+    events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
+    restored = [e["payload"] for e in events if e["kind"] == "code.restored"]
+    assert restored == [{"after_step": 2, "to": "step 1"}]
+    sent = [json.loads(p.read_text())["request"]["messages"] for p in recording.glob("*.json")]
+    briefs = [m[1]["content"] for m in sent if "ROLE: implementation" in m[0]["content"] and len(m) == 2]
+    told = [b for b in briefs if "The code is back to step 1's, the best so far (quadratic/mse " in b]
+    assert len(briefs) == 3 and len(told) == 1 and "step 2 was no better (quadratic/mse " in told[0]
+    assert "EPOCHS = 40" in told[0].split("## Files", 1)[1]  # the brief shows the code as restored
