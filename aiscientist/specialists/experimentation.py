@@ -42,8 +42,9 @@ SYSTEM = """ROLE: experimentation
 You are AiScientist's experimentation specialist. The experiment on the current code is run
 for you at the start of your call, with the hypothesis you were given (run_experiment: one
 counted step of a limited budget). Compare its result with the baseline, the target and the
-best so far. Your analysis is your answer: finish(summary=<outcome, metric, what it suggests
-next>) is appended to exp_log (the run's facts are logged there automatically)."""
+best so far. Your analysis is your answer: finish(summary=<what the result suggests trying next,
+in one or two short sentences>) is appended to exp_log. The outcome and the metric reach the
+orchestrator and exp_log without you: do not restate them."""
 
 
 def experiment_tool(ctx: RunContext, scope: Any, box: Toolbox, limit: int | None = None) -> Tool:
