@@ -31,12 +31,13 @@ from aiscientist.specialists.base import (
     shown_files,
 )
 from aiscientist.specialists.from_best import back_to_best
-from aiscientist.util.substance import runs_alike
+from aiscientist.util.substance import compiled, runs_alike
 
 ROLE = "implementation"
 NEXT = "Reply with the edit_file (or write_file) call that makes the change in the code above."
 CHANGED = "The code is changed. If the change is complete, call finish(summary) now; else make the next edit."
 UNCHANGED = "no editable file changed what it runs: the code is as it was (comments, docstrings and layout aside)"
+BROKEN = "the change left {path} not valid Python ({why}): it is undone, the code is as before this call"
 MEASURED = "not run: this is the change step {step} measured ({outcome}); ask for a different change, the plan's next"
 LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these lines of the log
 PLANNED = f"## Planned edits ({PLAN_FILE}), as edit_file arguments; if your task is one, make it so"
@@ -86,8 +87,14 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
         NEXT,  # said last: small models follow what they read last
     )
     result = run_specialist(ctx, ROLE, SYSTEM, user, box, key, after_change=CHANGED)
-    if result.ok and runs_alike(before, _code(ctx)):  # said done, changed nothing it runs (ran train.py; a docstring)
+    after = _code(ctx)
+    if result.ok and runs_alike(before, after):  # said done, changed nothing it runs (ran train.py; a docstring)
         result.ok, result.summary = False, f"{UNCHANGED}; its summary: {result.summary}"
+    elif broken := _not_python(before, after):  # the 1.5B model's edits failed four steps of a 1,200 s run so
+        for rel, text in before.items():
+            if after.get(rel) != text:
+                ctx.write_code(rel, text)
+        result.ok, result.summary = False, f"{broken}; its summary: {result.summary}"
     result.summary = f"{restored} {result.summary}" if restored else result.summary
     changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
@@ -159,6 +166,16 @@ def _measured(ctx: RunContext, task: str) -> StepRecord | None:
 
 def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*", text.lower())
+
+
+def _not_python(before: dict[str, str], after: dict[str, str]) -> str:
+    """Why the change is undone: a Python file it changed no longer compiles ("" when none)."""
+    for rel, text in after.items():
+        err = compiled(rel, text) if rel.endswith(".py") and before.get(rel) != text else None
+        if isinstance(err, Exception):
+            where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
+            return BROKEN.format(path=in_submission(rel), why=f"{where}{getattr(err, 'msg', err)}")
+    return ""
 
 
 def _code(ctx: RunContext) -> dict[str, str]:

@@ -204,3 +204,18 @@ def test_a_change_after_a_worse_step_starts_from_the_best_code(tmp_path: Path, m
     told = [b for b in briefs if "The code is back to step 1's, the best so far (quadratic/mse " in b]
     assert len(briefs) == 3 and len(told) == 1 and "step 2 was no better (quadratic/mse " in told[0]
     assert "EPOCHS = 40" in told[0].split("## Files", 1)[1]  # the brief shows the code as restored
+
+
+def test_a_change_that_leaves_python_that_does_not_compile_is_undone(tmp_path: Path) -> None:
+    """The 1.5B model's indentation errors failed four steps of a 1,200 s run: such a change never reaches one."""
+    run_dir = tmp_path / "run"
+    task = load_task(FIXTURES / "tiny" / "task.yaml")
+    script = FIXTURES / "orchestrator" / "broken_edit.yaml"
+    solve(task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{script}", steps=2)
+    assert "\nEPOCHS = 40\n" in (run_dir / "submission" / "config.py").read_text()
+    events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
+    ends = [e["payload"] for e in events if e["kind"] == "specialist.end"]
+    assert not ends[0]["ok"] and ends[0]["summary"].startswith(
+        "the change left submission/config.py not valid Python (line 4: unexpected indent): it is undone"
+    )
+    assert json.loads((run_dir / "experiments/step_0001/step.json").read_text())["success"]
