@@ -331,3 +331,9 @@ def test_a_python_file_written_or_edited_into_invalid_code_is_said_at_once(ws: W
     fixed = call("edit_file", {"path": "submission/config.py", "old": "run.\n", "new": 'run."""\n'})
     assert fixed == "edited submission/config.py"
     assert call("write_file", {"path": "scratch/notes.md", "content": "Hyper-parameters"}).endswith("characters)")
+    indented = '    """Hyper-parameters."""\n\n    EPOCHS = 40\n'  # every line alike: written flush left, said so
+    said = call("write_file", {"path": "submission/config.py", "content": indented})
+    assert said.endswith(" without the indentation all its lines shared (as sent it was not valid Python)")
+    assert (ws.paths.submission / "config.py").read_text() == '"""Hyper-parameters."""\n\nEPOCHS = 40\n'
+    body = "def f():\n    return 1\n  x = 2\n"  # not valid either way: written as sent, with the warning
+    assert "Warning" in call("write_file", {"path": "submission/config.py", "content": "    " + body})
