@@ -21,7 +21,7 @@ from aiscientist.agent.outcome import StopRun
 from aiscientist.llm.types import BudgetExhausted, ToolCall
 from aiscientist.records.paths import in_submission
 from aiscientist.util.paging import clip_lines
-from aiscientist.util.substance import compiled
+from aiscientist.util.substance import compile_error
 from aiscientist.workspace.errors import ToolError
 
 READ_LIMIT = 200
@@ -203,21 +203,18 @@ def python_warning(path: str, text: Callable[[], str]) -> str:
     """A Python file that no longer parses, said at once: a small model wrote a docstring's
     quotes as its string's and learnt of it only from a failed experiment step. `text` is
     only read for a `.py` path."""
-    err = compiled(path, text()) if path.endswith(".py") else None  # cached: an undone edit's text recurs
-    if not isinstance(err, Exception):
-        return ""
-    where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
-    return f"\nWarning: {path} is not valid Python now ({where}{getattr(err, 'msg', err)}); fix it before running."
+    why = compile_error(path, text()) if path.endswith(".py") else None  # cached: an undone edit's text recurs
+    return f"\nWarning: {path} is not valid Python now ({why}); fix it before running." if why is not None else ""
 
 
 def flush_left(path: str, text: str) -> tuple[str, str]:
     """A Python file sent with every line indented alike (the 1.5B model wrote config.py so in 21 of a
     1,200 s run's 28 steps, each an IndentationError) is written without that indentation when only that
     makes it valid; the text and what was done ("" when nothing was)."""
-    if not path.endswith(".py") or not isinstance(compiled(path, text), Exception):
+    if compile_error(path, text) is None:
         return text, ""
     flush = textwrap.dedent(text)
-    if flush == text or isinstance(compiled(path, flush), Exception):
+    if flush == text or compile_error(path, flush) is not None:
         return text, ""
     return flush, " without the indentation all its lines shared (as sent it was not valid Python)"
 

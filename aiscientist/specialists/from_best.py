@@ -20,7 +20,10 @@ UNDONE = "The code is back to {source}: step {step} {what} and is undone."
 def back_to_best(ctx: RunContext, role: str) -> str:
     """Put the editable files back to the best code when the latest step set no new best and nothing changed
     since it ran; what was done, in a sentence ("" when nothing was)."""
-    records = ctx.step_records() if ctx.task.metric is not None else []  # no metric, no best: built on
+    task_metric = ctx.task.metric
+    if task_metric is None:  # no metric, no best: built on
+        return ""
+    records = ctx.step_records()
     latest = records[-1] if records else None
     if latest is None or improved(ctx, latest) or not latest.code_sha256:
         return ""
@@ -32,7 +35,7 @@ def back_to_best(ctx: RunContext, role: str) -> str:
     best = ctx.best_step() if tag == BEST_TAG else None
     to = f"step {best.step}" if best else tag
     ctx.ws.events.record(role, "code.restored", {"after_step": latest.step, "to": to})
-    label = ctx.task.metric.label if ctx.task.metric else "metric"
+    label = task_metric.label
     source = f"step {best.step}'s, the best so far ({label} {best.metric:.6g})" if best else "the baseline's"
     what = "failed" if not latest.success or latest.metric is None else f"was no better ({label} {latest.metric:.6g})"
     return UNDONE.format(source=source, step=latest.step, what=what)

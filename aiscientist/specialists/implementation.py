@@ -31,7 +31,7 @@ from aiscientist.specialists.base import (
     shown_files,
 )
 from aiscientist.specialists.from_best import back_to_best
-from aiscientist.util.substance import compiled, runs_alike
+from aiscientist.util.substance import compile_error, runs_alike
 
 ROLE = "implementation"
 NEXT = "Reply with the edit_file (or write_file) call that makes the change in the code above."
@@ -171,10 +171,9 @@ def _words(text: str) -> list[str]:
 def _not_python(before: dict[str, str], after: dict[str, str]) -> str:
     """Why the change is undone: a Python file it changed no longer compiles ("" when none)."""
     for rel, text in after.items():
-        err = compiled(rel, text) if rel.endswith(".py") and before.get(rel) != text else None
-        if isinstance(err, Exception):
-            where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
-            return BROKEN.format(path=in_submission(rel), why=f"{where}{getattr(err, 'msg', err)}")
+        why = compile_error(rel, text) if before.get(rel) != text else None
+        if why is not None:
+            return BROKEN.format(path=in_submission(rel), why=why)
     return ""
 
 

@@ -56,6 +56,16 @@ def compiled(path: str, text: str) -> types.CodeType | Exception:
         return err
 
 
+def compile_error(path: str, text: str) -> str | None:
+    """Why a Python file's text does not compile ("line 3: unexpected indent"); None when it does or `path` is
+    no Python file."""
+    err = compiled(path, text) if path.endswith(".py") else None
+    if not isinstance(err, Exception):
+        return None
+    where = f"line {err.lineno}: " if isinstance(err, SyntaxError) and err.lineno else ""
+    return f"{where}{getattr(err, 'msg', err)}"
+
+
 @functools.lru_cache(maxsize=16)
 def _outline(path: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """The names and the constants other than strings that `text`'s compiled code (nested code too) holds, sorted;
