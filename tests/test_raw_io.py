@@ -65,7 +65,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "aiscientist/experiment/integrity.py": (3, API),
     "aiscientist/experiment/repeats.py": (1, RECORDS),
     "aiscientist/experiment/runenv.py": (1, TOOL),
-    "aiscientist/experiment/scoring.py": (3, SCRATCH),
+    "aiscientist/experiment/scoring.py": (2, SCRATCH),
     "aiscientist/experiment/setupfiles.py": (1, RECORDS),
     "aiscientist/experiment/snapshots.py": (8, RECORDS),
     "aiscientist/llm/budget.py": (1, RECORDS),

@@ -7,11 +7,14 @@ run in a fresh invocation over a folder made on the host for them alone: the pro
 no-follow from the run's tree, read-only there), the `hidden` files for the hidden test
 only, and an empty output folder (`$SCORE_OUT`), the one writable place. The metrics
 file is read from that folder (held to the run-wide disk quota), never from the submission; nothing the run left is
-importable there, so no hook or patch of the run's can reach the scorer's interpreter.
+importable there, so no hook or patch of the run's can reach the scorer's interpreter. The folder
+lives in memory (`untrusted.MEMORY_DIR`) when what is laid out in it is small (`IN_MEMORY_BYTES`):
+a step's scoring then makes no file on disk.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Protocol
@@ -37,6 +40,7 @@ from aiscientist.util.text import name as shown
 SCORE_OUT = "SCORE_OUT"  # the environment variable naming the score command's output folder
 PREPARE_OUT = "PREPARE_OUT"  # ... and the test_prepare commands' one
 ARTIFACT_LIMIT = 2 << 30  # bytes of artifacts one score invocation gets
+IN_MEMORY_BYTES = 32 << 20  # scorer, hidden and artifact bytes up to which the scoring folder is made in memory
 
 
 class Scorer(Protocol):
@@ -61,7 +65,7 @@ def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path,
     out first: an artifact never stands in for a scorer or hidden file) is an ArtifactError."""
     copied, total = [], 0
     for rel, entry in sorted(tree.items()):
-        if not any(glob_match(rel, pattern) for pattern in task.artifacts):
+        if not _is_artifact(task, rel):
             continue
         if entry.kind != "file":
             raise ArtifactError(f"artifact {shown(rel)!r} is not a regular file the host may read")
@@ -85,22 +89,45 @@ def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path,
     return copied
 
 
-def _lay_out(engine: Scorer, repo: Path, test: bool) -> None:
-    """The scorer files: protected ones from the pristine copies, hidden ones (the hidden
-    test only) from the original repository."""
+def _task_files(engine: Scorer, test: bool) -> list[tuple[str, Path]]:
+    """(relative path, source) of the scorer files: protected ones from the pristine copies,
+    hidden ones (the hidden test only) from the original repository."""
     task, pristine = engine.task, engine.paths.pristine_files
+    files = []
     for rel in expand_globs(task.repository, task.scorer):
         if task.is_hidden(rel):
             continue  # below, for the hidden test only
         source = pristine / rel
         if not source.is_file():
             source = task.repository / rel  # a protected file setup did not copy (run folders made before)
+        files.append((rel, source))
+    if test:
+        files += [(rel, task.repository / rel) for rel in expand_globs(task.repository, task.hidden)]
+    return files
+
+
+def _lay_out(files: list[tuple[str, Path]], repo: Path) -> None:
+    for rel, source in files:
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, repo / rel)
-    if test:
-        for rel in expand_globs(task.repository, task.hidden):
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(task.repository / rel, repo / rel)
+
+
+def _bytes_to_score(task: Task, files: list[tuple[str, Path]], run_root: Path, tree: dict[str, integrity.Entry]) -> int:
+    """About how many bytes a scoring folder will hold: the task files' and the artifacts' sizes
+    (`tree` came from a no-follow walk of the run's quiet tree, so no link lies on their way)."""
+    paths = [source for _, source in files]
+    paths += [run_root / rel for rel, entry in tree.items() if entry.kind == "file" and _is_artifact(task, rel)]
+    total = 0
+    for path in paths:
+        try:
+            total += os.lstat(path).st_size
+        except OSError:
+            continue  # gone: the copy says why
+    return total
+
+
+def _is_artifact(task: Task, rel: str) -> bool:
+    return any(glob_match(rel, pattern) for pattern in task.artifacts)
 
 
 def score_run(
@@ -110,11 +137,13 @@ def score_run(
     `run_root` left; the result of that invocation and the metrics it wrote."""
     task = engine.task
     commands = task.test_score if test else task.score
-    with untrusted.scratch_folder("aisci-score-") as tmp:
+    files = _task_files(engine, test)
+    small = _bytes_to_score(task, files, run_root, tree) <= IN_MEMORY_BYTES
+    with untrusted.scratch_folder("aisci-score-", in_memory=small) as tmp:
         repo, out = tmp / "repo", tmp / "out"
         repo.mkdir()
         out.mkdir()
-        _lay_out(engine, repo, test)
+        _lay_out(files, repo)
         try:
             copy_artifacts(task, tree, run_root, repo)
         except ArtifactError as err:
@@ -156,7 +185,7 @@ def prepare_test_inputs(engine: Scorer, dest: Path) -> CommandsResult:
         repo, out = tmp / "repo", tmp / "out"
         repo.mkdir()
         out.mkdir()
-        _lay_out(engine, repo, test=True)
+        _lay_out(_task_files(engine, test=True), repo)
         result = _apart(engine, repo, out, task.test_prepare, PREPARE_OUT, task.timeout("test"))
         if not result.ok:
             return result

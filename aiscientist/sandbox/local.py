@@ -44,10 +44,9 @@ from aiscientist.sandbox.base import (
 from aiscientist.sandbox.bytecode import python_env
 from aiscientist.sandbox.cgroup import InvocationGroup, make_group
 from aiscientist.sandbox.interpreter import sandbox_path
+from aiscientist.util.untrusted import MEMORY_DIR
 
 MARKER = "AISCIENTIST_SANDBOX_RUN"
-# a command's private /tmp lives in memory where the host has a tmpfs, as under bwrap
-MEMORY_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 
 def kill_marked(marker: str) -> None:
@@ -240,6 +239,7 @@ class LocalSandbox(Sandbox):
     def execute(
         self, commands: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None, mounts: Mounts
     ) -> CommandsResult:
+        # a command's private /tmp lives in memory where the host has a tmpfs, as under bwrap
         with tempfile.TemporaryDirectory(prefix="aisci-local-", dir=MEMORY_DIR) as private_tmp:
             # no byte code mirror: a command here could write into it for the next (`sandbox/bytecode.py`)
             extra = {"PATH": sandbox_path(None), "HOME": private_tmp, "TMPDIR": private_tmp, **python_env()}

@@ -8,15 +8,17 @@ and runs through the real engine and hidden test on every backend."""
 from __future__ import annotations
 
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from aiscientist.experiment import integrity
+from aiscientist.experiment import integrity, scoring
 from aiscientist.experiment.scoring import score_run
 from aiscientist.sandbox import get_sandbox
 from aiscientist.task import expand_globs, load_task
+from aiscientist.util import untrusted
 from aiscientist.workspace import Workspace
 from tests.sandbox_backends import BACKENDS
 
@@ -162,3 +164,25 @@ def test_no_editable_module_is_importable_in_the_score_invocation(
     for test in (False, True):
         result, _ = score_run(ws.engine, ws.paths.submission, tree, test=test)
         assert result.ok, f"{task.name} (test={test}): {result.failure()} {result.stderr_tail[-300:]}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("in_memory", [True, False], ids=["small", "large"])
+def test_a_small_scoring_folder_is_made_in_memory_and_scores_alike(
+    tmp_path: Path, backend: str, in_memory: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiny task's scoring folder (a few kB) is made in memory, a larger one in the temporary
+    folder; the scorer sees, reads and writes its folder alike on every backend."""
+    if not in_memory:
+        monkeypatch.setattr(scoring, "IN_MEMORY_BYTES", 10)
+    ws = Workspace.create(load_task(TINY), tmp_path / "run", sandbox=backend)
+    ws.engine.task = ws.engine.task.model_copy(
+        update={"score": ['echo "scored in $PWD"; python evaluate.py --split val']}
+    )
+    assert ws.engine.run_step("agent", "train").success
+    result, reading = score_run(ws.engine, ws.paths.submission, integrity.scan(ws.paths.submission))
+    assert result.ok and reading.metric == pytest.approx(HONEST_VAL, abs=1e-3), result.failure()
+    folder = Path(result.stdout_tail.split("scored in ")[1].split()[0])
+    expected = Path(untrusted.MEMORY_DIR if in_memory else tempfile.gettempdir())
+    assert folder.parent.parent == expected and folder.parent.name.startswith("aisci-score-")
+    assert not folder.parent.exists()  # removed after scoring

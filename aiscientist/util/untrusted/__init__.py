@@ -7,7 +7,7 @@ with one signature each:
     open_file(root, rel)                 a read descriptor       read_file(root, rel, max_bytes)  its bytes
     read_head(root, rel, max_bytes)      its first bytes          write_file(root, rel, data)      replaced content
     remove_tree(root, rel)               deleted, iteratively     walk(root) / TreeWalk(root)      every entry, bounded
-    scratch_folder(prefix)               a temporary folder a sandbox may fill, removed iteratively at exit
+    scratch_folder(prefix, in_memory)    a temporary folder a sandbox may fill, removed iteratively at exit
     folder(root, parts) / file(root, parts) / entry(root, parts)  descriptors for work on open folders and files
     entries(dir_fd), read_all(fd, limit), replace_content(fd, data), open_at(dir_fd, name)  on those descriptors
     loads_json(data)                     JSON with a nesting limit
@@ -51,6 +51,8 @@ from aiscientist.util.untrusted.descriptors import (
 from aiscientist.util.untrusted.walk import LIMITS, Limits, Skipped, TreeEntry, TreeWalk, Walk, open_in, walk
 
 JSON_DEPTH = 64
+# a tmpfs where the host has one: folders and files made there cost no disk journal (each costs 0.2 ms and up on ext4)
+MEMORY_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 
 def _parts(rel: str) -> list[str]:
@@ -159,10 +161,11 @@ def _open_own(parent: int, name: str) -> int:
 
 
 @contextmanager
-def scratch_folder(prefix: str) -> Iterator[Path]:
+def scratch_folder(prefix: str, in_memory: bool = False) -> Iterator[Path]:
     """A fresh temporary folder, removed with `remove_tree` however deep or linked what a
-    sandbox left in it (tempfile's cleanup recurses and dies on a deep tree)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+    sandbox left in it (tempfile's cleanup recurses and dies on a deep tree); in `MEMORY_DIR`
+    when `in_memory` and the host has one, for what is known to be small."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=MEMORY_DIR if in_memory else None))
     try:
         yield path
     finally:
@@ -194,6 +197,7 @@ __all__ = [
     "DIR_FLAGS",
     "JSON_DEPTH",
     "LIMITS",
+    "MEMORY_DIR",
     "Kind",
     "Limits",
     "Link",
