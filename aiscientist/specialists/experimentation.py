@@ -28,6 +28,7 @@ from aiscientist.specialists.base import (
     run_specialist,
     steps_used,
 )
+from aiscientist.specialists.measured import refuse_measured
 
 ROLE = "experimentation"
 NEXT = "The experiment is run for you first: its result follows. Then reply with finish(summary=<your analysis>)."
@@ -54,7 +55,8 @@ def experiment_tool(ctx: RunContext, scope: Any, box: Toolbox, limit: int | None
         append_once(ctx, scope, "exp_log", outcome.splitlines()[0], outcome)
         box.note(str(ctx.ws.paths.step_dir(record.step).relative_to(ctx.ws.paths.root)))
 
-    return shared_experiment_tool(ctx, box, render="text", limit=limit, on_result=log)
+    refuse = (lambda: refuse_measured(ctx)) if ctx.config.specialists.skip_measured else None
+    return shared_experiment_tool(ctx, box, render="text", limit=limit, on_result=log, refuse=refuse)
 
 
 def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult:
@@ -78,6 +80,8 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
     for step_dir in outcomes:
         record = StepRecord.model_validate_json((ctx.ws.paths.root / step_dir / STEP_RECORD).read_text())
         result.full_output += f"\n\n{describe(ctx, record)}\n{stderr_excerpt(ctx, record.step, 1500)}"
+    if not outcomes and (why := refuse_measured(ctx) if ctx.config.specialists.skip_measured else None):
+        result.summary = result.full_output = f"{why}; its summary: {result.summary}"  # the orchestrator hears why
     result.ok = result.ok and bool(outcomes)
     return result
 
