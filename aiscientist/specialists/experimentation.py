@@ -5,6 +5,7 @@ tags the best-so-far code `best` in `submission/`.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -13,11 +14,11 @@ from aiscientist.agent.context import RunContext
 from aiscientist.agent.experiment_tool import describe, stderr_excerpt
 from aiscientist.agent.experiment_tool import experiment_tool as shared_experiment_tool
 from aiscientist.agent.toolbox import build_toolbox
-from aiscientist.agent.tools import Tool, Toolbox
+from aiscientist.agent.tools import Tool, Toolbox, clip
 from aiscientist.agent.turn import ERROR_PREFIX
 from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.llm.types import ToolCall
-from aiscientist.records.paths import EXP_LOG, EXPERIMENTS, STEP_RECORD
+from aiscientist.records.paths import EXP_LOG, EXPERIMENTS, IMPL_LOG, STEP_RECORD
 from aiscientist.records.step import StepRecord
 from aiscientist.specialists.base import (
     SpecialistResult,
@@ -25,12 +26,15 @@ from aiscientist.specialists.base import (
     call_brief,
     context_field,
     facts,
+    read_or_empty,
     run_specialist,
     steps_used,
 )
 from aiscientist.specialists.measured import refuse_measured
 
 ROLE = "experimentation"
+WORD, MIN_WORDS = re.compile(r"[A-Za-z]{2,}"), 3  # a hypothesis of fewer words says nothing ("ok", "run it")
+LAST_CHANGE = re.compile(r"^\[call [^\]\n]*\] mode: \S+\ntask: (.*)\nfiles changed: (.*)\n(.*)", re.M)  # impl_log
 NEXT = "The experiment is run for you first: its result follows. Then reply with finish(summary=<your analysis>)."
 
 
@@ -60,6 +64,7 @@ def experiment_tool(ctx: RunContext, scope: Any, box: Toolbox, limit: int | None
 
 
 def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult:
+    args = args.model_copy(update={"hypothesis": stated(ctx, args.hypothesis)})
     scope = ctx.ws.scope(ROLE)
     limit = ctx.config.specialists.experiments_per_call
     box = build_toolbox(ctx, ROLE, extra=lambda box: [experiment_tool(ctx, scope, box, limit=limit)])
@@ -84,6 +89,20 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
         result.summary = result.full_output = f"{why}; its summary: {result.summary}"  # the orchestrator hears why
     result.ok = result.ok and bool(outcomes)
     return result
+
+
+def stated(ctx: RunContext, hypothesis: str) -> str:
+    """The hypothesis a step records: the one given, or, when it says next to nothing (the 1.5B orchestrator
+    sent "ok" for each of a 1,200 s run's 31 steps), that with what the last implementation call was asked and
+    did, from its impl_log entry."""
+    if len(WORD.findall(hypothesis)) >= MIN_WORDS:
+        return hypothesis
+    entries = LAST_CHANGE.findall(read_or_empty(ctx, ROLE, IMPL_LOG))
+    if not entries:
+        return hypothesis
+    task, files, summary = entries[-1]
+    given = hypothesis.strip() or "(none given)"
+    return clip(f"{given}; implementation's task: {task}; files changed: {files}; its summary: {summary}", 600)
 
 
 # The offline model's answer as this role (registered with AiScientist's arms: orchestrator/arms.py)

@@ -17,7 +17,8 @@ from aiscientist.llm.config import RECORD_ENV
 from aiscientist.llm.facts import read_facts
 from aiscientist.orchestrator import solve
 from aiscientist.orchestrator.prompts import progress_line
-from aiscientist.specialists.base import TURN_RULES
+from aiscientist.specialists.base import TURN_RULES, append_once
+from aiscientist.specialists.experimentation import stated
 from aiscientist.specialists.implementation import ASKED, CHANGED, PLANNED, UNCHANGED, asked_edits, planned_edits
 from aiscientist.task import load_task
 from aiscientist.workspace import Workspace
@@ -240,3 +241,18 @@ def test_code_a_step_measured_is_neither_recreated_nor_run_again(tmp_path: Path)
         recreated["summary"],
     ), recreated["summary"]
     assert "not run: the editable files are step 1's (quadratic/mse " in not_run["summary"], not_run["summary"]
+
+
+def test_a_hypothesis_that_says_nothing_records_what_implementation_was_asked_and_did(tmp_path: Path) -> None:
+    """The 1.5B orchestrator sent "ok" as the hypothesis of each of a 1,200 s run's 31 steps."""
+    ws = Workspace.create(load_task(FIXTURES / "tiny" / "task.yaml"), tmp_path / "run", sandbox="local")
+    ctx = RunContext(ws=ws, agent="aiscientist", model="offline", steps=3)
+    assert stated(ctx, "ok") == "ok"  # no implementation yet: nothing to add
+    for key, task, summary in (("d1.c0", "raise the epochs", "EPOCHS 40 -> 60"), ("d3.c0", "lower the rate", "0.01")):
+        entry = f"[call {key}] mode: explore\ntask: {task}\nfiles changed: submission/config.py\n{summary}\nmore"
+        append_once(ctx, ws.scope("implementation"), "impl_log", f"[call {key}]", entry)
+    assert stated(ctx, " ok ") == (
+        "ok; implementation's task: lower the rate; files changed: submission/config.py; its summary: 0.01"
+    )
+    assert stated(ctx, "").startswith("(none given); implementation's task: lower the rate;")
+    assert stated(ctx, "a lower rate converges") == "a lower rate converges"  # said something: kept
