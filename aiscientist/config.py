@@ -70,11 +70,6 @@ class SpecialistConfig(BaseModel):
         description="implementation (modes full, explore) first puts the code back to the best step's (or the"
         " baseline's) when the last experiment set no new best and nothing changed since (specialists/from_best.py)",
     )
-    skip_measured: bool = Field(
-        True,
-        description="experimentation does not run editable files a step measured already, and implementation undoes"
-        " a change that recreates them (specialists/measured.py)",
-    )
 
 
 class RunConfig(BaseModel):

@@ -27,18 +27,13 @@ class RunExperimentArgs(BaseModel):
     hypothesis: str = Field("", description="what this run tests (the first 4,000 characters are kept)")
 
 
-def run_step_once(
-    ctx: RunContext, key: str, hypothesis: str, refuse: Callable[[], str | None] | None = None
-) -> StepRecord:
-    """Run one counted step; under a journal key (`key` not empty) a resumed run reuses it. `refuse`: why an
-    agent's own rule does not run this one (asked only for a step not already started)."""
+def run_step_once(ctx: RunContext, key: str, hypothesis: str) -> StepRecord:
+    """Run one counted step; under a journal key (`key` not empty) a resumed run reuses it."""
     planned = ctx.journal.intent(key) if key else None
     if planned is not None:
         done = ctx.ws.paths.step_record(int(planned))
         if done.is_file():
             return StepRecord.model_validate_json(done.read_text())
-    if refuse is not None and (why := refuse()):
-        raise ToolError(why)
     if ctx.steps_left() <= 0:
         raise ToolError(f"step budget reached ({ctx.steps_done()}/{ctx.steps} steps used): no more experiments")
     if key:
@@ -140,16 +135,14 @@ def experiment_tool(
     render: Literal["text", "json"] = "json",
     limit: int | None = None,
     on_result: Callable[[StepRecord, str], None] | None = None,
-    refuse: Callable[[], str | None] | None = None,
 ) -> Tool:
-    """At most `limit` runs through this toolbox; `on_result(record, answer)` sees each step; `refuse`: see
-    `run_step_once`."""
+    """At most `limit` runs through this toolbox; `on_result(record, answer)` sees each step."""
     runs: list[int] = []
 
     def run_experiment(args: RunExperimentArgs) -> str:
         if limit is not None and len(runs) >= limit:
             raise ToolError(f"this call may run {limit} experiment(s); finish and report")
-        record = run_step_once(ctx, box.current_key, args.hypothesis, refuse)
+        record = run_step_once(ctx, box.current_key, args.hypothesis)
         runs.append(record.step)
         if render == "text":
             answer = describe(ctx, record)

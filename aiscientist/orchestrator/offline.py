@@ -12,17 +12,14 @@ from __future__ import annotations
 import re
 
 import aiscientist.llm.offline.search as search
-from aiscientist.llm.offline.backend import BANNER, Exchange, PolicyContext, PolicyReply
+from aiscientist.llm.offline.backend import BANNER, PolicyContext, PolicyReply
 from aiscientist.llm.offline.solo import Call
-from aiscientist.specialists.measured import NOT_RUN
 
 STEP_BLOCK = re.compile(r"^\[step (\d+)\] .*?(?=^\[step \d+\] |^details: |\Z)", re.M | re.S)
 FOCUS = "targets, metric and baseline, method structure, evaluation protocol"
 GUIDANCE = "every one-step change of a literal, each direction"
 REVISE = "revert the last change unless it set a new best, then apply the next untried change"
 KEPT = "the best validated step is kept."
-NOTHING_LEFT = "No untried change is left"  # the implementation policy's words (specialists/implementation.py)
-NOT_RUN_HEAD = NOT_RUN.split("{", 1)[0]  # experimentation's, for code measured already (specialists/measured.py)
 
 
 def orchestrator_policy(seen: PolicyContext) -> PolicyReply:
@@ -40,10 +37,7 @@ def orchestrator_policy(seen: PolicyContext) -> PolicyReply:
         analysis = "" if bus else next((e.result or "" for e in reversed(seen.calls_to("comprehension"))), "")
         calls.append(("prioritization", {"guidance": GUIDANCE, "context": analysis}))
     specialist = [e for e in seen.history if e.name in ("implementation", "experimentation")]
-    if not calls and _nothing_left_to_measure(specialist):
-        reason = f"{BANNER} no untried change is left and the code is measured; {KEPT}"
-        return PolicyReply(f"{BANNER} Submitting.", [("submit", {"reason": reason})])
-    if not calls and specialist and specialist[-1].name == "implementation" and _tried(specialist[-1]):
+    if not calls and specialist and specialist[-1].name == "implementation":
         marker = search.parse_marker(specialist[-1].result or "")
         untried = "no untried change is left: the current code, measured again"
         hypothesis = f"{marker.marker()} {marker.what} (an untested offline guess)" if marker else untried
@@ -58,22 +52,6 @@ def orchestrator_policy(seen: PolicyContext) -> PolicyReply:
         task = f"{REVISE}; first, as the person's guidance asks: {asked[0]}" if asked else REVISE
         calls.append(("implementation", {"mode": "explore", "task": task, "context": "" if bus else _outcomes(seen)}))
     return PolicyReply(f"{BANNER} {', '.join(name for name, _ in calls)}.", calls)
-
-
-def _tried(call: Exchange) -> bool:
-    """Whether an implementation call left something to measure: it finished, or found no untried change (then
-    the code as it is is measured); one that failed (a model outage, a change undone) is called again."""
-    result = call.result or ""
-    return result.lstrip().startswith("[implementation: done") or NOTHING_LEFT in result
-
-
-def _nothing_left_to_measure(specialist: list[Exchange]) -> bool:
-    """Implementation found no untried change, and experimentation then did not run the code: measured already."""
-    return (
-        len(specialist) >= 2
-        and NOTHING_LEFT in (specialist[-2].result or "")
-        and (specialist[-1].result or "").find(NOT_RUN_HEAD) >= 0
-    )
 
 
 def _outcomes(seen: PolicyContext) -> str:

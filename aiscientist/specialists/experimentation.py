@@ -30,7 +30,6 @@ from aiscientist.specialists.base import (
     run_specialist,
     steps_used,
 )
-from aiscientist.specialists.measured import refuse_measured
 
 ROLE = "experimentation"
 WORD, MIN_WORDS = re.compile(r"[A-Za-z]{2,}"), 3  # a hypothesis of fewer words says nothing ("ok", "run it")
@@ -59,8 +58,7 @@ def experiment_tool(ctx: RunContext, scope: Any, box: Toolbox, limit: int | None
         append_once(ctx, scope, "exp_log", outcome.splitlines()[0], outcome)
         box.note(str(ctx.ws.paths.step_dir(record.step).relative_to(ctx.ws.paths.root)))
 
-    refuse = (lambda: refuse_measured(ctx)) if ctx.config.specialists.skip_measured else None
-    return shared_experiment_tool(ctx, box, render="text", limit=limit, on_result=log, refuse=refuse)
+    return shared_experiment_tool(ctx, box, render="text", limit=limit, on_result=log)
 
 
 def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResult:
@@ -85,8 +83,6 @@ def run(ctx: RunContext, key: str, args: ExperimentationArgs) -> SpecialistResul
     for step_dir in outcomes:
         record = StepRecord.model_validate_json((ctx.ws.paths.root / step_dir / STEP_RECORD).read_text())
         result.full_output += f"\n\n{describe(ctx, record)}\n{stderr_excerpt(ctx, record.step, 1500)}"
-    if not outcomes and (why := refuse_measured(ctx) if ctx.config.specialists.skip_measured else None):
-        result.summary = result.full_output = f"{why}; its summary: {result.summary}"  # the orchestrator hears why
     result.ok = result.ok and bool(outcomes)
     return result
 

@@ -222,27 +222,6 @@ def test_a_change_that_leaves_python_that_does_not_compile_is_undone(tmp_path: P
     assert json.loads((run_dir / "experiments/step_0001/step.json").read_text())["success"]
 
 
-def test_code_a_step_measured_is_neither_recreated_nor_run_again(tmp_path: Path) -> None:
-    """In a 1,200 s run of the 1.5B model, 18 of 31 steps ran code an earlier step had measured (step 13's worse
-    change made again after each restore, or the best's code unchanged): none of that spends a step now."""
-    run_dir = tmp_path / "run"
-    task = load_task(FIXTURES / "tiny" / "task.yaml")
-    script = FIXTURES / "orchestrator" / "measured_again.yaml"
-    solve(task, run_dir, RunConfig(sandbox="local"), model=f"scripted:{script}", steps=3)
-    assert sorted(p.name for p in (run_dir / "experiments").iterdir()) == ["step_0001", "step_0002"]
-    config = (run_dir / "submission" / "config.py").read_text()
-    assert "LEARNING_RATE = 0.1\n" in config and "EPOCHS = 40\n" in config  # step 1's code: the cut undone
-    events = [json.loads(line) for line in (run_dir / "logs" / "events.jsonl").read_text().splitlines()]
-    ends = [(e["payload"]["specialist"], e["payload"]) for e in events if e["kind"] == "specialist.end"]
-    (_, recreated), (_, not_run) = ends[-2:]
-    assert [e[1]["ok"] for e in ends] == [True, True, True, True, False, False]
-    assert re.search(
-        r"the change makes the code step 2's \(quadratic/mse [\d.]+\), measured already: it is undone",
-        recreated["summary"],
-    ), recreated["summary"]
-    assert "not run: the editable files are step 1's (quadratic/mse " in not_run["summary"], not_run["summary"]
-
-
 def test_a_hypothesis_that_says_nothing_records_what_implementation_was_asked_and_did(tmp_path: Path) -> None:
     """The 1.5B orchestrator sent "ok" as the hypothesis of each of a 1,200 s run's 31 steps."""
     ws = Workspace.create(load_task(FIXTURES / "tiny" / "task.yaml"), tmp_path / "run", sandbox="local")
