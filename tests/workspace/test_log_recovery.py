@@ -70,10 +70,25 @@ def test_text_written_outside_the_api_is_not_taken_for_a_cut_off_append(tmp_path
 
 def test_ctrl_c_inside_the_block_is_raised_when_it_ends():
     order = []
-    with pytest.raises(KeyboardInterrupt):
+    launched_with = signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's '&' job ignores SIGINT
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with deferred_interrupts():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler runs between bytecodes: it would have raised here
+                order.append("block ended")
+        assert order == ["block ended"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, launched_with)
+
+
+def test_an_ignored_ctrl_c_stays_ignored_after_the_block():
+    launched_with = signal.signal(signal.SIGINT, signal.SIG_IGN)  # e.g. a run started with nohup or as a '&' job
+    try:
         with deferred_interrupts():
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)  # the handler runs between bytecodes: it would have raised here
-            order.append("block ended")
-    assert order == ["block ended"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            time.sleep(0.05)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, launched_with)

@@ -58,9 +58,11 @@ def test_a_worker_ends_when_the_grid_process_is_killed(tmp_path: Path) -> None:
 
 
 INTERRUPTED_GRID = """
-import os, sys, time
+import os, signal, sys, time
 from bench.grid.executors import open_executor
 from bench.grid.runner import _drain
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal (a shell's '&' job ignores SIGINT)
 
 def cell(path):
     open(path, "w").write(str(os.getpid()))
