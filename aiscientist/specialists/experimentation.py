@@ -30,10 +30,10 @@ from aiscientist.specialists.base import (
     run_specialist,
     steps_used,
 )
+from aiscientist.specialists.implementation import LOG_ENTRY_FIELDS
 
 ROLE = "experimentation"
 WORD, MIN_WORDS = re.compile(r"[A-Za-z]{2,}"), 3  # a hypothesis of fewer words says nothing ("ok", "run it")
-LAST_CHANGE = re.compile(r"^\[call [^\]\n]*\] mode: \S+\ntask: (.*)\nfiles changed: (.*)\n(.*)", re.M)  # impl_log
 NEXT = "The experiment is run for you first: its result follows. Then reply with finish(summary=<your analysis>)."
 
 
@@ -93,7 +93,7 @@ def stated(ctx: RunContext, hypothesis: str) -> str:
     did, from its impl_log entry."""
     if len(WORD.findall(hypothesis)) >= MIN_WORDS:
         return hypothesis
-    entries = LAST_CHANGE.findall(read_or_empty(ctx, ROLE, IMPL_LOG))
+    entries = LOG_ENTRY_FIELDS.findall(read_or_empty(ctx, ROLE, IMPL_LOG))
     if not entries:
         return hypothesis
     task, files, summary = entries[-1]

@@ -40,6 +40,9 @@ UNCHANGED = "no editable file changed what it runs: the code is as it was (comme
 BROKEN = "the change left {path} not valid Python ({why}): it is undone, the code is as before this call"
 MEASURED = "not run: this is the change step {step} measured ({outcome}); ask for a different change, the plan's next"
 LOG_LINES = r"^\[step \d+\] |^success: "  # the offline policy reads only these lines of the log
+LOG_ENTRY = "{marker}\ntask: {task}\nfiles changed: {files}\n{summary}"  # a call's impl_log entry
+# an entry's task, files changed and first line of its summary (experimentation.stated reads them)
+LOG_ENTRY_FIELDS = re.compile(r"^\[call [^\]\n]*\] mode: \S+\ntask: (.*)\nfiles changed: (.*)\n(.*)", re.M)
 PLANNED = f"## Planned edits ({PLAN_FILE}), as edit_file arguments; if your task is one, make it so"
 PLANNED_MAX = 5  # a plan's entries (the offline plan lists every literal up and down)
 CHANGE_LINE = re.compile(r"^\s*-\s*change:\s*(\{.*\})\s*$", re.M)  # prioritization's entry template
@@ -98,7 +101,8 @@ def run(ctx: RunContext, key: str, args: ImplementationArgs) -> SpecialistResult
     result.summary = f"{restored} {result.summary}" if restored else result.summary
     changed = ", ".join(a for a in box.artifacts if a.startswith(SUBMISSION + "/")) or "none"
     marker = f"[call {key}] mode: {args.mode}"
-    entry = f"{marker}\ntask: {clip(args.task, 500)}\nfiles changed: {changed}\n{clip(result.summary, 2000)}"
+    summary = clip(result.summary, 2000)
+    entry = LOG_ENTRY.format(marker=marker, task=clip(args.task, 500), files=changed, summary=summary)
     append_once(ctx, scope, "impl_log", marker, entry)
     if not ctx.ws.file_bus:  # the orchestrator sees the full output only without the bus
         diff = snapshots.diff_stat(ctx.ws.paths, snapshots.BASELINE_TAG, ctx.editable_files())
