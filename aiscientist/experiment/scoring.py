@@ -33,7 +33,7 @@ from aiscientist.records.metrics_file import (
 from aiscientist.records.paths import RunPaths
 from aiscientist.records.step import MetricsReading
 from aiscientist.sandbox import CommandsResult, Sandbox
-from aiscientist.task import Task, expand_globs, glob_match
+from aiscientist.task import Task, expand_globs
 from aiscientist.util import untrusted
 from aiscientist.util.text import name as shown
 
@@ -65,7 +65,7 @@ def copy_artifacts(task: Task, tree: dict[str, integrity.Entry], run_root: Path,
     out first: an artifact never stands in for a scorer or hidden file) is an ArtifactError."""
     copied, total = [], 0
     for rel, entry in sorted(tree.items()):
-        if not _is_artifact(task, rel):
+        if not task.is_artifact(rel):
             continue
         if entry.kind != "file":
             raise ArtifactError(f"artifact {shown(rel)!r} is not a regular file the host may read")
@@ -116,7 +116,7 @@ def _bytes_to_score(task: Task, files: list[tuple[str, Path]], run_root: Path, t
     """About how many bytes a scoring folder will hold: the task files' and the artifacts' sizes
     (`tree` came from a no-follow walk of the run's quiet tree, so no link lies on their way)."""
     paths = [source for _, source in files]
-    paths += [run_root / rel for rel, entry in tree.items() if entry.kind == "file" and _is_artifact(task, rel)]
+    paths += [run_root / rel for rel, entry in tree.items() if entry.kind == "file" and task.is_artifact(rel)]
     total = 0
     for path in paths:
         try:
@@ -124,10 +124,6 @@ def _bytes_to_score(task: Task, files: list[tuple[str, Path]], run_root: Path, t
         except OSError:
             continue  # gone: the copy says why
     return total
-
-
-def _is_artifact(task: Task, rel: str) -> bool:
-    return any(glob_match(rel, pattern) for pattern in task.artifacts)
 
 
 def score_run(

@@ -261,6 +261,9 @@ class Task(BaseModel):
     def is_hidden(self, rel_path: str) -> bool:
         return any(glob_match(rel_path, pattern) for pattern in self.hidden)
 
+    def is_artifact(self, rel_path: str) -> bool:
+        return any(glob_match(rel_path, pattern) for pattern in self.artifacts)
+
     @property
     def editable_globs(self) -> list[str]:
         """The agent's files: the editable globs; a reproduce task that lists none
